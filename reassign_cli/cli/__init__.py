@@ -1,0 +1,87 @@
+"""The `kafka-reassign` command: Click group, subcommand registration, and the ONE place where
+exceptions become messages and exit codes.
+
+Each subcommand lives in its own module under reassign_cli/cli/ and is registered below.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import click
+
+from reassign_cli import __version__
+from reassign_cli.errors import ExitCode, ReassignError
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0    success; verify: every partition is at its target
+  1    operational error (ZooKeeper unreachable, auth failure, unexpected)
+  2    usage error
+  3    invalid plan or input file (nothing was written)
+  4    busy or unfinished: a reassignment is already running (execute),
+       still in progress (verify, --wait timeout)
+  5    verify: finished, but some partition is not as planned
+  130  interrupted
+"""
+
+
+@click.group(
+    epilog=EXIT_CODES_HELP,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, "--version", prog_name="kafka-reassign")
+def cli() -> None:
+    """Move Kafka partition replicas between brokers safely (ZooKeeper-mode clusters).
+
+    The workflow of kafka-reassign-partitions: `generate` a plan, `execute` it with
+    throttles, `verify` it until complete (which removes the throttles).
+    """
+
+
+def _register() -> None:
+    # Imported here so that each subcommand module can import `cli` helpers without cycles.
+    import importlib
+
+    for name in ("generate", "snapshot", "execute", "verify", "listing"):
+        try:
+            mod = importlib.import_module(f"reassign_cli.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"reassign_cli.cli.{name}":
+                continue  # subcommand not built yet
+            raise
+        cli.add_command(mod.command)
+
+
+_register()
+
+
+def _print_error(message: str, hint: str | None = None) -> None:
+    click.echo(f"Error: {message}", err=True)
+    if hint:
+        click.echo(hint, err=True)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console-script entry point."""
+    try:
+        rv = cli.main(args=argv, prog_name="kafka-reassign", standalone_mode=False)
+    except click.exceptions.Exit as e:  # --help, --version
+        sys.exit(e.exit_code)
+    except click.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(ExitCode.USAGE if isinstance(e, click.UsageError) else e.exit_code)
+    except ReassignError as e:
+        _print_error(str(e), e.hint)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        sys.exit(ExitCode.ERROR)
+    # Subcommands return an ExitCode (verify's 4/5 are results, not errors); None means success.
+    sys.exit(int(rv) if isinstance(rv, int) else ExitCode.OK)

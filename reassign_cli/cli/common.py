@@ -1,0 +1,83 @@
+"""Options every subcommand shares, and the small context object they build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(slots=True)
+class Options:
+    zookeeper: str | None
+    zk_timeout: float
+    format: str  # "text" | "json"
+    color: bool
+    quiet: bool
+    verbose: bool
+
+    @property
+    def json(self) -> bool:
+        return self.format == "json"
+
+
+def connection_options(f: F) -> F:
+    """--zookeeper/--zk-timeout plus the output options; the command receives `opts: Options`."""
+    decorators = [
+        click.option(
+            "--zookeeper",
+            envvar="KAFKA_REASSIGN_ZOOKEEPER",
+            metavar="HOST:PORT[,HOST:PORT][/chroot]",
+            help="ZooKeeper connect string, as in the brokers' zookeeper.connect "
+            "[env: KAFKA_REASSIGN_ZOOKEEPER].",
+        ),
+        click.option(
+            "--zk-timeout",
+            type=click.FloatRange(min=0.1),
+            default=10.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="Connect and request timeout.",
+        ),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+            help="Output on stdout: Kafka's text, or one JSON document.",
+        ),
+        click.option("--no-color", is_flag=True, help="No colours on stderr (also when NO_COLOR is set)."),
+        click.option("-q", "--quiet", is_flag=True, help="Only results and errors; no summaries or progress."),
+        click.option("-v", "--verbose", is_flag=True, help="More detail on stderr (and Spark's own logs)."),
+    ]
+
+    def wrapper(**kwargs: Any) -> Any:
+        opts = Options(
+            zookeeper=kwargs.pop("zookeeper"),
+            zk_timeout=kwargs.pop("zk_timeout"),
+            format=kwargs.pop("fmt"),
+            color=not kwargs.pop("no_color"),
+            quiet=kwargs.pop("quiet"),
+            verbose=kwargs.pop("verbose"),
+        )
+        return f(opts=opts, **kwargs)
+
+    wrapper.__name__ = f.__name__
+    wrapper.__doc__ = f.__doc__
+    out: Any = wrapper
+    for d in reversed(decorators):
+        out = d(out)
+    return out  # type: ignore[no-any-return]
+
+
+def require_zookeeper(opts: Options) -> str:
+    from reassign_cli.errors import UsageError
+
+    if not opts.zookeeper:
+        raise UsageError("--zookeeper is required (or set KAFKA_REASSIGN_ZOOKEEPER)")
+    return opts.zookeeper

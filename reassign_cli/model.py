@@ -1,0 +1,234 @@
+"""Plain data for the pure core, and Kafka's JSON file formats (read and write). Pure: no I/O.
+
+Shapes are chosen for 1M-partition clusters: a topic's assignment is a dict of partition id to a
+list of broker ids, never an object per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from reassign_cli.errors import InvalidInputError
+
+# topic -> partition -> replicas. The universal "assignment" shape (current, proposed, targets).
+Assignment = dict[str, dict[int, list[int]]]
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    id: int
+    rack: str | None = None
+
+
+@dataclass(slots=True)
+class Topic:
+    """What `/brokers/topics/<t>` (and optionally the partition state znodes) say about a topic."""
+
+    name: str
+    # partitions[p] exactly as in the znode: during a reassignment this is RS (target first, then origin).
+    replicas: dict[int, list[int]]
+    adding: dict[int, list[int]] = field(default_factory=dict)  # AR, only non-empty entries
+    removing: dict[int, list[int]] = field(default_factory=dict)  # RR, only non-empty entries
+    isr: dict[int, list[int]] = field(default_factory=dict)  # from .../partitions/<p>/state, when read
+    leader: dict[int, int] = field(default_factory=dict)  # -1: no leader
+    topic_id: str | None = None
+
+    def target(self, p: int) -> list[int]:
+        """TRS: replicas minus removing, order kept (Kafka's ReplicaAssignment.targetReplicas)."""
+        rs = self.replicas[p]
+        rr = self.removing.get(p)
+        return [b for b in rs if b not in rr] if rr else rs
+
+    def origin(self, p: int) -> list[int]:
+        """ORS: replicas minus adding, order kept (Kafka's ReplicaAssignment.originReplicas)."""
+        rs = self.replicas[p]
+        ar = self.adding.get(p)
+        return [b for b in rs if b not in ar] if ar else rs
+
+    def is_reassigning(self, p: int) -> bool:
+        return bool(self.adding.get(p)) or bool(self.removing.get(p))
+
+
+@dataclass(slots=True)
+class ClusterState:
+    """A consistent-enough read of the cluster: what every pure function plans and checks against."""
+
+    brokers: list[Broker]  # registered (live) brokers, sorted by id
+    topics: dict[str, Topic]
+    deleting: frozenset[str] = frozenset()  # children of /admin/delete_topics
+    # Content of /admin/reassign_partitions; None when the znode does not exist.
+    reassignment: dict[TopicPartition, list[int]] | None = None
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [b.id for b in self.brokers]
+
+
+@dataclass(slots=True)
+class PlanEntry:
+    topic: str
+    partition: int
+    replicas: list[int]
+    log_dirs: list[str] | None = None  # None when the file had no log_dirs for this partition
+
+
+@dataclass(slots=True)
+class ReassignmentFile:
+    """A parsed --reassignment-json-file, entries in file order (duplicates kept for validation)."""
+
+    entries: list[PlanEntry]
+
+    def targets(self) -> dict[TopicPartition, list[int]]:
+        return {(e.topic, e.partition): e.replicas for e in self.entries}
+
+    def has_log_dir_moves(self) -> bool:
+        return any(e.log_dirs and any(d != "any" for d in e.log_dirs) for e in self.entries)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading Kafka's input files
+# ---------------------------------------------------------------------------------------------
+
+
+def _loads(data: bytes | str, what: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        # orjson's message carries "line L column C (char N)": say where, as the issue asks.
+        raise InvalidInputError(f"{what} is not valid JSON: {e}") from None
+
+
+def _check_version(doc: Mapping[str, Any], what: str) -> None:
+    version = doc.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise InvalidInputError(f"{what}: Not supported version field value {version}")
+
+
+def parse_topics_to_move(data: bytes | str) -> list[str]:
+    """Kafka's --topics-to-move-json-file: {"topics":[{"topic":"foo"}],"version":1}."""
+    what = "topics-to-move file"
+    doc = _loads(data, what)
+    if not isinstance(doc, dict):
+        raise InvalidInputError(f"{what}: expected a JSON object with a \"topics\" list")
+    _check_version(doc, what)
+    raw = doc.get("topics", [])
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{what}: \"topics\" must be a list")
+    topics: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or "topic" not in item:
+            raise InvalidInputError(f"{what}: topics[{i}]: No such field exists: `topic`")
+        name = item["topic"]
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError(f"{what}: topics[{i}]: \"topic\" must be a non-empty string")
+        topics.append(name)
+    dups = duplicates(topics)
+    if dups:
+        raise InvalidInputError(f"List of topics to reassign contains duplicate entries: {','.join(dups)}")
+    return topics
+
+
+def parse_reassignment(data: bytes | str) -> ReassignmentFile:
+    """Kafka's --reassignment-json-file. Shape errors only; semantic checks live in validate.py."""
+    what = "reassignment file"
+    doc = _loads(data, what)
+    if not isinstance(doc, dict):
+        raise InvalidInputError(f"{what}: expected a JSON object with a \"partitions\" list")
+    _check_version(doc, what)
+    raw = doc.get("partitions", [])
+    if not isinstance(raw, list):
+        raise InvalidInputError(f"{what}: \"partitions\" must be a list")
+    entries: list[PlanEntry] = []
+    for i, item in enumerate(raw):
+        where = f"{what}: partitions[{i}]"
+        if not isinstance(item, dict):
+            raise InvalidInputError(f"{where}: expected an object")
+        for key in ("topic", "partition", "replicas"):
+            if key not in item:
+                raise InvalidInputError(f"{where}: No such field exists: `{key}`")
+        topic, partition, replicas = item["topic"], item["partition"], item["replicas"]
+        if not isinstance(topic, str) or not topic:
+            raise InvalidInputError(f"{where}: \"topic\" must be a non-empty string")
+        where = f"{what}: partition {topic}-{partition}"
+        if not _is_int(partition):
+            raise InvalidInputError(f"{where}: \"partition\" must be an integer")
+        if not isinstance(replicas, list) or not all(_is_int(b) for b in replicas):
+            raise InvalidInputError(f"{where}: \"replicas\" must be a list of integers")
+        log_dirs = item.get("log_dirs")
+        if log_dirs is not None:
+            if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
+                raise InvalidInputError(f"{where}: \"log_dirs\" must be a list of strings")
+            if len(log_dirs) != len(replicas):
+                raise InvalidInputError(
+                    f"Size of replicas list {_jlist(replicas)} is different from size of log dirs list "
+                    f"{_jlist(log_dirs)} for partition {topic}-{partition}"
+                )
+        entries.append(PlanEntry(topic, partition, list(replicas), log_dirs))
+    return ReassignmentFile(entries)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _jlist(items: Sequence[object]) -> str:
+    """Java's List.toString, as Kafka 3.9 prints lists in messages: [1, 2]."""
+    return "[" + ", ".join(str(x) for x in items) + "]"
+
+
+def duplicates(items: Iterable[Any]) -> list[Any]:
+    """Items that occur more than once, in order of first repetition."""
+    seen: set[Any] = set()
+    dups: list[Any] = []
+    for x in items:
+        if x in seen and x not in dups:
+            dups.append(x)
+        seen.add(x)
+    return dups
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing Kafka's JSON
+# ---------------------------------------------------------------------------------------------
+
+
+def format_reassignment_json(assignment: Mapping[str, Mapping[int, Sequence[int]]], *, log_dirs: bool = True) -> str:
+    """Kafka's compact reassignment JSON, partitions sorted by (topic, partition).
+
+    With log_dirs=True every entry carries "log_dirs":["any",...] as Kafka 3.9's --generate and rollback
+    output do; with False it is the /admin/reassign_partitions trigger format (which must never hold log_dirs).
+    """
+    parts: list[str] = []
+    for topic in sorted(assignment):
+        tq = orjson.dumps(topic).decode()
+        for p, reps in sorted(assignment[topic].items()):
+            r = ",".join(map(str, reps))
+            if log_dirs:
+                dirs = ",".join(['"any"'] * len(reps))
+                parts.append(f'{{"topic":{tq},"partition":{p},"replicas":[{r}],"log_dirs":[{dirs}]}}')
+            else:
+                parts.append(f'{{"topic":{tq},"partition":{p},"replicas":[{r}]}}')
+    return '{"version":1,"partitions":[' + ",".join(parts) + "]}"
+
+
+def format_plan_entries(entries: Iterable[PlanEntry], *, log_dirs: bool = False) -> str:
+    """Entries (already ordered by the caller) in Kafka's v1 format; log_dirs only when asked and present."""
+    parts: list[str] = []
+    for e in entries:
+        tq = orjson.dumps(e.topic).decode()
+        r = ",".join(map(str, e.replicas))
+        if log_dirs and e.log_dirs is not None:
+            dirs = ",".join(orjson.dumps(d).decode() for d in e.log_dirs)
+            parts.append(f'{{"topic":{tq},"partition":{e.partition},"replicas":[{r}],"log_dirs":[{dirs}]}}')
+        else:
+            parts.append(f'{{"topic":{tq},"partition":{e.partition},"replicas":[{r}]}}')
+    return '{"version":1,"partitions":[' + ",".join(parts) + "]}"
+
+
+def tp_str(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
