@@ -114,18 +114,18 @@ def parse_topics_to_move(data: bytes | str) -> list[str]:
     what = "topics-to-move file"
     doc = _loads(data, what)
     if not isinstance(doc, dict):
-        raise InvalidInputError(f"{what}: expected a JSON object with a \"topics\" list")
+        raise InvalidInputError(f'{what}: expected a JSON object with a "topics" list')
     _check_version(doc, what)
     raw = doc.get("topics", [])
     if not isinstance(raw, list):
-        raise InvalidInputError(f"{what}: \"topics\" must be a list")
+        raise InvalidInputError(f'{what}: "topics" must be a list')
     topics: list[str] = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or "topic" not in item:
             raise InvalidInputError(f"{what}: topics[{i}]: No such field exists: `topic`")
         name = item["topic"]
         if not isinstance(name, str) or not name:
-            raise InvalidInputError(f"{what}: topics[{i}]: \"topic\" must be a non-empty string")
+            raise InvalidInputError(f'{what}: topics[{i}]: "topic" must be a non-empty string')
         topics.append(name)
     dups = duplicates(topics)
     if dups:
@@ -138,11 +138,11 @@ def parse_reassignment(data: bytes | str) -> ReassignmentFile:
     what = "reassignment file"
     doc = _loads(data, what)
     if not isinstance(doc, dict):
-        raise InvalidInputError(f"{what}: expected a JSON object with a \"partitions\" list")
+        raise InvalidInputError(f'{what}: expected a JSON object with a "partitions" list')
     _check_version(doc, what)
     raw = doc.get("partitions", [])
     if not isinstance(raw, list):
-        raise InvalidInputError(f"{what}: \"partitions\" must be a list")
+        raise InvalidInputError(f'{what}: "partitions" must be a list')
     entries: list[PlanEntry] = []
     for i, item in enumerate(raw):
         where = f"{what}: partitions[{i}]"
@@ -153,16 +153,16 @@ def parse_reassignment(data: bytes | str) -> ReassignmentFile:
                 raise InvalidInputError(f"{where}: No such field exists: `{key}`")
         topic, partition, replicas = item["topic"], item["partition"], item["replicas"]
         if not isinstance(topic, str) or not topic:
-            raise InvalidInputError(f"{where}: \"topic\" must be a non-empty string")
+            raise InvalidInputError(f'{where}: "topic" must be a non-empty string')
         where = f"{what}: partition {topic}-{partition}"
         if not _is_int(partition):
-            raise InvalidInputError(f"{where}: \"partition\" must be an integer")
+            raise InvalidInputError(f'{where}: "partition" must be an integer')
         if not isinstance(replicas, list) or not all(_is_int(b) for b in replicas):
-            raise InvalidInputError(f"{where}: \"replicas\" must be a list of integers")
+            raise InvalidInputError(f'{where}: "replicas" must be a list of integers')
         log_dirs = item.get("log_dirs")
         if log_dirs is not None:
             if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
-                raise InvalidInputError(f"{where}: \"log_dirs\" must be a list of strings")
+                raise InvalidInputError(f'{where}: "log_dirs" must be a list of strings')
             if len(log_dirs) != len(replicas):
                 raise InvalidInputError(
                     f"Size of replicas list {_jlist(replicas)} is different from size of log dirs list "
@@ -197,7 +197,9 @@ def duplicates(items: Iterable[Any]) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def format_reassignment_json(assignment: Mapping[str, Mapping[int, Sequence[int]]], *, log_dirs: bool = True) -> str:
+def format_reassignment_json(
+    assignment: Mapping[str, Mapping[int, Sequence[int]]], *, log_dirs: bool = True
+) -> str:
     """Kafka's compact reassignment JSON, partitions sorted by (topic, partition).
 
     With log_dirs=True every entry carries "log_dirs":["any",...] as Kafka 3.9's --generate and rollback

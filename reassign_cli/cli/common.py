@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -52,7 +52,9 @@ def connection_options(f: F) -> F:
             help="Output on stdout: Kafka's text, or one JSON document.",
         ),
         click.option("--no-color", is_flag=True, help="No colours on stderr (also when NO_COLOR is set)."),
-        click.option("-q", "--quiet", is_flag=True, help="Only results and errors; no summaries or progress."),
+        click.option(
+            "-q", "--quiet", is_flag=True, help="Only results and errors; no summaries or progress."
+        ),
         click.option("-v", "--verbose", is_flag=True, help="More detail on stderr (and Spark's own logs)."),
     ]
 
@@ -72,7 +74,7 @@ def connection_options(f: F) -> F:
     out: Any = wrapper
     for d in reversed(decorators):
         out = d(out)
-    return out  # type: ignore[no-any-return]
+    return cast(F, out)
 
 
 def require_zookeeper(opts: Options) -> str:
