@@ -1,0 +1,203 @@
+"""Where each planned partition stands: complete, in progress, or not as planned. Pure: no I/O.
+
+KAFKA-SPEC §4.5 and DESIGN §5. Kafka 2.8's ZooKeeper verify looks only at /admin/reassign_partitions
+and the topic znode; we also count a partition as in progress while its topic znode has adding or
+removing replicas (what 3.9's ListPartitionReassignments reports), which covers API-started
+reassignments and a trigger znode deleted by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from reassign_cli.errors import ExitCode
+from reassign_cli.model import ClusterState, TopicPartition
+
+
+class Status(StrEnum):
+    COMPLETE = "complete"
+    IN_PROGRESS = "in_progress"
+    NOT_AS_PLANNED = "not_as_planned"
+
+
+@dataclass(slots=True)
+class PartitionProgress:
+    topic: str
+    partition: int
+    target: list[int]
+    current: list[int]  # the topic znode's replicas ([] if the topic or partition is missing)
+    status: Status
+    reason: str | None  # what we can say about why it is not complete; None when nothing useful
+    adding: list[int]
+    removing: list[int]
+    isr: list[int] | None  # None when the partition state znode was not read
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def classify(targets: Mapping[TopicPartition, list[int]], state: ClusterState) -> list[PartitionProgress]:
+    """One result per planned partition, sorted by (topic, partition).
+
+    in progress: the partition is in /admin/reassign_partitions or its topic znode has AR/RR;
+    complete: neither, and the replicas equal the target in order;
+    not as planned: neither, and the replicas differ (or the partition does not exist).
+    """
+    registered = set(state.broker_ids)
+    znode = state.reassignment or {}
+    out: list[PartitionProgress] = []
+    for tp in sorted(targets):
+        target = list(targets[tp])
+        t, p = tp
+        topic = state.topics.get(t)
+        exists = topic is not None and p in topic.replicas
+        current = list(topic.replicas[p]) if topic is not None and exists else []
+        adding = list(topic.adding.get(p, [])) if topic is not None else []
+        removing = list(topic.removing.get(p, [])) if topic is not None else []
+        isr = list(topic.isr[p]) if topic is not None and p in topic.isr else None
+        in_znode = tp in znode
+
+        if in_znode or adding or removing:
+            status = Status.IN_PROGRESS
+            reason = _in_progress_reason(
+                target, current, adding, removing, isr, znode.get(tp), registered, exists
+            )
+        elif exists and current == target:
+            status, reason = Status.COMPLETE, None
+        else:
+            status = Status.NOT_AS_PLANNED
+            reason = _not_as_planned_reason(target, current, topic is not None, exists)
+        out.append(PartitionProgress(t, p, target, current, status, reason, adding, removing, isr))
+    return out
+
+
+def _ints(ids: Iterable[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def _in_progress_reason(
+    target: list[int],
+    current: list[int],
+    adding: list[int],
+    removing: list[int],
+    isr: list[int] | None,
+    znode_entry: list[int] | None,
+    registered: set[int],
+    exists: bool,
+) -> str | None:
+    if not exists:
+        return "partition does not exist yet; the controller will drop the entry"
+    if znode_entry is not None and znode_entry != target:
+        return f"a different reassignment is running: to {_ints(znode_entry)}"
+    if (adding or removing) and [b for b in current if b not in removing] != target:
+        running = [b for b in current if b not in removing]
+        return f"a different reassignment is running: to {_ints(running)}"
+    missing = [b for b in target if b not in registered]
+    if missing:
+        word = "broker" if len(missing) == 1 else "brokers"
+        verb = "is" if len(missing) == 1 else "are"
+        return f"{word} {_ints(missing)} {verb} not registered"
+    if isr is not None:
+        lagging = [b for b in target if b not in isr]
+        if lagging:
+            return f"replicas {_ints(lagging)} not yet in ISR [{_ints(isr)}]"
+        if adding or removing:
+            return "all target replicas are in the ISR; waiting for the controller to finish"
+    if znode_entry is not None and not adding and not removing:
+        if current == target:
+            return "replicas are at the target; waiting for the controller to remove the entry"
+        return "waiting for the controller to start it"
+    return None
+
+
+def _not_as_planned_reason(
+    target: list[int], current: list[int], topic_exists: bool, exists: bool
+) -> str | None:
+    if not topic_exists:
+        return "topic does not exist"
+    if not exists:
+        return "partition does not exist"
+    if sorted(current) == sorted(target):
+        return "same replicas in a different order"
+    return None
+
+
+def overall_status(results: Iterable[PartitionProgress]) -> Status:
+    """complete if every partition is; in progress if any is; otherwise not as planned."""
+    statuses = {r.status for r in results}
+    if Status.IN_PROGRESS in statuses:
+        return Status.IN_PROGRESS
+    if Status.NOT_AS_PLANNED in statuses:
+        return Status.NOT_AS_PLANNED
+    return Status.COMPLETE
+
+
+_EXIT = {
+    Status.COMPLETE: ExitCode.OK,
+    Status.IN_PROGRESS: ExitCode.BUSY,
+    Status.NOT_AS_PLANNED: ExitCode.NOT_AS_PLANNED,
+}
+
+
+def overall_exit(results: Iterable[PartitionProgress]) -> int:
+    """0 all complete; 4 any in progress; 5 otherwise (DESIGN §2)."""
+    return _EXIT[overall_status(results)]
+
+
+def anything_reassigning(state: ClusterState) -> bool:
+    """True while the trigger znode has entries or any topic in `state` has AR/RR: throttles stay.
+
+    Only the topics in `state` are seen: read every topic's AR/RR for the cluster-wide answer
+    (Kafka 3.9 removes throttles only when no reassignment is active anywhere).
+    """
+    if state.reassignment:
+        return True
+    return any(t.adding or t.removing for t in state.topics.values())
+
+
+def kafka_line(p: PartitionProgress) -> str:
+    """Kafka 3.9's verify line for the partition."""
+    if p.status is Status.IN_PROGRESS:
+        return f"Reassignment of partition {p.name} is still in progress."
+    if p.status is Status.COMPLETE:
+        return f"Reassignment of partition {p.name} is completed."
+    return (
+        f"There is no active reassignment of partition {p.name}, "
+        f"but replica set is {_ints(p.current)} rather than {_ints(p.target)}."
+    )
+
+
+def caught_up(p: PartitionProgress) -> tuple[int, int]:
+    """(target replicas in the ISR, target size), for progress bars. Complete counts as all caught up;
+    an unknown ISR as none."""
+    n = len(p.target)
+    if p.status is Status.COMPLETE:
+        return n, n
+    if p.isr is None:
+        return 0, n
+    isr = set(p.isr)
+    return sum(1 for b in p.target if b in isr), n
+
+
+def partition_json(p: PartitionProgress) -> dict[str, Any]:
+    return {
+        "topic": p.topic,
+        "partition": p.partition,
+        "status": str(p.status),
+        "target": p.target,
+        "current": p.current,
+        "adding": p.adding,
+        "removing": p.removing,
+        "isr": p.isr,
+        "reason": p.reason,
+    }
+
+
+def report_json(results: Iterable[PartitionProgress]) -> dict[str, Any]:
+    """The --format json verify document: overall status plus one object per partition, in order."""
+    items = list(results)
+    return {"status": str(overall_status(items)), "partitions": [partition_json(p) for p in items]}
