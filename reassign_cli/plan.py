@@ -1,0 +1,318 @@
+"""Planning for `generate`: broker selection, per-topic specs, seeded draws, the proposed assignment. Pure.
+
+Randomness. Kafka draws a start index and a replica shift per topic from one unseeded `Random`. We draw
+both from a keyed hash of (seed, topic), so a topic's plan depends only on (seed, topic, brokers,
+partition count, RF), never on processing order or batching (local and Spark engines agree byte for
+byte). With M = 2**64 and all arithmetic mod M:
+
+    fnv   = FNV-1a 64 over the topic's UTF-8 bytes:
+            h = 0xcbf29ce484222325; for each byte c: h = (h ^ c) * 0x100000001b3
+    mix   = splitmix64's finaliser:
+            z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9; z = (z ^ (z >> 27)) * 0x94d049bb133111eb; z ^ (z >> 31)
+    key   = mix((seed mod M) + G)                with G = 0x9e3779b97f4a7c15
+    a     = mix(fnv ^ key)
+    b     = mix(a + G)
+    draw(x, n) = ((x >> 32) * n) >> 32           (Lemire's multiply-shift; bias below n / 2**32)
+    start = draw(a, n), shift = draw(b, n)       n = number of selected brokers
+
+`topic_draws` is the scalar definition, `topic_draws_many` the numpy one (same results, tested), and
+`TopicRng(seed, topic)` hands the two draws out through `randrange`, so
+`assign_replicas(brokers, P, RF, rng=TopicRng(seed, t))` is exactly the plan's topic t.
+"""
+
+from __future__ import annotations
+
+import gc
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reassign_cli.assign import MIXED_RACKS_MESSAGE, assign_many, check_arguments
+from reassign_cli.errors import AdminOperationError, InvalidInputError, InvalidReplicationFactorError
+from reassign_cli.model import Assignment, Broker, ClusterState, duplicates
+
+__all__ = [
+    "GenerateRequest",
+    "GenerateResult",
+    "TopicRng",
+    "TopicSpec",
+    "assign_topics",
+    "generate_plan",
+    "random_seed",
+    "select_brokers",
+    "topic_draws",
+    "topic_draws_many",
+    "topic_specs",
+]
+
+MASK = (1 << 64) - 1
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+GOLDEN = 0x9E3779B97F4A7C15
+MIX1 = 0xBF58476D1CE4E5B9
+MIX2 = 0x94D049BB133111EB
+
+NOT_ALL_RACKS_MESSAGE = (
+    "Not all brokers have rack information. Add --disable-rack-aware in command line to make replica "
+    "assignment without rack information."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Draws
+# ---------------------------------------------------------------------------------------------
+
+
+def _mix(z: int) -> int:
+    z = ((z ^ (z >> 30)) * MIX1) & MASK
+    z = ((z ^ (z >> 27)) * MIX2) & MASK
+    return z ^ (z >> 31)
+
+
+def _fnv1a(data: bytes) -> int:
+    h = FNV_OFFSET
+    for c in data:
+        h = ((h ^ c) * FNV_PRIME) & MASK
+    return h
+
+
+def _draw(x: int, n: int) -> int:
+    return ((x >> 32) * n) >> 32
+
+
+def _topic_words(seed: int, topic: str) -> tuple[int, int]:
+    key = _mix(((seed & MASK) + GOLDEN) & MASK)
+    a = _mix(_fnv1a(topic.encode("utf-8")) ^ key)
+    return a, _mix((a + GOLDEN) & MASK)
+
+
+def topic_draws(seed: int, topic: str, n: int) -> tuple[int, int]:
+    """(start index, replica shift) for `topic`, each in [0, n): Kafka's two draws, from the keyed hash."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    a, b = _topic_words(seed, topic)
+    return _draw(a, n), _draw(b, n)
+
+
+class TopicRng:
+    """A `randrange`-only stand-in for Kafka's Random: the first call returns the start draw, the second
+    the shift draw (for the n passed to each call). Later calls continue the splitmix64 sequence."""
+
+    __slots__ = ("_last", "_pending")
+
+    def __init__(self, seed: int, topic: str) -> None:
+        a, b = _topic_words(seed, topic)
+        self._pending = [a, b]
+        self._last = b
+
+    def randrange(self, n: int, /) -> int:
+        if n <= 0:
+            raise ValueError("empty range for randrange()")
+        if self._pending:
+            x = self._pending.pop(0)
+        else:
+            x = self._last = _mix((self._last + GOLDEN) & MASK)
+        return _draw(x, n)
+
+
+def _mix_np(z: np.ndarray) -> np.ndarray:
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(MIX1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(MIX2)
+    return z ^ (z >> np.uint64(31))
+
+
+def _fnv1a_many(names: Sequence[str]) -> np.ndarray:
+    """FNV-1a 64 of each name's UTF-8 bytes, column by column over names grouped by byte length."""
+    enc = [t.encode("utf-8") for t in names]
+    lens = np.fromiter(map(len, enc), dtype=np.int64, count=len(enc))
+    out = np.empty(len(enc), dtype=np.uint64)
+    prime = np.uint64(FNV_PRIME)
+    for length in np.unique(lens).tolist():
+        idx = np.flatnonzero(lens == length)
+        h = np.full(len(idx), FNV_OFFSET, dtype=np.uint64)
+        if length:
+            data = np.frombuffer(b"".join([enc[i] for i in idx.tolist()]), dtype=np.uint8)
+            cols = data.reshape(len(idx), length).astype(np.uint64)
+            for j in range(length):
+                h ^= cols[:, j]
+                h *= prime
+        out[idx] = h
+    return out
+
+
+def topic_draws_many(seed: int, topics: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """`topic_draws` for many topics at once: (starts, shifts) as int64 arrays."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    with np.errstate(over="ignore"):
+        key = np.uint64(_mix(((seed & MASK) + GOLDEN) & MASK))
+        a = _mix_np(_fnv1a_many(topics) ^ key)
+        b = _mix_np(a + np.uint64(GOLDEN))
+        nn = np.uint64(n)
+        starts = ((a >> np.uint64(32)) * nn) >> np.uint64(32)
+        shifts = ((b >> np.uint64(32)) * nn) >> np.uint64(32)
+    return starts.astype(np.int64), shifts.astype(np.int64)
+
+
+def random_seed() -> int:
+    """A fresh seed when the user gave none (printed and recorded by the CLI so the plan can be redone)."""
+    return secrets.randbelow(1 << 31)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: brokers and topic specs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    n_partitions: int
+    replication_factor: int
+
+
+def select_brokers(
+    state: ClusterState, broker_list: Sequence[int] | None, rack_aware: bool
+) -> tuple[list[Broker], list[str]]:
+    """Kafka's getBrokerMetadatas: registered brokers sorted by id, kept if in `broker_list` (when
+    given), racks dropped when not `rack_aware`. Unregistered ids in `broker_list` become a warning
+    (Kafka drops them silently); duplicates, and mixed rack information when rack-aware, are errors."""
+    registered = sorted(state.brokers, key=lambda b: b.id)
+    warnings: list[str] = []
+    if broker_list is not None:
+        dups = duplicates(broker_list)
+        if dups:
+            raise InvalidInputError(f"Broker list contains duplicate entries: {','.join(map(str, dups))}")
+        wanted = set(broker_list)
+        known = {b.id for b in registered}
+        missing = [b for b in broker_list if b not in known]
+        if missing:
+            ids = ",".join(map(str, missing))
+            warnings.append(
+                f"Broker{'s' if len(missing) > 1 else ''} {ids} in --broker-list "
+                f"{'are' if len(missing) > 1 else 'is'} not registered and will not be used"
+            )
+        registered = [b for b in registered if b.id in wanted]
+    if not rack_aware:
+        return [b if b.rack is None else Broker(b.id, None) for b in registered], warnings
+    with_rack = sum(1 for b in registered if b.rack is not None)
+    if 0 < with_rack < len(registered):
+        raise AdminOperationError(NOT_ALL_RACKS_MESSAGE)
+    return registered, warnings
+
+
+def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
+    """Partition count and RF of each topic from its current assignment, sorted by name. During a
+    running reassignment the RF is that of the target replicas (RS minus RR), not of the inflated RS."""
+    names = sorted(set(topics))
+    missing = [t for t in names if t not in state.topics]
+    if missing:
+        if len(missing) == 1:
+            raise InvalidInputError(f"Topic {missing[0]} not found.")
+        raise InvalidInputError(f"Topics not found: {','.join(missing)}")
+    deleting = [t for t in names if t in state.deleting]
+    if deleting:
+        raise InvalidInputError(
+            f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
+        )
+    specs: list[TopicSpec] = []
+    for name in names:
+        topic = state.topics[name]
+        if not topic.replicas:
+            raise InvalidInputError(f"Topic {name} has no partitions")
+        if topic.removing:
+            rfs = {len(topic.target(p)) for p in topic.replicas}
+        else:
+            rfs = set(map(len, topic.replicas.values()))
+        if len(rfs) != 1:
+            found = ",".join(map(str, sorted(rfs)))
+            raise InvalidInputError(
+                f"Topic {name} has partitions with different replication factors ({found}); "
+                "generate needs one replication factor per topic"
+            )
+        specs.append(TopicSpec(name, len(topic.replicas), rfs.pop()))
+    return specs
+
+
+# ---------------------------------------------------------------------------------------------
+# The kernel
+# ---------------------------------------------------------------------------------------------
+
+
+def _pairs(brokers: Sequence[Broker] | Sequence[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
+    return [(b.id, b.rack) if isinstance(b, Broker) else (int(b[0]), b[1]) for b in brokers]
+
+
+def assign_topics(
+    specs: Sequence[TopicSpec], brokers: Sequence[Broker] | Sequence[tuple[int, str | None]], seed: int
+) -> Assignment:
+    """Kafka's assignment for every topic of `specs` over `brokers` (in the given order, as
+    `select_brokers` returns them), with the (seed, topic) draws. Result in the order of `specs`.
+    Topics sharing (partition count, RF) are computed together by the numpy kernel."""
+    pairs = _pairs(brokers)
+    n = len(pairs)
+    if not specs:
+        return {}
+    for s in specs:
+        try:
+            check_arguments(n, s.n_partitions, s.replication_factor)
+        except InvalidReplicationFactorError as e:
+            raise type(e)(
+                str(e), hint=f"topic {s.name} has replication factor {s.replication_factor}"
+            ) from None
+    if any(r is not None for _, r in pairs) and any(r is None for _, r in pairs):
+        raise AdminOperationError(MIXED_RACKS_MESSAGE)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, s in enumerate(specs):
+        groups.setdefault((s.n_partitions, s.replication_factor), []).append(i)
+    names = [s.name for s in specs]
+    starts, shifts = topic_draws_many(seed, names, n)
+    rows: list[dict[int, list[int]] | None] = [None] * len(specs)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for (n_partitions, rf), members in groups.items():
+            idx = np.array(members, dtype=np.int64)
+            arr = assign_many(pairs, n_partitions, rf, starts[idx], shifts[idx])
+            pids = range(n_partitions)
+            for i, per_topic in zip(members, arr.tolist(), strict=True):
+                rows[i] = dict(zip(pids, per_topic, strict=True))
+        return dict(zip(names, rows, strict=True))  # type: ignore[arg-type]
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# ---------------------------------------------------------------------------------------------
+# generate
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GenerateRequest:
+    topics: list[str]
+    broker_list: list[int] | None = None  # None: every registered broker
+    rack_aware: bool = True
+    seed: int | None = None  # None: a fresh random seed (reported in the result)
+
+
+@dataclass(slots=True)
+class GenerateResult:
+    current: Assignment  # each topic's replicas exactly as in its znode
+    proposed: Assignment
+    seed: int
+    brokers: list[Broker]
+    warnings: list[str] = field(default_factory=list)
+    specs: list[TopicSpec] = field(default_factory=list)
+
+
+def generate_plan(state: ClusterState, request: GenerateRequest) -> GenerateResult:
+    """Kafka's --generate: for each topic a fresh assignment over the selected brokers."""
+    brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
+    specs = topic_specs(state, request.topics)
+    seed = random_seed() if request.seed is None else request.seed
+    proposed = assign_topics(specs, brokers, seed)
+    current: Assignment = {s.name: state.topics[s.name].replicas for s in specs}
+    return GenerateResult(current, proposed, seed, brokers, warnings, specs)
