@@ -6,6 +6,7 @@ list of broker ids, never an object per partition.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,17 +206,79 @@ def format_reassignment_json(
     With log_dirs=True every entry carries "log_dirs":["any",...] as Kafka 3.9's --generate and rollback
     output do; with False it is the /admin/reassign_partitions trigger format (which must never hold log_dirs).
     """
-    parts: list[str] = []
-    for topic in sorted(assignment):
-        tq = orjson.dumps(topic).decode()
-        for p, reps in sorted(assignment[topic].items()):
-            r = ",".join(map(str, reps))
+    return '{"version":1,"partitions":[' + format_partition_entries(assignment, log_dirs=log_dirs) + "]}"
+
+
+# Per-topic templates keyed by (log_dirs, replica count of partition 0, 1, ...): the entries of a topic
+# whose partitions are 0..P-1, with "%d" for each replica id and _TOPIC where the quoted name goes.
+_TOPIC = "\x00"
+_TEMPLATES: dict[tuple[bool, tuple[int, ...]], str] = {}
+_RANGES: dict[int, list[int]] = {}
+
+
+def _topic_template(log_dirs: bool, shape: tuple[int, ...]) -> str:
+    t = _TEMPLATES.get((log_dirs, shape))
+    if t is None:
+        entries = []
+        for p, n in enumerate(shape):
+            e = f'{{"topic":{_TOPIC},"partition":{p},"replicas":[' + ",".join(["%d"] * n) + "]"
             if log_dirs:
-                dirs = ",".join(['"any"'] * len(reps))
-                parts.append(f'{{"topic":{tq},"partition":{p},"replicas":[{r}],"log_dirs":[{dirs}]}}')
-            else:
-                parts.append(f'{{"topic":{tq},"partition":{p},"replicas":[{r}]}}')
-    return '{"version":1,"partitions":[' + ",".join(parts) + "]}"
+                e += ',"log_dirs":[' + ",".join(['"any"'] * n) + "]"
+            entries.append(e + "}")
+        t = ",".join(entries)
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[(log_dirs, shape)] = t
+    return t
+
+
+def format_partition_entries(
+    assignment: Mapping[str, Mapping[int, Sequence[int]]], *, log_dirs: bool = True
+) -> str:
+    """The entries of `format_reassignment_json` only, comma-joined, sorted by (topic, partition): the
+    same bytes as inside the whole document. Slices formatted separately (e.g. on Spark executors) join as
+    '{"version":1,"partitions":[' + ",".join(non-empty slices) + ']}' when the slices are in topic order."""
+    out: list[str] = []
+    chain = itertools.chain.from_iterable
+    for topic in sorted(assignment):
+        parts = assignment[topic]
+        if not parts:
+            continue
+        keys = list(parts)
+        r = _RANGES.get(len(keys))
+        if r is None:
+            r = _RANGES[len(keys)] = list(range(len(keys)))
+        if keys == r:
+            vals = list(parts.values())
+        else:
+            keys.sort()
+            if keys != r:  # not exactly partitions 0..P-1
+                out.append(_entries_slow(topic, parts, keys, log_dirs))
+                continue
+            vals = [parts[p] for p in r]
+        shape = tuple(map(len, vals))
+        tq = orjson.dumps(topic).decode()
+        try:
+            text = _topic_template(log_dirs, shape) % tuple(chain(vals))
+        except TypeError:  # not plain ints (e.g. numpy scalars are fine; strings are not)
+            out.append(_entries_slow(topic, parts, keys, log_dirs))
+            continue
+        out.append(text.replace(_TOPIC, tq))
+    return ",".join(out)
+
+
+def _entries_slow(topic: str, parts: Mapping[int, Sequence[int]], keys: list[int], log_dirs: bool) -> str:
+    tq = orjson.dumps(topic).decode()
+    entries: list[str] = []
+    for p in keys:
+        reps = parts[p]
+        r = ",".join(str(int(b)) for b in reps)
+        if log_dirs:
+            dirs = ",".join(['"any"'] * len(reps))
+            entries.append(f'{{"topic":{tq},"partition":{int(p)},"replicas":[{r}],"log_dirs":[{dirs}]}}')
+        else:
+            entries.append(f'{{"topic":{tq},"partition":{int(p)},"replicas":[{r}]}}')
+    return ",".join(entries)
 
 
 def format_plan_entries(entries: Iterable[PlanEntry], *, log_dirs: bool = False) -> str:
