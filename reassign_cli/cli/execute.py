@@ -1,0 +1,124 @@
+"""`kafka-reassign execute`: validate, save the rollback, set throttles, start the reassignment, maybe wait."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.errors import InvalidInputError, UsageError
+
+
+def read_input_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InvalidInputError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _rate(value: int | None) -> int | None:
+    # Kafka's tools take -1 (any negative value) as "no throttle".
+    return None if value is None or value < 0 else value
+
+
+@click.command("execute")
+@click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    required=True,
+    metavar="FILE",
+    help="The plan, in Kafka's reassignment JSON format (as printed by generate).",
+)
+@click.option(
+    "--throttle",
+    type=int,
+    default=None,
+    metavar="B/s",
+    help="Inter-broker replication throttle in bytes/s for the moving replicas (negative: none).",
+)
+@click.option(
+    "--replica-alter-log-dirs-throttle",
+    "log_dir_throttle",
+    type=int,
+    default=None,
+    metavar="B/s",
+    help="Throttle in bytes/s for moves between log dirs of one broker (negative: none).",
+)
+@click.option(
+    "--bootstrap-server",
+    metavar="HOST:PORT[,...]",
+    help='Kafka brokers to talk to; needed for log_dirs other than "any" (AlterReplicaLogDirs).',
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Validate and print every znode write it would make; write nothing."
+)
+@click.option("--wait", is_flag=True, help="Wait until complete, then remove the throttles (as verify).")
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often --wait polls ZooKeeper.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="With --wait: give up waiting after this long (exit 4; the reassignment keeps running).",
+)
+@click.option(
+    "--rollback-file",
+    metavar="FILE",
+    help="Where to save the rollback JSON [default: rollback-YYYYmmdd-HHMMSS.json here].",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Submit at most N partitions at a time, each batch after the previous completed (implies --wait).",
+)
+@click.option(
+    "--log-dir-timeout",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to retry starting the log-dir moves (Kafka's --timeout).",
+)
+@connection_options
+def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
+    """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions).
+
+    Everything is validated first; any problem exits 3 with nothing written. The current assignment
+    of the file's partitions is printed and saved for rollback. With --throttle the moving replicas are
+    throttled; run verify (or use --wait) to remove the throttles once the reassignment is complete.
+    """
+    from reassign_cli.executor import ExecuteRequest, execute
+    from reassign_cli.render import Output
+    from reassign_cli.zookeeper.connect import connect
+
+    if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
+        raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
+    zk = require_zookeeper(opts)
+    req = ExecuteRequest(
+        file_name=reassignment_file,
+        data=read_input_file(reassignment_file),
+        throttle=_rate(kw["throttle"]),
+        log_dir_throttle=_rate(kw["log_dir_throttle"]),
+        bootstrap_server=kw["bootstrap_server"],
+        dry_run=kw["dry_run"],
+        wait=kw["wait"],
+        poll_interval=kw["poll_interval"],
+        timeout=kw["timeout"],
+        rollback_file=kw["rollback_file"],
+        batch_size=kw["batch_size"],
+        log_dir_timeout=kw["log_dir_timeout"],
+    )
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with connect(zk, opts.zk_timeout) as client:
+        return execute(client, req, out, json=opts.json)

@@ -1,0 +1,98 @@
+"""`kafka-reassign list`: what is reassigning now, from /admin/reassign_partitions and the AR/RR in topic
+znodes, in Kafka 3.9's --list format."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.model import ClusterState
+
+
+@dataclass(slots=True)
+class Row:
+    topic: str
+    partition: int
+    replicas: list[int]
+    adding: list[int]
+    removing: list[int]
+    source: str  # "controller": AR/RR in the topic znode; "znode": only in /admin/reassign_partitions so far
+
+
+def active_reassignments(state: ClusterState) -> list[Row]:
+    """Every partition being reassigned, sorted by (topic, partition).
+
+    A partition with AR/RR in its topic znode shows the controller's RS/AR/RR. A partition that is only in
+    /admin/reassign_partitions (the controller has not acted yet) shows what the controller will write:
+    RS = (target + origin) without duplicates, AR = RS - origin, RR = RS - target (KAFKA-SPEC §4.1).
+    """
+    rows: dict[tuple[str, int], Row] = {}
+    for name, topic in state.topics.items():
+        for p in sorted(set(topic.adding) | set(topic.removing)):
+            if topic.is_reassigning(p):
+                rows[(name, p)] = Row(
+                    name,
+                    p,
+                    list(topic.replicas[p]),
+                    list(topic.adding.get(p, [])),
+                    list(topic.removing.get(p, [])),
+                    "controller",
+                )
+    for (t, p), target in (state.reassignment or {}).items():
+        if (t, p) in rows:
+            continue
+        known = state.topics.get(t)
+        origin = list(known.replicas[p]) if known is not None and p in known.replicas else []
+        full = list(dict.fromkeys([*target, *origin]))
+        rows[(t, p)] = Row(
+            t, p, full, [b for b in full if b not in origin], [b for b in full if b not in target], "znode"
+        )
+    return [rows[k] for k in sorted(rows)]
+
+
+@click.command("list")
+@connection_options
+def command(opts: Options) -> int:
+    """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR)."""
+    from reassign_cli.render import Output
+    from reassign_cli.render.progress import list_line
+    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.read import read_state
+
+    zk = require_zookeeper(opts)
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with connect(zk, opts.zk_timeout) as client:
+        state = read_state(client)
+    rows = active_reassignments(state)
+    if opts.json:
+        out.result_json(
+            {
+                "znode": state.reassignment is not None,
+                "reassignments": [
+                    {
+                        "topic": r.topic,
+                        "partition": r.partition,
+                        "replicas": r.replicas,
+                        "adding": r.adding,
+                        "removing": r.removing,
+                        "source": r.source,
+                    }
+                    for r in rows
+                ],
+            }
+        )
+        return 0
+    if not rows:
+        out.result("No partition reassignments found.")
+    else:
+        out.result("Current partition reassignments:")
+        for r in rows:
+            out.result(list_line(r.topic, r.partition, r.replicas, r.adding, r.removing))
+    if state.reassignment is not None and not state.reassignment:
+        out.warn(
+            "/admin/reassign_partitions exists but holds no entries the controller can read; "
+            "it blocks new reassignments until it is deleted"
+        )
+    return 0

@@ -1,0 +1,68 @@
+"""`kafka-reassign verify`: where each partition of the file stands; remove the throttles when done."""
+
+from __future__ import annotations
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.execute import read_input_file
+
+
+@click.command("verify")
+@click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    required=True,
+    metavar="FILE",
+    help="The file that was given to execute.",
+)
+@click.option(
+    "--preserve-throttles",
+    is_flag=True,
+    help="Leave the throttles in place even when nothing is reassigning any more.",
+)
+@connection_options
+def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> int:
+    """Report the status of each partition in --reassignment-json-file (Kafka's lines).
+
+    Once no reassignment is running anywhere in the cluster, the throttles are removed (prior values
+    that this tool recorded are put back) unless --preserve-throttles is given.
+    Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
+    """
+    from reassign_cli.executor import clear_throttles, clearing_lines
+    from reassign_cli.model import parse_reassignment
+    from reassign_cli.progress import classify, overall_exit, report_json
+    from reassign_cli.render import Output
+    from reassign_cli.render.progress import reason_lines, verify_lines
+    from reassign_cli.zookeeper.configs import ConfigStore
+    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.read import read_state
+
+    zk = require_zookeeper(opts)
+    plan = parse_reassignment(read_input_file(reassignment_file))
+    targets = plan.targets()
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with connect(zk, opts.zk_timeout) as client:
+        state = read_state(client, topics=sorted({t for t, _ in targets}), partition_state=True)
+        results = classify(targets, state)
+        cleared = None
+        if not preserve_throttles:
+            cleared = clear_throttles(client, ConfigStore(client), targets)
+
+    if opts.json:
+        doc = report_json(results)
+        doc["throttles_cleared"] = (
+            {"brokers": cleared.brokers, "topics": cleared.topics} if cleared is not None else None
+        )
+        out.result_json(doc)
+    else:
+        for line in verify_lines(results):
+            out.result(line)
+        if cleared is not None:
+            for line in clearing_lines(cleared):
+                out.result(line)
+    for line in reason_lines(results):
+        out.info(line)
+    if cleared is None and not preserve_throttles and not any(r.status == "in_progress" for r in results):
+        out.info("Throttles kept: another reassignment is still running in the cluster.")
+    return overall_exit(results)

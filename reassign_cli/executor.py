@@ -1,0 +1,628 @@
+"""execute, wait and throttle removal: the only module that sequences writes to ZooKeeper.
+
+Order (DESIGN §4): parse → read → validate (exit 3, nothing written) → busy check → rollback file (local)
+→ prior-values record → topic throttle lists → broker rates → log-dir moves (admin API) →
+/admin/reassign_partitions (create only). If the create loses a race, this run's throttle writes are
+undone. Waiting polls the cluster, and once nothing is reassigning removes the throttles exactly as
+verify does (restoring recorded prior values).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reassign_cli import throttle as th
+from reassign_cli.errors import BusyError, ExitCode, InvalidInputError, OperationalError, ReassignError
+from reassign_cli.model import (
+    ClusterState,
+    PlanEntry,
+    ReassignmentFile,
+    TopicPartition,
+    format_reassignment_json,
+    parse_reassignment,
+    tp_str,
+)
+from reassign_cli.progress import PartitionProgress, Status, anything_reassigning, classify, overall_exit
+from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
+from reassign_cli.znodes import encode_reassignment
+from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, PlannedWrite
+from reassign_cli.zookeeper.read import read_state
+from reassign_cli.zookeeper.reassign import REASSIGN_PATH, create_trigger
+
+if TYPE_CHECKING:
+    from reassign_cli.render import Output
+
+BUSY_MESSAGE = (
+    "Cannot execute because there is an existing partition assignment.  This tool has no --additional: "
+    "wait for the running reassignment to finish (kafka-reassign list / verify) and execute again. "
+    "To change the throttle of the running reassignment, resubmit the same file with --throttle."
+)
+MAX_LISTED_VIOLATIONS = 50
+
+
+class WaitInterrupted(ReassignError):
+    """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
+@dataclass(slots=True)
+class ExecuteRequest:
+    file_name: str
+    data: bytes
+    throttle: int | None = None
+    log_dir_throttle: int | None = None
+    bootstrap_server: str | None = None
+    dry_run: bool = False
+    wait: bool = False
+    poll_interval: float = 5.0
+    timeout: float | None = None
+    rollback_file: str | None = None
+    batch_size: int | None = None
+    log_dir_timeout: float = 10.0
+    zookeeper: str | None = None  # only to print a copy-pasteable verify command
+
+
+@dataclass(slots=True)
+class ClearResult:
+    brokers: list[int]
+    topics: list[str]
+    changes: list[ConfigChange] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def violations_error(violations: Sequence[Violation]) -> InvalidInputError:
+    """First violation as the error line, the others as further lines (at most MAX_LISTED_VIOLATIONS)."""
+    first, rest = violations[0], list(violations[1:])
+    lines = [v.message for v in rest[:MAX_LISTED_VIOLATIONS]]
+    if len(rest) > MAX_LISTED_VIOLATIONS:
+        lines.append(f"... and {len(rest) - MAX_LISTED_VIOLATIONS} more problems")
+    return InvalidInputError(first.message, hint="\n".join(lines) if lines else None)
+
+
+def sorted_entries(plan: ReassignmentFile) -> list[PlanEntry]:
+    return sorted(plan.entries, key=lambda e: (e.topic, e.partition))
+
+
+def rollback_json(entries: Iterable[PlanEntry], state: ClusterState) -> str:
+    """Kafka's rollback JSON: the current replicas of the file's partitions, sorted, log_dirs "any"."""
+    current: dict[str, dict[int, list[int]]] = {}
+    for e in entries:
+        topic = state.topics[e.topic]
+        current.setdefault(e.topic, {})[e.partition] = list(topic.replicas[e.partition])
+    return format_reassignment_json(current, log_dirs=True)
+
+
+def rollback_block(js: str) -> str:
+    return (
+        "Current partition replica assignment\n\n"
+        f"{js}\n\n"
+        "Save this to use as the --reassignment-json-file option during rollback\n"
+    )
+
+
+def default_rollback_path(now: datetime | None = None) -> str:
+    now = now or datetime.now()
+    base = f"rollback-{now:%Y%m%d-%H%M%S}"
+    path = Path(f"{base}.json")
+    n = 1
+    while path.exists():
+        path = Path(f"{base}-{n}.json")
+        n += 1
+    return str(path)
+
+
+def started_line(tps: Sequence[TopicPartition]) -> str:
+    s = "s" if len(tps) > 1 else ""
+    return f"Successfully started partition reassignment{s} for {','.join(tp_str(tp) for tp in sorted(tps))}"
+
+
+def busy_partitions(state: ClusterState, targets: dict[TopicPartition, list[int]]) -> bool:
+    """A reassignment is running that blocks ours: the trigger znode exists, or one of our partitions
+    already has adding/removing replicas (an API-started move)."""
+    if state.reassignment is not None:
+        return True
+    for t, p in targets:
+        topic = state.topics.get(t)
+        if topic is not None and topic.is_reassigning(p):
+            return True
+    return False
+
+
+def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[int]]) -> bool:
+    """The running reassignment is this file's: every entry still in the znode is in the file with the same
+    target (the controller removes entries as they complete), and every reassigning partition of the file's
+    topics is moving to the file's target."""
+    znode = state.reassignment or {}
+    if any(targets.get(tp) != reps for tp, reps in znode.items()):
+        return False
+    for t, p in targets:
+        topic = state.topics.get(t)
+        if topic is not None and topic.is_reassigning(p) and topic.target(p) != targets[(t, p)]:
+            return False
+    return bool(znode) or any(
+        (topic := state.topics.get(t)) is not None and topic.is_reassigning(p) for t, p in targets
+    )
+
+
+def verify_command(req_file: str) -> str:
+    return f"kafka-reassign verify --reassignment-json-file {req_file}"
+
+
+# ---------------------------------------------------------------------------------------------
+# throttles
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ThrottleWrites:
+    changes: list[ConfigChange]
+    record_before: dict[str, Any]
+    brokers: list[int]
+    topics: list[str]
+
+
+def apply_throttles(
+    store: ConfigStore,
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    rate: int | None,
+    log_dir_rate: int | None,
+    *,
+    topics_too: bool = True,
+) -> ThrottleWrites:
+    """Record prior values, then write the topic lists (rate only) and the broker rates.
+
+    topics_too=False: only the broker rates (changing the speed of a running move).
+    """
+    targets = {(e.topic, e.partition): e.replicas for e in entries}
+    broker_cfgs: dict[int, dict[str, str]] = {}
+    topic_cfgs: dict[str, dict[str, str]] = {}
+    if rate is not None:
+        moves = th.move_map(targets, state)
+        if topics_too:
+            topic_cfgs = th.topic_throttles(moves)
+        for b in th.throttled_brokers(moves):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(rate, None))
+    if log_dir_rate is not None:
+        for b in th.log_dir_move_brokers(entries):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
+    if not broker_cfgs and not topic_cfgs:
+        return ThrottleWrites([], store.read_priors(), [], [])
+    store.ensure_zk_controller()
+
+    # 1. the prior values, from the configs as they are now (only keys not yet recorded are noted)
+    existing_topics = {t: store.get_config("topics", t) or {} for t in topic_cfgs}
+    existing_brokers = {b: store.get_config("brokers", str(b)) or {} for b in broker_cfgs}
+    record_before = store.read_priors()
+
+    def note(rec: dict[str, Any]) -> dict[str, Any]:
+        for t, cfg in topic_cfgs.items():
+            rec = th.record_priors(rec, "topics", t, existing_topics[t], cfg.keys())
+        for b, cfg in broker_cfgs.items():
+            rec = th.record_priors(rec, "brokers", b, existing_brokers[b], cfg.keys())
+        return rec
+
+    store.update_priors(note)
+
+    # 2. topic lists, then broker rates (each with its notification)
+    changes: list[ConfigChange] = []
+    for t, cfg in topic_cfgs.items():
+        ch = store.update_config("topics", t, _setter(cfg))
+        if ch is not None:
+            changes.append(ch)
+    for b, cfg in sorted(broker_cfgs.items()):
+        ch = store.update_config("brokers", str(b), _setter(cfg))
+        if ch is not None:
+            changes.append(ch)
+    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
+
+
+def _setter(updates: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda cur: th.apply_config(cur, updates)
+
+
+def _restorer(
+    keys: Sequence[str], priors: dict[str, str | None] | None
+) -> Callable[[dict[str, str]], dict[str, str]]:
+    return lambda cur: th.restore_config(cur, keys, priors)
+
+
+def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
+    """Put back exactly what this run changed (keys it set), and the record as it was before the run."""
+    for ch in reversed(writes.changes):
+
+        def revert(cur: dict[str, str], ch: ConfigChange = ch) -> dict[str, str]:
+            out = dict(cur)
+            for k, v in ch.before.items():
+                if v is None:
+                    out.pop(k, None)
+                else:
+                    out[k] = v
+            return out
+
+        store.update_config(ch.entity, ch.name, revert, create=False)
+    before = writes.record_before
+    store.update_priors(lambda _rec: th.load_record(th.dump_record(before)))
+
+
+def clear_throttles(
+    client: Any, store: ConfigStore, targets: dict[TopicPartition, list[int]]
+) -> ClearResult | None:
+    """Remove the throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
+
+    Brokers: registered ∪ the file's target brokers (Kafka's set) ∪ brokers in our record. Topics: the
+    file's topics ∪ topics in our record. Keys with a recorded prior value get it back; the others are
+    removed. A znode is written (with its notification) only when its content changes.
+    """
+    full = read_state(client)
+    if anything_reassigning(full):
+        return None
+    record = store.read_priors()
+    brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
+    brokers |= {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
+    topics = {t for t, _ in targets} | set(record.get("topics", {}))
+    result = ClearResult(sorted(brokers), sorted({t for t, _ in targets}))
+    done_b: list[int] = []
+    done_t: list[str] = []
+    for b in sorted(brokers):
+        priors = th.record_entry(record, "brokers", b)
+        ch = store.update_config("brokers", str(b), _restorer(th.BROKER_KEYS, priors), create=False)
+        if ch is not None:
+            result.changes.append(ch)
+        done_b.append(b)
+    for t in sorted(topics):
+        priors = th.record_entry(record, "topics", t)
+        exists = t in full.topics
+        if exists:
+            ch = store.update_config("topics", t, _restorer(th.TOPIC_KEYS, priors), create=False)
+            if ch is not None:
+                result.changes.append(ch)
+        done_t.append(t)
+
+    def forget(rec: dict[str, Any]) -> dict[str, Any]:
+        for b in done_b:
+            rec = th.record_forget(rec, "brokers", b)
+        for t in done_t:
+            rec = th.record_forget(rec, "topics", t)
+        return rec
+
+    store.update_priors(forget)
+    return result
+
+
+def clearing_lines(result: ClearResult) -> list[str]:
+    b, t = result.brokers, result.topics
+    return [
+        f"Clearing broker-level throttles on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))}",
+        f"Clearing topic-level throttles on topic{'' if len(t) == 1 else 's'} {','.join(t)}",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# log-dir moves (AlterReplicaLogDirs through kafka-python's admin client)
+# ---------------------------------------------------------------------------------------------
+
+ReplicaDir = dict[tuple[str, int, int], str]
+
+
+def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDir:
+    out: ReplicaDir = {}
+    for e in entries:
+        if e.log_dirs:
+            for b, d in zip(e.replicas, e.log_dirs, strict=True):
+                if d != "any":
+                    out[(e.topic, e.partition, b)] = d
+    return out
+
+
+class LogDirMover:
+    """Starts replica log-dir moves with kafka-python's KafkaAdminClient.alter_replica_log_dirs."""
+
+    def __init__(self, bootstrap: str, timeout: float) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self._admin: Any = None
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            import logging
+
+            from kafka.admin import KafkaAdminClient
+            from kafka.errors import KafkaError
+
+            logging.getLogger("kafka").setLevel(logging.CRITICAL)
+            try:
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap.split(","), client_id="kafka-reassign"
+                )
+            except KafkaError as e:
+                raise OperationalError(f"cannot connect to Kafka at {self.bootstrap}: {e}") from None
+        return self._admin
+
+    def attempt(
+        self, moves: ReplicaDir
+    ) -> tuple[list[tuple[str, int, int]], dict[tuple[str, int, int], str]]:
+        """One AlterReplicaLogDirs round: (started, {replica: error name}) ."""
+        from kafka.errors import KafkaError, NoError
+
+        try:
+            res = self._client().alter_replica_log_dirs(dict(moves))
+        except KafkaError as e:
+            raise OperationalError(f"AlterReplicaLogDirs failed: {e}") from None
+        started: list[tuple[str, int, int]] = []
+        failed: dict[tuple[str, int, int], str] = {}
+        for tpr, err in res.items():
+            key = (tpr.topic, tpr.partition, tpr.broker_id)
+            if err is NoError:
+                started.append(key)
+            else:
+                failed[key] = getattr(err, "__name__", str(err))
+        for key in moves:
+            if key not in started and key not in failed:
+                failed[key] = "NoResponse"
+        return started, failed
+
+    def start_until_done(self, moves: ReplicaDir, out: Output) -> None:
+        """Retry until every move has started, or raise after the timeout (Kafka's message)."""
+        pending = dict(moves)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            started, failed = self.attempt(pending)
+            for key in sorted(started):
+                t, p, b = key
+                out.result(
+                    f"Successfully started moving log directory to {pending[key]} for replica {t}-{p} "
+                    f"with broker {b} "
+                )
+                pending.pop(key)
+            if not pending:
+                return
+            hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
+            if hard:
+                k, e = sorted(hard.items())[0]
+                raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
+            if time.monotonic() >= deadline:
+                names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
+                raise OperationalError(
+                    f"Timed out before log directory move(s) could be started for: {names}"
+                )
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                self._admin.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# execute
+# ---------------------------------------------------------------------------------------------
+
+
+def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, ClusterState, list[list[PlanEntry]]]:
+    """Parse, read and validate; nothing is written. Raises InvalidInputError (exit 3) on any problem."""
+    plan = parse_reassignment(req.data)
+    topics = sorted({e.topic for e in plan.entries})
+    state = read_state(client, topics=topics)
+    violations = validate_reassignment(plan, state, bootstrap_server=req.bootstrap_server is not None)
+    if violations:
+        raise violations_error(violations)
+    limit = max_trigger_bytes()
+    batches = split_batches(sorted_entries(plan), req.batch_size, limit)
+    if len(batches) > 1 and req.batch_size is None:
+        size = len(encode_reassignment(sorted_entries(plan)))
+        raise InvalidInputError(
+            f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PATH}, "
+            f"more than one znode holds ({limit} bytes)",
+            hint=f"Use --batch-size N to submit it in batches (each must finish before the next); "
+            f"{len(batches)} batches would fit.",
+        )
+    return plan, state, batches
+
+
+def execute(client: Any, req: ExecuteRequest, out: Output, *, json: bool = False) -> int:
+    """Run the whole execute command; returns the exit code (raises ReassignError on failures)."""
+    from reassign_cli.render.progress import ExecuteReport
+
+    report = ExecuteReport(out, json=json)
+    code, results = _execute(client, req, report)
+    report.finished(results)
+    return code
+
+
+def _execute(
+    client: Any, req: ExecuteRequest, report: ExecuteReport
+) -> tuple[int, list[PartitionProgress] | None]:
+
+    plan, state, batches = prepare(client, req)
+    entries = sorted_entries(plan)
+    targets = {(e.topic, e.partition): e.replicas for e in entries}
+    batched = req.batch_size is not None
+    wait = req.wait or batched
+    store = ConfigStore(client, dry_run=req.dry_run)
+
+    # A running reassignment: refuse, unless it is this very file and only the speed changes.
+    if busy_partitions(state, targets):
+        throttling = req.throttle is not None or req.log_dir_throttle is not None
+        if throttling and same_reassignment(state, targets):
+            return change_running_throttle(store, state, entries, req, report), None
+        raise BusyError(BUSY_MESSAGE)
+
+    # Rollback: printed and saved before anything is written.
+    rb = rollback_json(entries, state)
+    report.rollback(rb)
+    if not req.dry_run:
+        path = req.rollback_file or default_rollback_path()
+        try:
+            Path(path).write_text(rb + "\n")
+        except OSError as e:
+            raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
+        report.rollback_saved(path)
+    else:
+        report.info(
+            "Dry run: the rollback JSON above would be saved to "
+            + (req.rollback_file or "rollback-<time>.json")
+        )
+
+    throttled = req.throttle is not None or req.log_dir_throttle is not None
+    if throttled and not wait:
+        report.result(
+            "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
+            "throttle is removed."
+        )
+
+    mover = LogDirMover(req.bootstrap_server, req.log_dir_timeout) if req.bootstrap_server else None
+    all_results: list[PartitionProgress] = []
+    try:
+        for i, batch in enumerate(batches):
+            if len(batches) > 1:
+                report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
+            if i > 0:
+                state = read_state(client, topics=sorted({e.topic for e in batch}))
+                if state.reassignment is not None and not req.dry_run:
+                    raise BusyError(
+                        f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
+                        f"{REASSIGN_PATH}; batches 1-{i} are complete",
+                        hint="Run execute again with the remaining partitions once it has finished.",
+                    )
+            submit_batch(client, store, state, batch, req, report, mover, first=(i == 0))
+            if req.dry_run:
+                continue
+            if wait:
+                all_results.extend(
+                    wait_for(client, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
+                )
+    finally:
+        if mover is not None:
+            mover.close()
+
+    if req.dry_run:
+        report.dry_run(store.planned)
+        return ExitCode.OK, None
+    if not wait:
+        return ExitCode.OK, None
+    # Everything finished: take the throttles off as verify does.
+    cleared = clear_throttles(client, store, targets)
+    report.cleared(cleared)
+    return overall_exit(all_results), all_results
+
+
+def submit_batch(
+    client: Any,
+    store: ConfigStore,
+    state: ClusterState,
+    batch: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    mover: LogDirMover | None,
+    *,
+    first: bool,
+) -> None:
+    writes = apply_throttles(store, state, batch, req.throttle, req.log_dir_throttle)
+    if first and req.throttle is not None and not req.dry_run:
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+    if first and req.log_dir_throttle is not None and not req.dry_run:
+        report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+
+    moves = log_dir_moves(batch)
+    if moves and mover is not None and not req.dry_run:
+        # Before the trigger, as Kafka: a replica that does not exist yet answers ReplicaNotAvailable, and
+        # the broker remembers the preferred dir for when it creates it.
+        try:
+            mover.attempt(moves)
+        except OperationalError:
+            undo_throttles(store, writes)
+            raise
+
+    data = encode_reassignment(batch)
+    if req.dry_run:
+        store.planned.append(PlannedWrite("create", REASSIGN_PATH, data))
+    elif not create_trigger(client, data):
+        undo_throttles(store, writes)
+        raise BusyError(
+            BUSY_MESSAGE + " (another reassignment was created while this one was being set up; "
+            "this run's throttle changes were undone)"
+        )
+    if not req.dry_run:
+        report.result(started_line([(e.topic, e.partition) for e in batch]))
+    if moves and mover is not None and not req.dry_run:
+        mover.start_until_done(moves, report.out)
+
+
+def change_running_throttle(
+    store: ConfigStore,
+    state: ClusterState,
+    entries: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> int:
+    """The same reassignment is running: only the broker rates change (prior values stay as recorded)."""
+    report.info("This reassignment is already running: only its throttle rates are changed.")
+    apply_throttles(store, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
+    if req.dry_run:
+        report.dry_run(store.planned)
+        return ExitCode.OK
+    if req.throttle is not None:
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+    if req.log_dir_throttle is not None:
+        report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------------------------------------
+# waiting
+# ---------------------------------------------------------------------------------------------
+
+
+def wait_for(
+    client: Any, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
+) -> list[PartitionProgress]:
+    """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
+    Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
+    topics = sorted({t for t, _ in targets})
+    start = time.monotonic()
+    deadline = start + req.timeout if req.timeout is not None else None
+    try:
+        with report.progress(len(targets)) as bar:
+            while True:
+                state = read_state(client, topics=topics, partition_state=True)
+                results = classify(targets, state)
+                bar.update(results, time.monotonic() - start)
+                moving = [r for r in results if r.status is Status.IN_PROGRESS]
+                if not moving:
+                    return results
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    raise BusyError(
+                        f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
+                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name)}",
+                    )
+                pause = req.poll_interval if deadline is None else min(req.poll_interval, deadline - now)
+                time.sleep(max(pause, 0.05))
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting; the reassignment keeps running in the cluster",
+            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
+        ) from None
+
+
+def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str:
+    parts = [f"{p.name} ({p.reason})" if p.reason else p.name for p in moving[:limit]]
+    if len(moving) > limit:
+        parts.append(f"and {len(moving) - limit} more")
+    return ", ".join(parts)
+
+
+if TYPE_CHECKING:
+    from reassign_cli.render.progress import ExecuteReport

@@ -1,0 +1,176 @@
+"""Output of execute / verify / list: Kafka's text on stdout, one JSON document with --format json,
+progress (Rich bar on a terminal, plain lines otherwise) and reasons on stderr."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from reassign_cli.progress import PartitionProgress, Status, caught_up, kafka_line, report_json
+
+if TYPE_CHECKING:
+    from reassign_cli.executor import ClearResult
+    from reassign_cli.render import Output
+    from reassign_cli.zookeeper.configs import PlannedWrite
+
+PLAIN_EVERY = 30.0  # seconds between plain progress lines when nothing changes
+
+
+class ProgressView:
+    """What execute --wait shows while it polls."""
+
+    def __init__(self, out: Output, total: int) -> None:
+        self.out = out
+        self.total = total
+        self._bar: Any = None
+        self._task: Any = None
+        self._last_line = ""
+        self._last_time = 0.0
+
+    def __enter__(self) -> ProgressView:
+        if self.out.interactive:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("partitions"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("replicas caught up {task.fields[replicas]}"),
+                TextColumn("elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.out.err,
+                transient=False,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task("reassigning", total=self.total, replicas="0/0")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def update(self, results: Sequence[PartitionProgress], elapsed: float) -> None:
+        done = sum(1 for r in results if r.status is not Status.IN_PROGRESS)
+        have = need = 0
+        for r in results:
+            a, b = caught_up(r)
+            have += a
+            need += b
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, replicas=f"{have}/{need}")
+            return
+        if self.out.quiet:
+            return
+        line = f"{done}/{len(results)} partitions done, {have}/{need} target replicas in sync"
+        now = time.monotonic()
+        if line != self._last_line or now - self._last_time >= PLAIN_EVERY:
+            self.out.info(f"[{_clock(elapsed)}] {line}")
+            self._last_line, self._last_time = line, now
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class ExecuteReport:
+    """execute's output: Kafka's lines on stdout (text), or gathered into one JSON document."""
+
+    def __init__(self, out: Output, *, json: bool = False) -> None:
+        self.out = out
+        self.json = json
+        self.doc: dict[str, Any] = {"messages": []}
+
+    def result(self, line: str) -> None:
+        if self.json:
+            self.doc["messages"].append(line)
+        else:
+            self.out.result(line)
+
+    def info(self, line: str) -> None:
+        self.out.info(line)
+
+    def rollback(self, js: str) -> None:
+        if self.json:
+            self.doc["rollback"] = orjson.loads(js)
+            return
+        from reassign_cli.executor import rollback_block
+
+        self.out.result(rollback_block(js))
+
+    def rollback_saved(self, path: str) -> None:
+        self.doc["rollback_file"] = path
+        self.out.info(f"Rollback JSON saved to {path}")
+
+    def dry_run(self, planned: Sequence[PlannedWrite]) -> None:
+        if self.json:
+            self.doc["dry_run"] = [
+                {
+                    "op": w.op,
+                    "path": w.path,
+                    "data": w.data.decode() if w.op != "delete" else None,
+                    "version": w.version,
+                    "sequential": w.sequential,
+                }
+                for w in planned
+            ]
+            return
+        self.out.result(f"Dry run: nothing was written. {len(planned)} znode writes would be made:")
+        for w in planned:
+            self.out.result(w.describe())
+
+    def cleared(self, result: ClearResult | None) -> None:
+        from reassign_cli.executor import clearing_lines
+
+        if result is None:
+            self.info("Throttles kept: another reassignment is still running in the cluster.")
+            self.doc["throttles_cleared"] = None
+            return
+        self.doc["throttles_cleared"] = {"brokers": result.brokers, "topics": result.topics}
+        for line in clearing_lines(result):
+            self.result(line)
+
+    def finished(self, results: Sequence[PartitionProgress] | None) -> None:
+        if results is not None:
+            self.doc.update(report_json(results))
+        if self.json:
+            self.out.result_json(self.doc)
+
+    @contextmanager
+    def progress(self, total: int) -> Iterator[ProgressView]:
+        with ProgressView(self.out, total) as view:
+            yield view
+
+
+def verify_lines(results: Sequence[PartitionProgress]) -> list[str]:
+    """Kafka 3.9's verify output: header, one line per partition, then the (empty) log-dir section."""
+    return ["Status of partition reassignment:", *(kafka_line(r) for r in results), ""]
+
+
+def reason_lines(results: Sequence[PartitionProgress]) -> list[str]:
+    return [f"{r.name}: {r.reason}" for r in results if r.status is not Status.COMPLETE and r.reason]
+
+
+def list_line(
+    topic: str, partition: int, replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int]
+) -> str:
+    """Kafka's --list line: "foo-0: replicas: 1,2,3,4. adding: 4. removing: 1." (empty parts left out)."""
+    line = f"{topic}-{partition}: replicas: {','.join(map(str, replicas))}."
+    if adding:
+        line += f" adding: {','.join(map(str, adding))}."
+    if removing:
+        line += f" removing: {','.join(map(str, removing))}."
+    return line

@@ -1,0 +1,240 @@
+"""Entity configs (`/config/topics/<t>`, `/config/brokers/<id>`), their change notifications, and this
+tool's own record of the throttle values that existed before it wrote any.
+
+Every config write is read-modify-write against the znode version: `set(version=stat.version)`, and on
+BadVersion re-read and retry; a missing znode is created (retry on NodeExists). Each write goes in ONE
+kazoo transaction with its `config_change_` notification (a PERSISTENT_SEQUENTIAL node under
+/config/changes), so a broker never sees a config without being told. Unrelated keys are kept, values
+are strings (KAFKA-SPEC §1.8, §1.9).
+
+With dry_run=True nothing is written: each write is recorded in `planned` (path and exact content) and
+later reads in the same run see the planned content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from reassign_cli import throttle as th
+from reassign_cli.errors import OperationalError
+from reassign_cli.znodes import (
+    CONFIG_CHANGE_PREFIX,
+    CONFIG_CHANGES,
+    decode_entity_config,
+    encode_config_change,
+    encode_entity_config,
+    entity_config_path,
+)
+
+Entity = Literal["topics", "brokers"]
+PRIORS_PATH = "/reassign_cli/throttles"  # under the chroot, like every other path here
+CONTROLLER_PATH = "/controller"
+MAX_ATTEMPTS = 25
+
+
+def config_path(entity: Entity, name: str) -> str:
+    return entity_config_path(entity, name)
+
+
+def decode_config(path: str, data: bytes | None) -> dict[str, str]:
+    return dict(decode_entity_config(path, data))
+
+
+@dataclass(slots=True)
+class PlannedWrite:
+    """One znode write, as made (or, in a dry run, as it would be made)."""
+
+    op: Literal["create", "set", "delete"]
+    path: str
+    data: bytes
+    version: int | None = None  # expected znode version for set/delete
+    sequential: bool = False
+
+    def describe(self) -> str:
+        what = {"create": "create", "set": "set", "delete": "delete"}[self.op]
+        if self.sequential:
+            what += " (sequential)"
+        if self.version is not None:
+            what += f" (if version {self.version})"
+        body = "" if self.op == "delete" else " " + self.data.decode()
+        return f"{what} {self.path}{body}"
+
+
+@dataclass(slots=True)
+class ConfigChange:
+    """What one config write changed: the keys touched and their values before (None = absent)."""
+
+    entity: Entity
+    name: str
+    before: dict[str, str | None]
+    after: dict[str, str]
+
+
+@dataclass
+class ConfigStore:
+    client: Any
+    dry_run: bool = False
+    planned: list[PlannedWrite] = field(default_factory=list)
+    _overlay: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
+    _zk_checked: bool = False
+
+    # -- guards ----------------------------------------------------------------------------------
+    def ensure_zk_controller(self) -> None:
+        """Refuse config writes once a KRaft controller has taken over (KAFKA-SPEC §1.7)."""
+        if self._zk_checked:
+            return
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self.client.get(CONTROLLER_PATH)
+        except NoNodeError:
+            data = None
+        epoch = -1
+        if data:
+            try:
+                doc = orjson.loads(data)
+                epoch = int(doc.get("kraftControllerEpoch", -1)) if isinstance(doc, dict) else -1
+            except (orjson.JSONDecodeError, TypeError, ValueError):
+                epoch = -1
+        if epoch > 0:
+            raise OperationalError(
+                f"refusing to write configs: a KRaft controller has taken over (/controller has "
+                f"kraftControllerEpoch {epoch}); use Kafka's own tools against the KRaft cluster"
+            )
+        self._zk_checked = True
+
+    # -- raw reads -------------------------------------------------------------------------------
+    def _get(self, path: str) -> tuple[bytes | None, int | None]:
+        """(data, version); (None, None) when absent. The dry-run overlay wins."""
+        from kazoo.exceptions import NoNodeError
+
+        if path in self._overlay:
+            return self._overlay[path]
+        try:
+            data, stat = self.client.get(path)
+        except NoNodeError:
+            return None, None
+        return data, stat.version
+
+    def get_config(self, entity: Entity, name: str) -> dict[str, str] | None:
+        data, version = self._get(config_path(entity, name))
+        return None if version is None else decode_config(config_path(entity, name), data)
+
+    # -- config read-modify-write -------------------------------------------------------------
+    def update_config(
+        self,
+        entity: Entity,
+        name: str,
+        fn: Callable[[dict[str, str]], dict[str, str]],
+        *,
+        create: bool = True,
+    ) -> ConfigChange | None:
+        """Apply fn to the current config and write the result with a notification, only if it changed.
+
+        create=False: leave a missing znode missing (e.g. the config of a topic that is gone).
+        Returns what changed, or None when nothing was written.
+        """
+        path = config_path(entity, name)
+        for _ in range(MAX_ATTEMPTS):
+            data, version = self._get(path)
+            if version is None and not create:
+                return None
+            current = decode_config(path, data)
+            new = fn(dict(current))
+            if new == current and version is not None:
+                return None
+            if version is None and not new:
+                return None  # nothing to store in a znode that does not exist
+            self.ensure_zk_controller()
+            payload = encode_entity_config(new)
+            change = _diff(entity, name, current, new)
+            if self.dry_run:
+                self.planned.append(
+                    PlannedWrite("set" if version is not None else "create", path, payload, version)
+                )
+                self.planned.append(
+                    PlannedWrite(
+                        "create", CONFIG_CHANGE_PREFIX, encode_config_change(entity, name), None, True
+                    )
+                )
+                self._overlay[path] = (payload, 0 if version is None else version + 1)
+                return change
+            if self._commit_with_notification(path, payload, version, entity, name):
+                return change
+        raise OperationalError(f"{path} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+    def _commit_with_notification(
+        self, path: str, payload: bytes, version: int | None, entity: Entity, name: str
+    ) -> bool:
+        """One transaction: the config write and its notification. False: lost a race, re-read."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+        t = self.client.transaction()
+        if version is None:
+            t.create(path, payload)
+        else:
+            t.set_data(path, payload, version=version)
+        t.create(CONFIG_CHANGE_PREFIX, encode_config_change(entity, name), sequence=True)
+        results = t.commit()
+        errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        if not errors:
+            return True
+        err = errors[0]
+        if isinstance(err, BadVersionError | NodeExistsError):
+            return False
+        if isinstance(err, NoNodeError):
+            # A missing parent (/config/changes, /config/brokers) or the config znode vanished: make the
+            # parents and try again from the read.
+            self.client.ensure_path(CONFIG_CHANGES)
+            self.client.ensure_path(path.rsplit("/", 1)[0])
+            return False
+        raise OperationalError(f"cannot write {path}: {type(err).__name__}")
+
+    # -- our prior-values record -------------------------------------------------------------
+    def read_priors(self) -> dict[str, Any]:
+        data, version = self._get(PRIORS_PATH)
+        return th.load_record(data if version is not None else None, PRIORS_PATH)
+
+    def update_priors(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Read-modify-write of the record against its version; an empty record deletes the znode."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        for _ in range(MAX_ATTEMPTS):
+            data, version = self._get(PRIORS_PATH)
+            current = th.load_record(data if version is not None else None, PRIORS_PATH)
+            new = fn(current)
+            empty = th.record_is_empty(new)
+            payload = th.dump_record(new)
+            if (version is None and empty) or (version is not None and not empty and payload == data):
+                return new
+            if self.dry_run:
+                if empty:
+                    self.planned.append(PlannedWrite("delete", PRIORS_PATH, b"", version))
+                    self._overlay[PRIORS_PATH] = (None, None)
+                else:
+                    op: Literal["create", "set"] = "set" if version is not None else "create"
+                    self.planned.append(PlannedWrite(op, PRIORS_PATH, payload, version))
+                    self._overlay[PRIORS_PATH] = (payload, 0 if version is None else version + 1)
+                return new
+            try:
+                if empty:
+                    self.client.delete(PRIORS_PATH, version=version)
+                elif version is None:
+                    self.client.create(PRIORS_PATH, payload, makepath=True)
+                else:
+                    self.client.set(PRIORS_PATH, payload, version=version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue
+            return new
+        raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def _diff(entity: Entity, name: str, before: Mapping[str, str], after: Mapping[str, str]) -> ConfigChange:
+    keys = [k for k in after if before.get(k) != after[k]] + [k for k in before if k not in after]
+    return ConfigChange(
+        entity, name, {k: before.get(k) for k in keys}, {k: after[k] for k in keys if k in after}
+    )
