@@ -49,29 +49,39 @@ def classify(targets: Mapping[TopicPartition, list[int]], state: ClusterState) -
     """
     registered = set(state.broker_ids)
     znode = state.reassignment or {}
+    topics = state.topics
+    complete, in_progress, not_as_planned = Status.COMPLETE, Status.IN_PROGRESS, Status.NOT_AS_PLANNED
     out: list[PartitionProgress] = []
+    append = out.append
     for tp in sorted(targets):
         target = list(targets[tp])
         t, p = tp
-        topic = state.topics.get(t)
-        exists = topic is not None and p in topic.replicas
-        current = list(topic.replicas[p]) if topic is not None and exists else []
-        adding = list(topic.adding.get(p, [])) if topic is not None else []
-        removing = list(topic.removing.get(p, [])) if topic is not None else []
-        isr = list(topic.isr[p]) if topic is not None and p in topic.isr else None
-        in_znode = tp in znode
+        topic = topics.get(t)
+        if topic is None:
+            current: list[int] = []
+            adding: list[int] = []
+            removing: list[int] = []
+            isr: list[int] | None = None
+            exists = False
+        else:
+            reps = topic.replicas.get(p)
+            exists = reps is not None
+            current = list(reps) if reps is not None else []
+            adding = list(topic.adding[p]) if topic.adding and p in topic.adding else []
+            removing = list(topic.removing[p]) if topic.removing and p in topic.removing else []
+            isr = list(topic.isr[p]) if topic.isr and p in topic.isr else None
 
-        if in_znode or adding or removing:
-            status = Status.IN_PROGRESS
+        if adding or removing or tp in znode:
+            status = in_progress
             reason = _in_progress_reason(
                 target, current, adding, removing, isr, znode.get(tp), registered, exists
             )
         elif exists and current == target:
-            status, reason = Status.COMPLETE, None
+            status, reason = complete, None
         else:
-            status = Status.NOT_AS_PLANNED
+            status = not_as_planned
             reason = _not_as_planned_reason(target, current, topic is not None, exists)
-        out.append(PartitionProgress(t, p, target, current, status, reason, adding, removing, isr))
+        append(PartitionProgress(t, p, target, current, status, reason, adding, removing, isr))
     return out
 
 

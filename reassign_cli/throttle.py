@@ -48,13 +48,19 @@ def move_map(targets: dict[TopicPartition, list[int]], state: ClusterState) -> d
     rejects those first).
     """
     moves: dict[TopicPartition, Move] = {}
+    topics = state.topics
     for tp, target in targets.items():
-        topic = state.topics.get(tp[0])
-        if topic is None or tp[1] not in topic.replicas:
+        topic = topics.get(tp[0])
+        reps = topic.replicas.get(tp[1]) if topic is not None else None
+        if topic is None or reps is None:
             raise InvalidInputError(f"Cannot compute throttles for partition {tp_str(tp)}: it does not exist")
-        sources = list(dict.fromkeys(topic.origin(tp[1])))
-        src = set(sources)
-        destinations = [b for b in dict.fromkeys(target) if b not in src]
+        adding = topic.adding.get(tp[1]) if topic.adding else None
+        sources = [b for b in reps if b not in adding] if adding else list(reps)
+        if len(set(sources)) != len(sources):
+            sources = list(dict.fromkeys(sources))
+        destinations = [b for b in target if b not in sources]
+        if len(set(destinations)) != len(destinations):
+            destinations = list(dict.fromkeys(destinations))
         moves[tp] = Move(sources, destinations)
     return moves
 
