@@ -1,0 +1,506 @@
+"""`generate --engine spark`: the per-topic planning of plan.assign_topics distributed over PySpark.
+
+pyspark is imported only inside the functions of this module that need it, so `--engine local` never
+pays for it. The executors need only numpy and orjson: the reassign_cli package itself is zipped and
+shipped with the job (SparkContext.addPyFile), so a stock Spark cluster works without our package
+installed on its workers.
+
+How it works: topics are sorted by name and cut into contiguous batches of roughly equal partition
+counts (a range partitioning, so concatenating the batches in order gives Kafka's sorted order). Each
+Spark partition holds one batch; its task runs plan.assign_topics + model.format_partition_entries and
+returns (or, with out_path, writes) one comma-joined slice of the "partitions" array. A topic's plan
+depends only on (seed, topic, brokers, partition count, RF), so the result is byte-identical to the
+local engine's whatever the batching.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import gc
+import hashlib
+import ipaddress
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from reassign_cli.errors import OperationalError, ReassignError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reassign_cli.model import Broker
+    from reassign_cli.plan import TopicSpec
+
+DEFAULT_MASTER = "local[*]"
+INSTALL_HINT = "pip install 'reassign-cli[spark]'"
+# Set to 1/true/yes to keep Spark's web UI (port 4040 and up) on while the job runs.
+UI_ENV = "KAFKA_REASSIGN_SPARK_UI"
+# A batch (one Spark partition, one task) holds about this many Kafka partitions: ~15 MB of JSON.
+PARTITIONS_PER_BATCH = 250_000
+
+_SpecTuple = tuple[str, int, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# Public entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def proposed_json(
+    specs: Sequence[TopicSpec],
+    brokers: Sequence[Broker],
+    seed: int,
+    *,
+    master: str = DEFAULT_MASTER,
+    verbose: bool = False,
+    out_path: str | None = None,
+) -> str | None:
+    """The proposed reassignment JSON, computed on Spark.
+
+    Returns the text, byte-identical to model.format_reassignment_json(plan.assign_topics(specs, brokers,
+    seed)); or, with out_path, writes that text there (no trailing newline) and returns None. In that
+    mode the executors write their slices as part files next to out_path (which must therefore be on a
+    filesystem the executors share with the driver) and the driver streams them into the file in order,
+    so the plan is never held in memory as a whole.
+    """
+    ordered: list[_SpecTuple] = sorted(
+        ((s.name, int(s.n_partitions), int(s.replication_factor)) for s in specs), key=lambda t: t[0]
+    )
+    broker_list = list(brokers)
+    est_bytes = estimate_json_bytes(ordered)
+    with spark_context(master, verbose=verbose, collect_bytes=0 if out_path else est_bytes) as sc:
+        n_batches = batch_count(sum(t[1] for t in ordered), len(ordered), sc.defaultParallelism)
+        batches = split_batches(ordered, n_batches)
+        rdd = sc.parallelize(batches, max(1, len(batches)))
+        if out_path is None:
+            fn = functools.partial(_format_slices, broker_list, seed)
+            results = _run_job(lambda: rdd.mapPartitions(fn).collect())
+            return assemble_text(_checked(results))
+        out_path = os.path.abspath(out_path)
+        parts_dir = tempfile.mkdtemp(prefix=".kafka-reassign-parts-", dir=os.path.dirname(out_path))
+        try:
+            writer = functools.partial(_write_slices, parts_dir, broker_list, seed)
+            results = _run_job(lambda: rdd.mapPartitionsWithIndex(writer).collect())
+            assemble_file(out_path, parts_dir, _checked(results))
+        finally:
+            shutil.rmtree(parts_dir, ignore_errors=True)
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Batching and assembly (plain Python, unit-tested without Spark)
+# ---------------------------------------------------------------------------------------------
+
+
+def estimate_json_bytes(specs: Iterable[_SpecTuple]) -> int:
+    """A rough upper bound of the proposed JSON's size (for sizing the driver's memory)."""
+    # {"topic":"t","partition":N,"replicas":[a,b],"log_dirs":["any","any"]}, : ~60 fixed + per replica ~13
+    return sum(n * (64 + len(name) + 14 * rf) for name, n, rf in specs)
+
+
+def batch_count(total_partitions: int, n_topics: int, parallelism: int) -> int:
+    """At least two batches per core (load balance), ~PARTITIONS_PER_BATCH each, never more than topics."""
+    if n_topics == 0:
+        return 0
+    wanted = max(2 * max(1, parallelism), -(-total_partitions // PARTITIONS_PER_BATCH))
+    return max(1, min(n_topics, wanted))
+
+
+def split_batches(ordered: Sequence[_SpecTuple], n_batches: int) -> list[list[_SpecTuple]]:
+    """Cut the sorted topics into at most n_batches contiguous, non-empty runs of similar partition counts."""
+    if not ordered or n_batches <= 0:
+        return []
+    total = sum(t[1] for t in ordered)
+    batches: list[list[_SpecTuple]] = []
+    current: list[_SpecTuple] = []
+    done = 0  # partitions in closed batches plus current
+    for spec in ordered:
+        current.append(spec)
+        done += spec[1]
+        # Close the batch once it reaches its share of the cumulative target.
+        if len(batches) < n_batches - 1 and done * n_batches >= total * (len(batches) + 1):
+            batches.append(current)
+            current = []
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _envelope() -> tuple[str, str]:
+    """Kafka's document around the entries, taken from model so that the two engines cannot drift."""
+    from reassign_cli.model import format_reassignment_json
+
+    head, mid, tail = format_reassignment_json({}).partition("[]")
+    if not mid:  # pragma: no cover - model changed shape
+        raise OperationalError(
+            "cannot derive the reassignment JSON envelope from model.format_reassignment_json"
+        )
+    return head + "[", "]" + tail
+
+
+def assemble_text(slices: Iterable[str]) -> str:
+    head, tail = _envelope()
+    return head + ",".join(s for s in slices if s) + tail
+
+
+def assemble_file(out_path: str, parts_dir: str, parts: Sequence[tuple[int, int]]) -> None:
+    """Stream the executors' part files (index, size) into out_path, in index order, atomically."""
+    head, tail = _envelope()
+    fd, tmp = tempfile.mkstemp(prefix=".kafka-reassign-", suffix=".partial", dir=os.path.dirname(out_path))
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(head.encode())
+            first = True
+            for index, size in sorted(parts):
+                if size == 0:
+                    continue
+                path = _part_path(parts_dir, index)
+                try:
+                    actual = os.path.getsize(path)
+                except OSError:
+                    actual = -1
+                if actual != size:
+                    raise OperationalError(
+                        f"the Spark executors wrote the plan under {parts_dir} but the driver cannot read "
+                        f"part {index} there: the output file must be on a filesystem shared with the executors"
+                    )
+                if not first:
+                    out.write(b",")
+                first = False
+                with open(path, "rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            out.write(tail.encode())
+        os.replace(tmp, out_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _part_path(parts_dir: str, index: int) -> str:
+    return os.path.join(parts_dir, f"part-{index:05d}.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# What runs on the executors (module-level, so cloudpickle ships them by reference to the zip)
+# ---------------------------------------------------------------------------------------------
+
+
+def _plan_slice(brokers: Sequence[Broker], seed: int, batch: Sequence[_SpecTuple]) -> str:
+    from reassign_cli import model, plan
+
+    specs = [plan.TopicSpec(name, n, rf) for name, n, rf in batch]
+    assignment = plan.assign_topics(specs, brokers, seed)
+    fmt = getattr(model, "format_partition_entries", None)
+    if fmt is not None:
+        return str(fmt(assignment))
+    head, tail = _envelope()  # TEMPORARY until model.format_partition_entries lands
+    return model.format_reassignment_json(assignment)[len(head) : -len(tail)]
+
+
+def _format_slices(brokers: Sequence[Broker], seed: int, batches: Iterable[Any]) -> list[tuple[Any, ...]]:
+    """("ok", text) per batch, or one ("err", class name, message) for an error of ours."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # millions of small objects, no cycles: the cyclic GC only costs time here
+    try:
+        return [("ok", _plan_slice(brokers, seed, b)) for b in batches]
+    except ReassignError as e:
+        return [("err", type(e).__name__, str(e), e.hint)]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _write_slices(
+    parts_dir: str, brokers: Sequence[Broker], seed: int, index: int, batches: Iterable[Any]
+) -> list[tuple[Any, ...]]:
+    """Write this Spark partition's slice to parts_dir; return ("ok", (index, bytes written))."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        data = ",".join(t for t in (_plan_slice(brokers, seed, b) for b in batches) if t).encode()
+    except ReassignError as e:
+        return [("err", type(e).__name__, str(e), e.hint)]
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    path = _part_path(parts_dir, index)
+    tmp = f"{path}.{os.getpid()}.tmp"  # a retried or speculative task never leaves a torn part
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+    return [("ok", (index, len(data)))]
+
+
+def _checked(results: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Re-raise an executor-side error as the same reassign_cli.errors class the local engine raises."""
+    from reassign_cli import errors
+
+    out = []
+    for r in results:
+        if r[0] == "err":
+            cls = getattr(errors, r[1], None)
+            if not (isinstance(cls, type) and issubclass(cls, ReassignError)):
+                cls = ReassignError
+            raise cls(r[2], hint=r[3])
+        out.append(r[1])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The Spark session: prerequisites, environment, logging, code shipping, cleanup
+# ---------------------------------------------------------------------------------------------
+
+
+def require_pyspark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError(f"--engine spark needs the spark extra: {INSTALL_HINT}") from None
+
+
+def java_executable() -> str:
+    """The java that spark-submit will run (JAVA_HOME first, like bin/spark-class), or UsageError."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = os.path.join(java_home, "bin", "java")
+        if os.access(java, os.X_OK):
+            return java
+        raise UsageError(f"--engine spark needs Java 17 or newer: JAVA_HOME={java_home} has no bin/java")
+    found = shutil.which("java")
+    if not found:
+        raise UsageError("--engine spark needs Java 17 or newer: no java on PATH and JAVA_HOME is not set")
+    return found
+
+
+def check_java_version(java: str, minimum: int = 17) -> None:
+    try:
+        res = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UsageError(f"--engine spark needs Java {minimum} or newer: cannot run {java}: {e}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', res.stderr + res.stdout)
+    if not m:
+        return  # unknown format: let Spark try
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # "1.8.0_392"
+        major = int(m.group(2))
+    if major < minimum:
+        raise UsageError(f"--engine spark needs Java {minimum} or newer; {java} is Java {major}")
+
+
+def is_loopback_master(master: str) -> bool:
+    """local[...] masters, and spark:// masters whose every host is a loopback address."""
+    m = master.strip().lower()
+    if m == "local" or m.startswith(("local[", "local-cluster[")):
+        return True
+    if not m.startswith("spark://"):
+        return False
+    hosts = [h.rsplit(":", 1)[0] if not h.endswith("]") else h for h in m[len("spark://") :].split(",")]
+    return bool(hosts) and all(_is_loopback_host(h) for h in hosts)
+
+
+def _is_loopback_host(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+LOG4J2_QUIET = """\
+# Written by kafka-reassign: Spark stays silent unless -v is given.
+rootLogger.level = off
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = off
+"""
+
+
+def package_zip(dest_dir: str) -> str:
+    """Zip the reassign_cli package (sources only) into dest_dir; the name carries a content hash."""
+    import reassign_cli
+
+    root = os.path.dirname(os.path.abspath(reassign_cli.__file__))
+    files: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for fn in sorted(filenames):
+            if fn.endswith((".py", ".typed")):
+                full = os.path.join(dirpath, fn)
+                files.append((full, os.path.join("reassign_cli", os.path.relpath(full, root))))
+    digest = hashlib.sha1()
+    for full, arc in files:
+        digest.update(arc.encode())
+        with open(full, "rb") as f:
+            digest.update(f.read())
+    path = os.path.join(dest_dir, f"reassign_cli-{digest.hexdigest()[:12]}.zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for full, arc in files:
+            z.write(full, arc)
+    return path
+
+
+_shipped: set[tuple[int, str]] = set()  # (id(SparkContext), zip name) already added to a reused context
+_keep_dir: str | None = None  # zips shipped to contexts we do not own live here until exit
+
+
+def _ship_package(sc: Any, dest_dir: str) -> None:
+    path = package_zip(dest_dir)
+    key = (id(sc), os.path.basename(path))
+    if key not in _shipped:
+        sc.addPyFile(path)
+        _shipped.add(key)
+
+
+def _persistent_dir() -> str:
+    global _keep_dir
+    if _keep_dir is None:
+        _keep_dir = tempfile.mkdtemp(prefix="kafka-reassign-spark-")
+        atexit.register(shutil.rmtree, _keep_dir, True)
+    return _keep_dir
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def driver_memory_mb(collect_bytes: int) -> int:
+    """JVM heap for the driver: room for the collected slices (if any) on top of Spark's own needs."""
+    return max(1024, 512 + (2 * collect_bytes >> 20))
+
+
+@contextlib.contextmanager
+def spark_context(
+    master: str = DEFAULT_MASTER, *, verbose: bool = False, collect_bytes: int = 0
+) -> Iterator[Any]:
+    """A SparkContext with our package shipped; stopped and cleaned up on exit if we started it.
+
+    An already running context (a notebook, a test session, a `spark-submit` driver) is reused as is
+    and left running.
+    """
+    require_pyspark()
+    from pyspark import SparkConf, SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is not None:
+        _ship_package(active, _persistent_dir())
+        yield active
+        return
+
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM already
+    if not under_submit:
+        check_java_version(java_executable())
+    tmp = tempfile.mkdtemp(prefix="kafka-reassign-spark-")
+    sc = None
+    try:
+        env = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
+        conf = SparkConf().setAppName("kafka-reassign generate")
+        if not (under_submit and master == DEFAULT_MASTER):  # spark-submit's --master wins over the default
+            conf.setMaster(master)
+        effective_master = conf.get("spark.master", master) or master
+        conf.set("spark.ui.enabled", "true" if _truthy(os.environ.get(UI_ENV)) else "false")
+        conf.set("spark.ui.showConsoleProgress", "true" if verbose else "false")
+        conf.set("spark.driver.maxResultSize", "0")
+        if collect_bytes:
+            conf.set("spark.driver.memory", f"{driver_memory_mb(collect_bytes)}m")
+        java_opts = ["-XX:-UsePerfData"]  # no /tmp/hsperfdata_<user>
+        if not verbose:
+            log4j = os.path.join(tmp, "log4j2.properties")
+            with open(log4j, "w") as f:
+                f.write(LOG4J2_QUIET)
+            java_opts.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+        conf.set("spark.driver.extraJavaOptions", " ".join(java_opts))
+        if is_loopback_master(effective_master):
+            env["SPARK_LOCAL_IP"] = "127.0.0.1"
+            conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+            local_dir = os.path.join(tmp, "local")
+            os.mkdir(local_dir)
+            conf.set("spark.local.dir", local_dir)
+        with _environ(env):
+            try:
+                sc = _start_context(SparkContext, conf, verbose, tmp)
+            except ReassignError:
+                raise
+            except Exception as e:
+                raise OperationalError(
+                    f"cannot start Spark (master {effective_master}): {_one_line(e)}",
+                    hint=None if verbose else "Run with -v to see Spark's own logs.",
+                ) from None
+        _ship_package(sc, tmp)
+        yield sc
+    finally:
+        if sc is not None:
+            with contextlib.suppress(Exception):
+                sc.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start_context(spark_context_cls: Any, conf: Any, verbose: bool, tmp: str) -> Any:
+    """Start the JVM ourselves when none runs yet, so that its raw stderr can be kept quiet too."""
+    if spark_context_cls._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ and not verbose:
+        from pyspark.java_gateway import launch_gateway
+
+        # The JVM prints a few lines (e.g. "WARNING: Using incubator modules") that no log4j setting
+        # reaches; they go to a log file in our temp dir instead of the user's terminal.
+        with open(os.path.join(tmp, "jvm.log"), "wb") as log:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        return spark_context_cls(conf=conf, gateway=gateway)
+    return spark_context_cls.getOrCreate(conf)
+
+
+def _run_job(job: Any) -> Any:
+    try:
+        return job()
+    except ReassignError:
+        raise
+    except Exception as e:
+        raise OperationalError(
+            f"the Spark job failed: {_one_line(e)}",
+            hint="The Spark workers need Python with numpy and orjson (see PYSPARK_PYTHON); "
+            "run with -v to see Spark's own logs.",
+        ) from None
+
+
+_PY_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$")
+
+
+def _one_line(e: BaseException) -> str:
+    """The most telling line of a Spark/py4j error: the last Python exception line inside it (Python
+    exception names are unqualified, Java's are not), else its first line."""
+    text = str(e)
+    python_side = [
+        f"{m.group(1)}: {m.group(2).strip()}"
+        for m in map(_PY_ERROR.match, text.splitlines())
+        if m and "." not in m.group(1) and m.group(1) != "Py4JJavaError"
+    ]
+    if python_side:
+        return python_side[-1]
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    return first[:300]
