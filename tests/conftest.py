@@ -1,0 +1,331 @@
+"""Shared fixtures: the real ZooKeeper + Kafka cluster (scripts/cluster) and helpers around it.
+
+Fixtures
+    cluster      (session) the running cluster: .zookeeper ("127.0.0.1:P/kafka"), .zk_hosts, .chroot,
+                 .bootstrap, .broker_ids, .broker_ports, .directory, .stop_broker(n), .start_broker(n),
+                 .broker_stopped(n) (context manager). Uses $CLUSTER_DIR/env if ZooKeeper answers,
+                 else runs `scripts/cluster up` (and `down` at the end). Fails (never skips) if it can't.
+    zk           a started KazooClient rooted at the cluster chroot (function scope)
+    zk_chroot    "127.0.0.1:P/t-<uuid>": a fresh empty chroot, deleted recursively afterwards
+    make_topic   make_topic(assignment, messages=0, name=None, configs=None) -> topic name
+    consume_all  consume_all(topic) -> list[bytes] (values, by partition then offset)
+    run_cli      run_cli(*args, env=None, input=None, cwd=None) -> CompletedProcess (real subprocess,
+                 KAFKA_REASSIGN_ZOOKEEPER set to the cluster's)
+    zk_dump      zk_dump(client, roots=("/admin", "/config", "/brokers/topics")) -> {path: data}
+
+Plain functions (no fixture needed): `from tests.helpers import wait_until, zk_dump, consume_all, run_cli`
+(wait_until is also importable from tests.conftest).
+
+Tests that use `cluster` (directly or through another fixture) and every test under tests/integration
+are marked `integration` automatically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import helpers
+from tests.helpers import CLUSTER_SCRIPT, REPO, read_env_file, unique_name, wait_until
+
+__all__ = ["Cluster", "wait_until"]
+
+
+def cluster_dir() -> Path:
+    return Path(os.environ.get("CLUSTER_DIR") or REPO / ".cluster")
+
+
+def zk_answers(hosts: str, timeout: float = 3.0) -> bool:
+    """ZooKeeper's `srvr` four-letter word on the first host."""
+    host, _, port = hosts.split(",")[0].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as s:
+            s.sendall(b"srvr")
+            return s.recv(64).startswith(b"Zookeeper version")
+    except OSError:
+        return False
+
+
+def _script(*args: str, directory: Path, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CLUSTER_DIR=str(directory))
+    return subprocess.run(
+        [str(CLUSTER_SCRIPT), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@dataclass
+class Cluster:
+    zookeeper: str  # connect string with chroot, e.g. 127.0.0.1:2181/kafka
+    zk_hosts: str  # without chroot
+    chroot: str
+    bootstrap: str
+    broker_ids: list[int]
+    broker_ports: dict[int, int]
+    directory: Path
+    env: dict[str, str]
+    stopped: set[int] = field(default_factory=set)
+
+    @classmethod
+    def from_env(cls, directory: Path, env: dict[str, str]) -> Cluster:
+        zookeeper = env["KAFKA_REASSIGN_ZOOKEEPER"]
+        hosts, sep, chroot = zookeeper.partition("/")
+        ids = [int(x) for x in env.get("CLUSTER_BROKER_IDS", "1,2,3").split(",")]
+        ports = [int(hp.rpartition(":")[2]) for hp in env["KAFKA_BOOTSTRAP"].split(",")]
+        return cls(
+            zookeeper=zookeeper,
+            zk_hosts=hosts,
+            chroot="/" + chroot if sep else "",
+            bootstrap=env["KAFKA_BOOTSTRAP"],
+            broker_ids=ids,
+            broker_ports=dict(zip(ids, ports, strict=False)),
+            directory=directory,
+            env=env,
+        )
+
+    def bootstrap_for(self, broker_id: int) -> str:
+        return f"127.0.0.1:{self.broker_ports[broker_id]}"
+
+    def stop_broker(self, broker_id: int) -> None:
+        """Stop one broker (controlled shutdown) and wait until it left /brokers/ids."""
+        self.stopped.add(broker_id)
+        r = _script("stop-broker", str(broker_id), directory=self.directory)
+        if r.returncode != 0:
+            pytest.fail(f"scripts/cluster stop-broker {broker_id} failed:\n{r.stderr}", pytrace=False)
+
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped broker and wait until it is registered again and serving metadata."""
+        r = _script("start-broker", str(broker_id), directory=self.directory)
+        if r.returncode != 0:
+            pytest.fail(f"scripts/cluster start-broker {broker_id} failed:\n{r.stderr}", pytrace=False)
+        self.stopped.discard(broker_id)
+
+    @contextlib.contextmanager
+    def broker_stopped(self, broker_id: int) -> Iterator[None]:
+        """with cluster.broker_stopped(3): ...  (restarted afterwards even if the block fails)"""
+        self.stop_broker(broker_id)
+        try:
+            yield
+        finally:
+            self.start_broker(broker_id)
+
+    def registered_brokers(self) -> list[int]:
+        from kazoo.client import KazooClient
+
+        zk = KazooClient(hosts=self.zookeeper, timeout=10)
+        zk.start(timeout=15)
+        try:
+            return sorted(int(i) for i in zk.get_children("/brokers/ids"))
+        finally:
+            zk.stop()
+            zk.close()
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    directory = cluster_dir().resolve()
+    env_file = directory / "env"
+    started = False
+    env = read_env_file(env_file) if env_file.exists() else {}
+    if not (
+        env.get("KAFKA_REASSIGN_ZOOKEEPER") and zk_answers(env["KAFKA_REASSIGN_ZOOKEEPER"].split("/")[0])
+    ):
+        r = _script("up", directory=directory)
+        if r.returncode != 0:
+            pytest.fail(
+                f"could not start the cluster (scripts/cluster up):\n{r.stderr[-4000:]}", pytrace=False
+            )
+        started = True
+        env = read_env_file(env_file)
+    c = Cluster.from_env(directory, env)
+    # Someone (another test run) may have a broker stopped for a moment: wait for all of them.
+    wait_until(
+        lambda: c.registered_brokers() == sorted(c.broker_ids),
+        timeout=120,
+        message=lambda: f"brokers {c.broker_ids} registered in {c.zookeeper}",
+        ignore=(Exception,),
+    )
+    try:
+        yield c
+    finally:
+        if started:
+            _script("down", directory=directory)
+        else:
+            for broker_id in sorted(c.stopped):  # never leave the shared cluster short of a broker
+                _script("start-broker", str(broker_id), directory=directory)
+
+
+def _kazoo(hosts: str) -> Any:
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=hosts, timeout=10)
+    client.start(timeout=15)
+    return client
+
+
+@pytest.fixture
+def zk(cluster: Cluster) -> Iterator[Any]:
+    """A started KazooClient on the cluster chroot."""
+    client = _kazoo(cluster.zookeeper)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def zk_chroot(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty chroot connect string on the cluster's ZooKeeper, deleted afterwards."""
+    path = "/" + unique_name("t", request.node.name)
+    root = _kazoo(cluster.zk_hosts)
+    try:
+        root.create(path)
+        yield f"{cluster.zk_hosts}{path}"
+    finally:
+        with contextlib.suppress(Exception):
+            root.delete(path, recursive=True)
+        root.stop()
+        root.close()
+
+
+@pytest.fixture
+def zk_dump() -> Callable[..., dict[str, bytes]]:
+    """zk_dump(client, roots=("/admin", "/config", "/brokers/topics")) -> {path: data}"""
+    return helpers.zk_dump
+
+
+def partitions_ready(client: Any, topic: str, assignment: dict[int, list[int]]) -> bool:
+    """Every partition has a leader and its ISR holds all of its replicas (read from ZooKeeper)."""
+    from kazoo.exceptions import NoNodeError
+
+    for p, replicas in assignment.items():
+        try:
+            data, _ = client.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+        except NoNodeError:
+            return False
+        state = json.loads(data)
+        if state.get("leader", -1) < 0 or set(state.get("isr", [])) != set(replicas):
+            return False
+    return True
+
+
+@pytest.fixture
+def make_topic(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
+    """make_topic({0: [1, 2], 1: [2, 3]}, messages=10) -> a new topic with exactly that assignment,
+    every partition led and fully in sync, holding `messages` records (key b"key-<i>", value
+    b"<topic>-value-<i>", spread round-robin over the partitions, acks=all). Deleted after the test."""
+    from kafka import KafkaAdminClient, KafkaProducer
+
+    created: list[str] = []
+    admin: list[Any] = []
+    client = _kazoo(cluster.zookeeper)
+
+    def make(
+        assignment: dict[int, list[int]],
+        messages: int = 0,
+        name: str | None = None,
+        configs: dict[str, str] | None = None,
+    ) -> str:
+        topic = name or unique_name("t", request.node.name)
+        if sorted(assignment) != list(range(len(assignment))):
+            raise ValueError(f"partitions must be 0..n-1, got {sorted(assignment)}")
+        if not admin:
+            admin.append(KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000))
+        spec = {
+            "assignments": {p: list(r) for p, r in assignment.items()},
+            "configs": {k: str(v) for k, v in (configs or {}).items()},
+        }
+        admin[0].create_topics({topic: spec}, timeout_ms=30000)
+        created.append(topic)
+        wait_until(
+            lambda: partitions_ready(client, topic, assignment),
+            timeout=60,
+            message=f"topic {topic}: every partition led with a full ISR",
+        )
+        if messages:
+            producer = KafkaProducer(
+                bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=5, request_timeout_ms=30000
+            )
+            try:
+                n = len(assignment)
+                futures = [
+                    producer.send(
+                        topic, key=f"key-{i}".encode(), value=f"{topic}-value-{i}".encode(), partition=i % n
+                    )
+                    for i in range(messages)
+                ]
+                producer.flush(timeout=60)
+                for f in futures:
+                    f.get(timeout=60)
+            finally:
+                producer.close(timeout=10)
+        return topic
+
+    try:
+        yield make
+    finally:
+        if created and admin:
+            with contextlib.suppress(Exception):
+                admin[0].delete_topics(created, timeout_ms=30000)
+        for a in admin:
+            with contextlib.suppress(Exception):
+                a.close()
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def consume_all(cluster: Cluster) -> Callable[..., list[bytes]]:
+    """consume_all(topic, timeout=60) -> every value in topic (by partition, then offset)."""
+
+    def consume(topic: str, timeout: float = 60) -> list[bytes]:
+        return helpers.consume_all(cluster.bootstrap, topic, timeout)
+
+    return consume
+
+
+@pytest.fixture
+def run_cli(cluster: Cluster) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """run_cli("verify", "--reassignment-json-file", f) -> CompletedProcess (text; stdout/stderr apart)
+    with KAFKA_REASSIGN_ZOOKEEPER set to the cluster's (override or remove it through env=)."""
+
+    def run(
+        *args: str,
+        env: dict[str, str | None] | None = None,
+        input: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float = 600,
+    ) -> subprocess.CompletedProcess[str]:
+        return helpers.run_cli(
+            *map(str, args), zookeeper=cluster.zookeeper, env=env, input=input, cwd=cwd, timeout=timeout
+        )
+
+    return run
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    integration_dir = REPO / "tests" / "integration"
+    for item in items:
+        uses_cluster = "cluster" in getattr(item, "fixturenames", ())
+        if uses_cluster or integration_dir in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python 3.0 loads its protocol schemas through deprecated importlib.resources calls.
+    config.addinivalue_line("filterwarnings", "ignore:read_text is deprecated:DeprecationWarning")
+    config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")
