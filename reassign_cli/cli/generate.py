@@ -1,0 +1,285 @@
+"""`kafka-reassign generate`: Kafka's --generate (a candidate plan), seeded, from ZooKeeper or a snapshot."""
+
+from __future__ import annotations
+
+import gc
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.errors import InvalidInputError, OperationalError, UsageError
+from reassign_cli.model import ClusterState, duplicates, format_reassignment_json, parse_topics_to_move
+from reassign_cli.render import Output
+
+
+def _parse_broker_list(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    """Kafka's parsing: split on ',' and parse each as an integer, no trimming."""
+    if value is None:
+        return None
+    ids: list[int] = []
+    for item in value.split(","):
+        try:
+            if item.strip() != item or not item:
+                raise ValueError
+            ids.append(int(item))
+        except ValueError:
+            raise click.BadParameter(
+                f"{item!r} is not a broker id (expected comma-separated integers, e.g. 1,2,3)"
+            ) from None
+    return ids
+
+
+def _read_text(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise OperationalError(f"cannot read {what} {path}: {e.strerror or e}") from None
+
+
+def _from_command_line(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+
+
+@click.command(
+    "generate",
+    short_help="Propose a new assignment for some topics (nothing is written).",
+    epilog="\b\nExamples:\n"
+    "  kafka-reassign generate --topic orders --topic payments --broker-list 1,2,3 --seed 42\n"
+    "  kafka-reassign generate --topics-to-move-json-file topics.json --broker-list 4,5,6 "
+    "--output-dir plan/\n"
+    "  kafka-reassign generate --snapshot cluster.json --topic orders --broker-list 1,2,3",
+)
+@click.option(
+    "--topics-to-move-json-file",
+    "topics_file",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help='Kafka\'s topics file: {"topics":[{"topic":"foo"}],"version":1}.',
+)
+@click.option("--topic", "topic_opts", multiple=True, metavar="TOPIC", help="A topic to move (repeatable).")
+@click.option(
+    "--broker-list",
+    callback=_parse_broker_list,
+    metavar="ID,ID,...",
+    help="Brokers to assign to, e.g. 1,2,3 [default: every registered broker]. Unregistered ids are "
+    "dropped with a warning.",
+)
+@click.option("--disable-rack-aware", is_flag=True, help="Ignore racks (Kafka's rack-unaware assignment).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    help="Seed of the per-topic random draws; the same seed gives the same plan [default: a random one, "
+    "printed on stderr].",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Write DIR/current.json (rollback) and DIR/proposed.json instead of printing the JSON.",
+)
+@click.option(
+    "--snapshot",
+    "snapshot_file",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="FILE",
+    help="Plan from a `kafka-reassign snapshot` file instead of ZooKeeper.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "spark"]),
+    default="local",
+    show_default=True,
+    help="Where the proposed assignment is computed (spark needs the [spark] extra).",
+)
+@click.option(
+    "--spark-master",
+    default="local[*]",
+    show_default=True,
+    metavar="URL",
+    help="Spark master for --engine spark.",
+)
+@connection_options
+def command(
+    opts: Options,
+    topics_file: str | None,
+    topic_opts: tuple[str, ...],
+    broker_list: list[int] | None,
+    disable_rack_aware: bool,
+    seed: int | None,
+    output_dir: str | None,
+    snapshot_file: str | None,
+    engine: str,
+    spark_master: str,
+) -> None:
+    """Propose a new replica assignment for the given topics over the given brokers.
+
+    Kafka's --generate: prints the current assignment (keep it: it is the rollback plan) and the
+    proposed one, both in Kafka's JSON format. Nothing is written to ZooKeeper. The plan is random per
+    topic as in Kafka, but drawn from --seed, so it can be reproduced exactly.
+    """
+    ctx = click.get_current_context()
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+
+    # -- options ---------------------------------------------------------------------------------
+    if not topics_file and not topic_opts:
+        raise UsageError("one of --topics-to-move-json-file or --topic is required")
+    if _from_command_line(ctx, "spark_master") and engine != "spark":
+        raise UsageError("--spark-master needs --engine spark")
+    if snapshot_file and _from_command_line(ctx, "zookeeper"):
+        raise UsageError("--snapshot and --zookeeper cannot be used together")
+    topics: list[str] = []
+    if topics_file:
+        topics += parse_topics_to_move(_read_text(topics_file, "topics-to-move file"))
+    topics += topic_opts
+    dups = duplicates(topics)
+    if dups:
+        raise InvalidInputError(f"List of topics to reassign contains duplicate entries: {','.join(dups)}")
+
+    # -- state -----------------------------------------------------------------------------------
+    state = _load_state(opts, out, snapshot_file, topics)
+
+    # -- plan ------------------------------------------------------------------------------------
+    from reassign_cli import plan
+
+    # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
+    brokers, warnings = plan.select_brokers(state, broker_list, not disable_rack_aware)
+    for w in warnings:
+        out.warn(w)
+    if engine == "local":
+        result = plan.generate_plan(
+            state, plan.GenerateRequest(topics, broker_list, not disable_rack_aware, seed)
+        )
+        specs, used_seed, current, proposed = result.specs, result.seed, result.current, result.proposed
+    else:
+        specs = plan.topic_specs(state, topics)
+        used_seed = plan.random_seed() if seed is None else seed
+        # Kafka's argument checks (RF vs brokers, racks) before starting Spark: the errors generate_plan gives.
+        plan.assign_topics(
+            [plan.TopicSpec(s.name, 1, s.replication_factor) for s in specs], brokers, used_seed
+        )
+        current = {s.name: state.topics[s.name].replicas for s in specs}
+        proposed = None
+    if seed is None:
+        # Always shown (even with -q): without it the plan could not be reproduced.
+        out.err.print(
+            f"Using seed {used_seed}; pass --seed {used_seed} to reproduce this plan.", markup=False
+        )
+
+    current_json = format_reassignment_json(current)
+    proposed_path = os.path.join(output_dir, "proposed.json") if output_dir else None
+    if output_dir:
+        _make_dir(output_dir)
+    proposed_json: str | None
+    if proposed is not None:
+        proposed_json = format_reassignment_json(proposed)
+    else:
+        from reassign_cli import spark_engine
+
+        proposed_json = spark_engine.proposed_json(
+            specs, brokers, used_seed, master=spark_master, verbose=opts.verbose, out_path=proposed_path
+        )
+
+    # -- output ----------------------------------------------------------------------------------
+    if output_dir:
+        assert proposed_path is not None
+        current_path = os.path.join(output_dir, "current.json")
+        _write(current_path, current_json)
+        if proposed_json is not None:
+            _write(proposed_path, proposed_json)
+        else:  # Spark wrote it, without the final newline
+            _append_newline(proposed_path)
+        if opts.json:
+            out.result_json({"seed": used_seed, "current_file": current_path, "proposed_file": proposed_path})
+        else:
+            out.result(f"{_HEADERS[0]} written to {current_path}")
+            out.result(f"{_HEADERS[1]} written to {proposed_path}")
+    else:
+        assert proposed_json is not None
+        from reassign_cli.render.generate import json_document, kafka_text
+
+        text = (
+            json_document(used_seed, current_json, proposed_json)
+            if opts.json
+            else kafka_text(current_json, proposed_json)
+        )
+        _stdout(text)
+
+    if not opts.quiet:
+        _summary(out, current, proposed, proposed_json, proposed_path, [b.id for b in brokers])
+
+
+_HEADERS = ("Current partition replica assignment", "Proposed partition reassignment configuration")
+
+
+def _load_state(opts: Options, out: Output, snapshot_file: str | None, topics: list[str]) -> ClusterState:
+    if snapshot_file:
+        from reassign_cli import snapshot
+
+        if opts.zookeeper:
+            out.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
+        state = snapshot.loads(_read_text(snapshot_file, "snapshot file"), partition_state=False)
+        # Everything loaded stays alive until exit: keep the cyclic GC from rescanning it.
+        gc.freeze()
+        return state
+    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.read import read_state
+
+    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
+        return read_state(client, topics=topics)
+
+
+def _make_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OperationalError(f"cannot create directory {path}: {e.strerror or e}") from None
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.write("\n")
+    except OSError as e:
+        raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _append_newline(path: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("\n")
+    except OSError as e:
+        raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def _stdout(text: str) -> None:
+    import sys
+
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _summary(
+    out: Output,
+    current: Any,
+    proposed: Any,
+    proposed_json: str | None,
+    proposed_path: str | None,
+    selected: list[int],
+) -> None:
+    """The per-broker table on stderr. With Spark the proposal is read back from its JSON."""
+    from reassign_cli.render.generate import plan_stats, summary_table
+
+    if proposed is None:
+        from reassign_cli.model import parse_reassignment
+
+        if proposed_json is None:
+            assert proposed_path is not None
+            proposed_json = _read_text(proposed_path, "proposed plan").decode()
+        proposed = {}
+        for e in parse_reassignment(proposed_json).entries:
+            proposed.setdefault(e.topic, {})[e.partition] = e.replicas
+    out.renderable(summary_table(plan_stats(current, proposed), selected))

@@ -1,0 +1,89 @@
+"""`kafka-reassign snapshot`: the cluster state as one JSON file, for offline planning and review."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.errors import OperationalError
+from reassign_cli.render import Output
+
+
+@click.command(
+    "snapshot",
+    short_help="Save brokers, racks, assignments and ISR as a JSON file.",
+    epilog="\b\nExamples:\n"
+    "  kafka-reassign snapshot -o cluster.json\n"
+    "  kafka-reassign generate --snapshot cluster.json --topic orders --broker-list 1,2,3 --seed 7",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    metavar="FILE",
+    help="Where to write the snapshot (replaced atomically) [default: stdout].",
+)
+@click.option(
+    "--topic",
+    "topic_opts",
+    multiple=True,
+    metavar="TOPIC",
+    help="Only these topics (repeatable) [default: all].",
+)
+@connection_options
+def command(opts: Options, output: str | None, topic_opts: tuple[str, ...]) -> None:
+    """Save the cluster state read from ZooKeeper: registered brokers and racks, every topic's replica
+    assignment (with adding/removing replicas during a reassignment), leader and ISR per partition, topics
+    queued for deletion and the pending /admin/reassign_partitions.
+
+    `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live.
+    """
+    from reassign_cli import snapshot
+    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.read import read_state
+
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
+        state = read_state(client, topics=topic_opts or None, partition_state=True)
+    data = snapshot.dumps(state)
+    n_parts = sum(len(t.replicas) for t in state.topics.values())
+    counts = {"brokers": len(state.brokers), "topics": len(state.topics), "partitions": n_parts}
+
+    if output is None or output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        out.info(f"Snapshot: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions.")
+        return
+    _write_atomic(output, data)
+    if opts.json:
+        out.result_json({"file": output, "bytes": len(data), **counts})
+    else:
+        out.info(
+            f"Wrote {output}: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions "
+            f"({len(data)} bytes)."
+        )
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".snapshot-", dir=directory)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 is not what a plain open() would give
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as e:
+        raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
