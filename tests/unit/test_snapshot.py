@@ -1,0 +1,204 @@
+"""The snapshot file format (reassign_cli/snapshot.py): exact bytes, round trips, every rejection."""
+
+from __future__ import annotations
+
+import gc
+
+import orjson
+import pytest
+
+from reassign_cli import snapshot
+from reassign_cli.errors import ExitCode, InvalidInputError
+from reassign_cli.model import Broker, ClusterState, Topic
+from reassign_cli.plan import GenerateRequest, generate_plan
+
+
+def reassigning_state() -> ClusterState:
+    """Brokers with a null rack among them is not plannable rack-aware, so racks are all set here; one
+    topic mid-reassignment (RS = target + origin), one plain, one queued for deletion."""
+    moving = Topic(
+        "moving",
+        {0: [4, 1, 2], 1: [2, 3]},
+        adding={0: [4]},
+        removing={0: [2]},
+        isr={0: [1, 2], 1: [2, 3]},
+        leader={0: 1, 1: 2},
+        topic_id="AAAAAAAAAAAAAAAAAAAAAQ",
+    )
+    plain = Topic("plain", {1: [3, 1], 0: [1, 2]}, isr={0: [1, 2]}, leader={0: -1})
+    old = Topic("old", {0: [1]})
+    return ClusterState(
+        brokers=[Broker(1, "r1"), Broker(2, "r2"), Broker(3, "r1"), Broker(4, "r2")],
+        topics={"plain": plain, "moving": moving, "old": old},
+        deleting=frozenset({"old"}),
+        reassignment={("moving", 0): [4, 1]},
+    )
+
+
+EXPECTED = (
+    b'{"version":1,"brokers":[{"id":1,"rack":"r1"},{"id":2,"rack":"r2"},{"id":3,"rack":"r1"},'
+    b'{"id":4,"rack":"r2"}],"deleting":["old"],'
+    b'"reassignment":[{"topic":"moving","partition":0,"replicas":[4,1]}],"topics":['
+    b'{"topic":"moving","topic_id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":['
+    b'{"partition":0,"replicas":[4,1,2],"isr":[1,2],"leader":1,"adding_replicas":[4],"removing_replicas":[2]},'
+    b'{"partition":1,"replicas":[2,3],"isr":[2,3],"leader":2}]},'
+    b'{"topic":"old","partitions":[{"partition":0,"replicas":[1]}]},'
+    b'{"topic":"plain","partitions":[{"partition":0,"replicas":[1,2],"isr":[1,2],"leader":-1},'
+    b'{"partition":1,"replicas":[3,1]}]}]}\n'
+)
+
+
+def test_dumps_exact_bytes_sorted() -> None:
+    assert snapshot.dumps(reassigning_state()) == EXPECTED
+
+
+def test_round_trip_keeps_everything() -> None:
+    state = reassigning_state()
+    back = snapshot.loads(snapshot.dumps(state))
+    assert back.brokers == state.brokers
+    assert back.deleting == state.deleting
+    assert back.reassignment == state.reassignment
+    assert set(back.topics) == set(state.topics)
+    for name, t in state.topics.items():
+        b = back.topics[name]
+        assert (b.replicas, b.adding, b.removing, b.isr, b.leader, b.topic_id) == (
+            t.replicas,
+            t.adding,
+            t.removing,
+            t.isr,
+            t.leader,
+            t.topic_id,
+        )
+    assert snapshot.dumps(back) == EXPECTED
+
+
+def test_without_partition_state_keeps_reassignment_fields() -> None:
+    back = snapshot.loads(EXPECTED, partition_state=False)
+    m = back.topics["moving"]
+    assert m.isr == {} and m.leader == {}
+    assert m.adding == {0: [4]} and m.removing == {0: [2]}
+    assert m.target(0) == [4, 1]
+
+
+def test_minimal_document_null_rack_and_no_optional_fields() -> None:
+    doc = b'{"version":1,"brokers":[{"id":2},{"id":1,"rack":null}],"topics":[{"topic":"t","partitions":[]}]}'
+    st = snapshot.loads(doc)
+    assert st.brokers == [Broker(1, None), Broker(2, None)]  # sorted by id
+    assert st.topics["t"].replicas == {}
+    assert st.deleting == frozenset() and st.reassignment is None
+    # and written back without "rack" for rack-less brokers and without "reassignment"
+    assert snapshot.dumps(st) == (
+        b'{"version":1,"brokers":[{"id":1},{"id":2}],"deleting":[],"topics":[{"topic":"t","partitions":[]}]}\n'
+    )
+
+
+def test_plans_the_same_as_the_state_it_came_from() -> None:
+    """A snapshot taken during a reassignment plans like live: RF from the target replicas, same draws."""
+    state = reassigning_state()
+    state.deleting = frozenset()
+    back = snapshot.loads(snapshot.dumps(state), partition_state=False)
+    req = GenerateRequest(["moving", "plain", "old"], [1, 2, 3, 4], True, 99)
+    a, b = generate_plan(state, req), generate_plan(back, req)
+    assert a.proposed == b.proposed and a.current == b.current
+    assert {len(r) for r in a.proposed["moving"].values()} == {2}  # target RF, not the inflated RS
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_gc_state_restored(enabled: bool) -> None:
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        snapshot.loads(EXPECTED)
+        assert gc.isenabled() is enabled
+        with pytest.raises(InvalidInputError):
+            snapshot.loads(b'{"version":1,"brokers":[],"topics":[{"topic":"t"}]}')
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def _doc(**over: object) -> bytes:
+    base: dict[str, object] = {
+        "version": 1,
+        "brokers": [{"id": 1, "rack": "r1"}],
+        "topics": [{"topic": "t", "partitions": [{"partition": 0, "replicas": [1]}]}],
+    }
+    base.update(over)
+    return orjson.dumps(base)
+
+
+def _topic(**part: object) -> list[object]:
+    return [{"topic": "t", "partitions": [{"partition": 0, "replicas": [1], **part}]}]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{", "snapshot file: not valid JSON: "),
+        (b"[]", "snapshot file: expected a JSON object"),
+        (_doc(version=2), "snapshot file: unsupported version 2 (expected 1)"),
+        (_doc(version=True), "snapshot file: unsupported version True (expected 1)"),
+        (_doc(brokers={}), 'snapshot file: "brokers" must be a list'),
+        (_doc(topics=None), 'snapshot file: "topics" must be a list'),
+        (_doc(brokers=[{"id": "1"}]), 'snapshot file: brokers[0] needs an integer "id"'),
+        (_doc(brokers=[{"id": 1, "rack": 5}]), 'snapshot file: broker 1: "rack" must be a string or null'),
+        (_doc(brokers=[{"id": 2}, {"id": 2}]), "snapshot file: broker 2 is listed twice"),
+        (_doc(deleting="t"), 'snapshot file: "deleting" must be a list of topic names'),
+        (_doc(reassignment=[{"topic": "t"}]), 'snapshot file: reassignment[0] needs "topic", "partition"'),
+        (_doc(topics=[{"partitions": []}]), 'snapshot file: topics[0] needs a "topic" name'),
+        (_doc(topics=[{"topic": 3, "partitions": []}]), 'snapshot file: topics[0] needs a "topic" name'),
+        (_doc(topics=[{"topic": "t"}]), 'snapshot file: topic t: "partitions" must be a list'),
+        (
+            _doc(topics=[{"topic": "t", "partitions": []}, {"topic": "t", "partitions": []}]),
+            "snapshot file: topic t is listed twice",
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"replicas": [1]}]}]),
+            'snapshot file: topic t: partitions[0] needs an integer "partition"',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": "0", "replicas": [1]}]}]),
+            'snapshot file: topic t: partitions[0] needs an integer "partition"',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": 0, "replicas": [1]}] * 2}]),
+            "snapshot file: partition t-0 is listed twice",
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": 0}]}]),
+            'snapshot file: partition t-0: "replicas" must be a list of integers',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": 0, "replicas": [1, "2"]}]}]),
+            'snapshot file: partition t-0: "replicas" must be a list of integers',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": 0, "replicas": [1, True]}]}]),
+            'snapshot file: partition t-0: "replicas" must be a list of integers',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "partitions": [{"partition": 0, "replicas": [1.0]}]}]),
+            'snapshot file: partition t-0: "replicas" must be a list of integers',
+        ),
+        (_doc(topics=_topic(isr=[1, "x"])), 'snapshot file: partition t-0: "isr" must be a list of integers'),
+        (_doc(topics=_topic(leader="1")), 'snapshot file: partition t-0: "leader" must be an integer'),
+        (
+            _doc(topics=_topic(adding_replicas=[None])),
+            'snapshot file: partition t-0: "adding_replicas" must be a list of integers',
+        ),
+        (
+            _doc(topics=[{"topic": "t", "topic_id": 7, "partitions": []}]),
+            'snapshot file: topic t: "topic_id" must be a string',
+        ),
+    ],
+)
+def test_rejections(data: bytes, message: str) -> None:
+    with pytest.raises(InvalidInputError) as ei:
+        snapshot.loads(data)
+    assert str(ei.value).startswith(message), str(ei.value)
+    assert ei.value.exit_code == ExitCode.INVALID
+    assert "\n" not in str(ei.value)
+
+
+def test_str_input_accepted() -> None:
+    assert snapshot.loads(EXPECTED.decode()).brokers[0] == Broker(1, "r1")
