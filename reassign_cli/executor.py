@@ -74,6 +74,7 @@ class ClearResult:
     brokers: list[int]
     topics: list[str]
     changes: list[ConfigChange] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # throttle keys set by someone else, left alone
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,36 +260,46 @@ def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
 def clear_throttles(
     client: Any, store: ConfigStore, targets: dict[TopicPartition, list[int]]
 ) -> ClearResult | None:
-    """Remove the throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
+    """Remove this tool's throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
 
-    Brokers: registered ∪ the file's target brokers (Kafka's set) ∪ brokers in our record. Topics: the
-    file's topics ∪ topics in our record. Keys with a recorded prior value get it back; the others are
-    removed. A znode is written (with its notification) only when its content changes.
+    Entities looked at: Kafka's (registered brokers ∪ the file's target brokers; the file's topics) and
+    every entity in our prior-values record. Only keys this tool set (those in the record) are touched:
+    a recorded prior value is put back, a recorded absence removes the key. Throttle keys that someone
+    else set (not in the record) are left alone and reported in `kept`; that keeps an operator's
+    standing throttle and makes a second verify write nothing. A znode is written (with its
+    notification) only when its content changes.
     """
     full = read_state(client)
     if anything_reassigning(full):
         return None
     record = store.read_priors()
-    brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
-    brokers |= {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
-    topics = {t for t, _ in targets} | set(record.get("topics", {}))
-    result = ClearResult(sorted(brokers), sorted({t for t, _ in targets}))
+    kafka_brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
+    kafka_topics = {t for t, _ in targets}
+    brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
+    topics = kafka_topics | set(record.get("topics", {}))
+    result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
     done_b: list[int] = []
     done_t: list[str] = []
     for b in sorted(brokers):
         priors = th.record_entry(record, "brokers", b)
-        ch = store.update_config("brokers", str(b), _restorer(th.BROKER_KEYS, priors), create=False)
-        if ch is not None:
-            result.changes.append(ch)
-        done_b.append(b)
-    for t in sorted(topics):
-        priors = th.record_entry(record, "topics", t)
-        exists = t in full.topics
-        if exists:
-            ch = store.update_config("topics", t, _restorer(th.TOPIC_KEYS, priors), create=False)
+        if priors:
+            ch = store.update_config("brokers", str(b), _restorer(list(priors), priors), create=False)
             if ch is not None:
                 result.changes.append(ch)
-        done_t.append(t)
+            done_b.append(b)
+        cur = store.get_config("brokers", str(b)) or {}
+        result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur and not priors]
+    for t in sorted(topics):
+        priors = th.record_entry(record, "topics", t)
+        if priors:
+            if t in full.topics:
+                ch = store.update_config("topics", t, _restorer(list(priors), priors), create=False)
+                if ch is not None:
+                    result.changes.append(ch)
+            done_t.append(t)
+        if t in full.topics:
+            cur = store.get_config("topics", t) or {}
+            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur and not priors]
 
     def forget(rec: dict[str, Any]) -> dict[str, Any]:
         for b in done_b:
@@ -297,7 +308,8 @@ def clear_throttles(
             rec = th.record_forget(rec, "topics", t)
         return rec
 
-    store.update_priors(forget)
+    if done_b or done_t:
+        store.update_priors(forget)
     return result
 
 

@@ -33,7 +33,7 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     from reassign_cli.model import parse_reassignment
     from reassign_cli.progress import classify, overall_exit, report_json
     from reassign_cli.render import Output
-    from reassign_cli.render.progress import reason_lines, verify_lines
+    from reassign_cli.render.progress import kept_lines, reason_lines, verify_lines
     from reassign_cli.zookeeper.configs import ConfigStore
     from reassign_cli.zookeeper.connect import connect
     from reassign_cli.zookeeper.read import read_state
@@ -63,6 +63,9 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
                 out.result(line)
     for line in reason_lines(results):
         out.info(line)
+    if cleared is not None:
+        for line in kept_lines(cleared):
+            out.info(line)
     if cleared is None and not preserve_throttles and not any(r.status == "in_progress" for r in results):
         out.info("Throttles kept: another reassignment is still running in the cluster.")
     return overall_exit(results)

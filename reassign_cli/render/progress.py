@@ -142,6 +142,8 @@ class ExecuteReport:
         self.doc["throttles_cleared"] = {"brokers": result.brokers, "topics": result.topics}
         for line in clearing_lines(result):
             self.result(line)
+        for line in kept_lines(result):
+            self.info(line)
 
     def finished(self, results: Sequence[PartitionProgress] | None) -> None:
         if results is not None:
@@ -174,3 +176,7 @@ def list_line(
     if removing:
         line += f" removing: {','.join(map(str, removing))}."
     return line
+
+
+def kept_lines(result: ClearResult) -> list[str]:
+    return [f"Kept a throttle this tool did not set: {k}" for k in result.kept]
