@@ -752,13 +752,15 @@ def cmd_status(c: Cluster) -> int:
     st = c.load_state()
     if not st:
         print(f"no cluster in {c.root}")
-        return 1
+        return 3
     zk_port, bports = c.ports()
     ok = True
+    any_alive = False
     rows = [("zookeeper", zk_port)] + [(f"broker-{i}", bports[i]) for i in BROKER_IDS]
     for name, port in rows:
         alive = c.alive(name)
         ok &= alive
+        any_alive |= alive
         state = f"running pid {c.pid(name)}" if alive else "stopped"
         print(f"{name:<10} {state:<20} port {port} {'listening' if listening(port) else 'not listening'}")
     if c.alive("zookeeper"):
@@ -775,7 +777,7 @@ def cmd_status(c: Cluster) -> int:
         print(f"controller: {ctrl if ctrl is not None else 'none'}")
         ok &= set(regs) == set(BROKER_IDS) and ctrl is not None
     print(f"env: {c.env_file if c.env_file.exists() else '(none)'}")
-    return 0 if ok else 1
+    return 0 if ok else 1 if any_alive else 3
 
 
 def parse_broker(arg: str | None) -> int:
@@ -830,7 +832,8 @@ usage: scripts/cluster up|down|status|stop-broker N|start-broker N|jars|env
   up              start ZooKeeper + brokers 1,2,3 (racks r1,r2,r3; chroot /kafka) and wait until all
                   are registered; writes $CLUSTER_DIR/env (prints it on stdout). Harmless when up.
   down            stop what `up` started (by pid: TERM, then KILL after a timeout)
-  status          processes, ports, registered brokers, controller (exit 0 only if all is up)
+  status          processes, ports, registered brokers, controller; exit 0: all up,
+                  1: partly running, 3: nothing running
   stop-broker N   stop broker N and wait until it left /brokers/ids
   start-broker N  start broker N again and wait until it is registered
   jars            fetch the Kafka jars into the cache if missing; print their directory
