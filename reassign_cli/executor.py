@@ -385,6 +385,14 @@ class LogDirMover:
                 failed[key] = "NoResponse"
         return started, failed
 
+    @staticmethod
+    def raise_hard(failed: dict[tuple[str, int, int], str]) -> None:
+        """Errors other than "replica not there yet" end the attempt (Kafka retries only those)."""
+        hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
+        if hard:
+            k, e = sorted(hard.items())[0]
+            raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
+
     def start_until_done(self, moves: ReplicaDir, out: Output) -> None:
         """Retry until every move has started, or raise after the timeout (Kafka's message)."""
         pending = dict(moves)
@@ -400,10 +408,7 @@ class LogDirMover:
                 pending.pop(key)
             if not pending:
                 return
-            hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
-            if hard:
-                k, e = sorted(hard.items())[0]
-                raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
+            self.raise_hard(failed)
             if time.monotonic() >= deadline:
                 names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
                 raise OperationalError(
@@ -552,7 +557,7 @@ def submit_batch(
         # Before the trigger, as Kafka: a replica that does not exist yet answers ReplicaNotAvailable, and
         # the broker remembers the preferred dir for when it creates it.
         try:
-            mover.attempt(moves)
+            mover.raise_hard(mover.attempt(moves)[1])
         except OperationalError:
             undo_throttles(store, writes)
             raise

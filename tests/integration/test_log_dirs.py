@@ -1,0 +1,108 @@
+"""Log-dir moves: non-"any" log_dirs go through AlterReplicaLogDirs (kafka-python's admin client) with
+--bootstrap-server, before the trigger and retried until started; the trigger never holds log_dirs.
+Each broker of the test cluster has two log dirs, d0 and d1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import wait_until
+from tests.integration.reassign_support import (
+    LOG_DIR_RATE,
+    RECORD,
+    Mover,
+    await_idle,
+    config,
+    get_json,
+    produce,
+)
+
+
+@pytest.fixture
+def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
+    m = Mover(run_cli, zk, tmp_path)
+    yield m
+    m.cleanup()
+
+
+def _dirs(cluster: Any, broker: int) -> tuple[Path, Path]:
+    base = Path(cluster.directory) / "data" / f"broker-{broker}"
+    return base / "d0", base / "d1"
+
+
+def _where(cluster: Any, broker: int, topic: str, p: int) -> list[str]:
+    """The log dirs of `broker` holding the partition's live log (not a -future or -delete copy)."""
+    return [d.name for d in _dirs(cluster, broker) if (d / f"{topic}-{p}").is_dir()]
+
+
+def test_log_dir_moves_through_the_admin_api(
+    cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1, 2], 1: [2, 1]}, messages=20)
+    produce(cluster.bootstrap, topic, 0, 200)
+    # Partition 0 stays on brokers 1,2 but moves to the other log dir of broker 1; partition 1 moves
+    # from broker 1 to broker 3, into a named dir of broker 3.
+    (src,) = _where(cluster, 1, topic, 0)
+    other = "d1" if src == "d0" else "d0"
+    dir1 = str(_dirs(cluster, 1)[other == "d1"])
+    dir3 = str(_dirs(cluster, 3)[1])
+    plan = mover.plan(
+        "dirs.json",
+        {(topic, 0): [1, 2], (topic, 1): [2, 3]},
+        log_dirs={(topic, 0): [dir1, "any"], (topic, 1): ["any", dir3]},
+    )
+    await_idle(zk)
+    r = mover.execute(
+        plan,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--replica-alter-log-dirs-throttle",
+        "100000000",
+        "--wait",
+        "--poll-interval",
+        "0.5",
+        "--timeout",
+        "120",
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "The replica-alter-dir throttle limit was set to 100000000 B/s" in lines
+    assert f"Successfully started partition reassignments for {topic}-0,{topic}-1" in lines
+    assert (
+        f"Successfully started moving log directory to {dir1} for replica {topic}-0 with broker 1 " in lines
+    )
+    assert (
+        f"Successfully started moving log directory to {dir3} for replica {topic}-1 with broker 3 " in lines
+    )
+    wait_until(
+        lambda: _where(cluster, 1, topic, 0) == [other], timeout=60, message="broker 1 moved the log dir"
+    )
+    wait_until(
+        lambda: _where(cluster, 3, topic, 1) == ["d1"], timeout=60, message="broker 3 created it in d1"
+    )
+    # The log-dir rate was only on the brokers with log-dir moves, and --wait removed it again.
+    assert LOG_DIR_RATE not in (config(zk, "brokers", 1) or {})
+    assert LOG_DIR_RATE not in (config(zk, "brokers", 3) or {})
+    assert get_json(zk, RECORD) is None or "1" not in get_json(zk, RECORD)["brokers"]
+    assert len(consume_all(topic)) == 220
+
+
+def test_unknown_log_dir_fails_and_undoes_throttles(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1, 2]})
+    plan = mover.plan("dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): ["/nonexistent/dir", "any"]})
+    await_idle(zk)
+    before = config(zk, "brokers", 1)
+    r = mover.execute(
+        plan, "--bootstrap-server", cluster.bootstrap, "--replica-alter-log-dirs-throttle", "5000"
+    )
+    assert r.returncode == 1, r.stderr
+    assert f"log-dir move of replica {topic}-0 on broker 1 failed: " in r.stderr
+    assert not zk.exists("/admin/reassign_partitions") or topic not in str(
+        get_json(zk, "/admin/reassign_partitions")
+    )
+    assert (config(zk, "brokers", 1) or {}) == (before or {})
