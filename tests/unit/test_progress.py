@@ -73,6 +73,24 @@ def test_in_progress_reasons() -> None:
     assert (r.status, r.reason) == (Status.IN_PROGRESS, "a different reassignment is running: to 3,4,2")
 
 
+def test_in_progress_reasons_around_the_controllers_steps() -> None:
+    # Phase B done in the topic znode (B6) but the entry not yet removed from the trigger (B7).
+    r = one({("foo", 0): [2, 3]}, state_of([Topic("foo", {0: [2, 3]})], reassignment={("foo", 0): [2, 3]}))
+    assert (r.status, r.reason) == (
+        Status.IN_PROGRESS,
+        "replicas are at the target; waiting for the controller to remove the entry",
+    )
+    # An entry for a partition that does not exist: the controller fails it and removes it.
+    r = one({("foo", 5): [1]}, state_of([Topic("foo", {0: [1]})], reassignment={("foo", 5): [1]}))
+    assert (r.status, r.current) == (Status.IN_PROGRESS, [])
+    assert r.reason == "partition does not exist yet; the controller will drop the entry"
+    r = one({("gone", 0): [1]}, state_of([], reassignment={("gone", 0): [1]}))
+    assert (r.status, r.current, r.adding, r.isr) == (Status.IN_PROGRESS, [], [], None)
+    # A target broker that is missing is named before the ISR is looked at.
+    r = one({("foo", 0): [1, 9]}, state_of([Topic("foo", {0: [1, 9]}, adding={0: [9]}, isr={0: [1]})]))
+    assert r.reason == "broker 9 is not registered"
+
+
 def test_adding_or_removing_without_the_znode_is_in_progress() -> None:
     # An API-started reassignment, or a trigger znode deleted by hand (KAFKA-SPEC §4.5).
     r = one({("foo", 0): [3, 4, 2]}, state_of([reassigning_foo()]))
