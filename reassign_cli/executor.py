@@ -10,6 +10,7 @@ verify does (restoring recorded prior values).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from reassign_cli import throttle as th
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError, OperationalError, ReassignError
 from reassign_cli.model import (
+    Broker,
     ClusterState,
     PlanEntry,
     ReassignmentFile,
@@ -432,7 +434,17 @@ def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, Cluster
     plan = parse_reassignment(req.data)
     topics = sorted({e.topic for e in plan.entries})
     state = read_state(client, topics=topics)
-    violations = validate_reassignment(plan, state, bootstrap_server=req.bootstrap_server is not None)
+    checked = state
+    throttling = req.throttle is not None or req.log_dir_throttle is not None
+    if throttling and busy_partitions(state, plan.targets()) and same_reassignment(state, plan.targets()):
+        # Only the rates of the running reassignment will change: a target broker that is down right
+        # now (its replica waits for it) must not block that.
+        known = set(state.broker_ids)
+        extra = sorted({b for e in plan.entries for b in e.replicas if b >= 0 and b not in known})
+        checked = dataclasses.replace(
+            state, brokers=sorted([*state.brokers, *(Broker(b) for b in extra)], key=lambda x: x.id)
+        )
+    violations = validate_reassignment(plan, checked, bootstrap_server=req.bootstrap_server is not None)
     if violations:
         raise violations_error(violations)
     limit = max_trigger_bytes()

@@ -222,3 +222,73 @@ class Mover:
                         message="cleanup: reassignment done",
                     )
             self.verify(plan)
+
+
+def fake_cluster(
+    client: Any,
+    brokers: Mapping[int, str | None],
+    topics: Mapping[str, Mapping[str, Any]],
+    isr: Mapping[tuple[str, int], list[int]] | None = None,
+    trigger: Mapping[tuple[str, int], list[int]] | None = None,
+) -> None:
+    """Write Kafka-format znodes into an empty chroot (no controller acts on them): broker registrations
+    (id -> rack), topic znodes ({"partitions": {p: [..]}, "adding": {...}, "removing": {...}}), partition
+    state znodes (leader = first ISR member), and optionally /admin/reassign_partitions."""
+
+    def put(path: str, doc: Any) -> None:
+        client.create(path, json.dumps(doc, separators=(",", ":")).encode(), makepath=True)
+
+    for b, rack in brokers.items():
+        reg: dict[str, Any] = {
+            "version": 5,
+            "host": "127.0.0.1",
+            "port": 9090 + b,
+            "jmx_port": -1,
+            "endpoints": [f"PLAINTEXT://127.0.0.1:{9090 + b}"],
+            "timestamp": "1",
+        }
+        if rack:
+            reg["rack"] = rack
+        put(f"/brokers/ids/{b}", reg)
+    client.ensure_path("/admin/delete_topics")
+    client.ensure_path("/config/changes")
+    for name, t in topics.items():
+        parts = {str(p): r for p, r in t["partitions"].items()}
+        put(
+            f"/brokers/topics/{name}",
+            {
+                "version": 3,
+                "partitions": parts,
+                "adding_replicas": {str(p): r for p, r in t.get("adding", {}).items()},
+                "removing_replicas": {str(p): r for p, r in t.get("removing", {}).items()},
+            },
+        )
+        put(f"/config/topics/{name}", {"version": 1, "config": t.get("config", {})})
+        for p, reps in t["partitions"].items():
+            members = (isr or {}).get((name, p), reps)
+            put(
+                f"/brokers/topics/{name}/partitions/{p}/state",
+                {
+                    "controller_epoch": 1,
+                    "leader": members[0] if members else -1,
+                    "version": 1,
+                    "leader_epoch": 0,
+                    "isr": members,
+                },
+            )
+    if trigger is not None:
+        put(
+            REASSIGN,
+            {
+                "version": 1,
+                "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in trigger.items()],
+            },
+        )
+
+
+def kazoo(connect: str) -> Any:
+    from kazoo.client import KazooClient
+
+    client = KazooClient(hosts=connect, timeout=10)
+    client.start(timeout=15)
+    return client

@@ -1,0 +1,87 @@
+"""list: what is reassigning now, from /admin/reassign_partitions and the AR/RR of topic znodes, in Kafka
+3.9's --list format. Exact states are built in a fresh chroot (no controller there to change them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.integration.reassign_support import fake_cluster, kazoo
+
+
+@pytest.fixture
+def fake(zk_chroot: str) -> Iterator[Any]:
+    client = kazoo(zk_chroot)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_lists_controller_state_and_pending_trigger_entries(fake: Any, zk_chroot: str, run_cli: Any) -> None:
+    fake_cluster(
+        fake,
+        {1: "r1", 2: "r2", 3: "r3", 4: "r1"},
+        {
+            # foo-0: 1,2,3 -> 2,3,4 under way (RS target first, then origin)
+            "foo": {"partitions": {0: [2, 3, 4, 1], 1: [1, 2]}, "adding": {0: [4]}, "removing": {0: [1]}},
+            # bar-1: pure reorder waiting in the trigger (controller has not acted): no adding/removing
+            # bar-0: waiting in the trigger, 1,2 -> 3,1
+            "bar": {"partitions": {0: [1, 2], 1: [1, 2]}},
+            "quiet": {"partitions": {0: [1, 2]}},
+        },
+        trigger={("foo", 0): [2, 3, 4], ("bar", 0): [3, 1], ("bar", 1): [2, 1]},
+    )
+    r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "Current partition reassignments:",
+        "bar-0: replicas: 3,1,2. adding: 3. removing: 2.",
+        "bar-1: replicas: 2,1.",
+        "foo-0: replicas: 2,3,4,1. adding: 4. removing: 1.",
+    ]
+
+    j = run_cli("list", "--format", "json", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert j.returncode == 0
+    doc = json.loads(j.stdout)
+    assert doc["znode"] is True
+    assert doc["reassignments"][2] == {
+        "topic": "foo",
+        "partition": 0,
+        "replicas": [2, 3, 4, 1],
+        "adding": [4],
+        "removing": [1],
+        "source": "controller",
+    }
+    assert [(e["topic"], e["partition"], e["source"]) for e in doc["reassignments"]] == [
+        ("bar", 0, "znode"),
+        ("bar", 1, "znode"),
+        ("foo", 0, "controller"),
+    ]
+
+
+def test_api_started_reassignment_without_trigger_is_listed(fake: Any, zk_chroot: str, run_cli: Any) -> None:
+    fake_cluster(fake, {1: None, 2: None, 3: None}, {"t": {"partitions": {0: [3, 1, 2]}, "adding": {0: [3]}}})
+    r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert r.stdout.splitlines() == ["Current partition reassignments:", "t-0: replicas: 3,1,2. adding: 3."]
+
+
+def test_nothing_reassigning(fake: Any, zk_chroot: str, run_cli: Any) -> None:
+    fake_cluster(fake, {1: None}, {"t": {"partitions": {0: [1]}}})
+    r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert (r.returncode, r.stdout) == (0, "No partition reassignments found.\n")
+    j = run_cli("list", "--format", "json", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert json.loads(j.stdout) == {"znode": False, "reassignments": []}
+
+
+def test_unreadable_trigger_is_reported(fake: Any, zk_chroot: str, run_cli: Any) -> None:
+    fake_cluster(fake, {1: None}, {"t": {"partitions": {0: [1]}}})
+    fake.create("/admin/reassign_partitions", b'{"version":1,"partitions":[{"topic":"t","partition":0}]}')
+    r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert r.returncode == 0
+    assert r.stdout == "No partition reassignments found.\n"
+    assert "/admin/reassign_partitions exists but holds no entries" in r.stderr
