@@ -1,0 +1,157 @@
+"""Batches: --batch-size N submits the plan N partitions at a time, each batch complete before the next
+trigger is created; a plan too large for one znode without --batch-size is refused (exit 3, nothing
+written). The znode limit (~1 MB) is lowered in-process for the oversize cases, so a handful of real
+partitions exceed it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.reassign_support import (
+    FOLLOWER_REPLICAS,
+    Mover,
+    await_idle,
+    config,
+    get_json,
+    relevant_diff,
+)
+
+
+@pytest.fixture
+def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
+    m = Mover(run_cli, zk, tmp_path)
+    yield m
+    m.cleanup()
+
+
+def _run(argv: list[str], cluster: Any, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    from reassign_cli.cli import main
+
+    monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
+    monkeypatch.chdir(cwd)
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    return int(exc.value.code or 0)
+
+
+def test_batches_run_one_after_another(
+    cluster: Any,
+    make_topic: Any,
+    consume_all: Any,
+    zk: Any,
+    mover: Mover,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import reassign_cli.executor as executor
+
+    topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]}, messages=300)
+    targets = {(topic, 0): [2, 3], (topic, 1): [3, 1], (topic, 2): [1, 2]}
+    plan = mover.plan("move.json", targets)
+    mover.plans.append((plan, [topic]))
+    await_idle(zk)
+
+    real_create = executor.create_trigger
+    created: list[list[tuple[str, int]]] = []
+
+    def checked_create(client: Any, data: bytes) -> bool:
+        batch = [(e["topic"], e["partition"]) for e in json.loads(data)["partitions"]]
+        # Every earlier batch is complete in the real cluster before this trigger is created.
+        doc = get_json(zk, f"/brokers/topics/{topic}")
+        for earlier in created:
+            for t, p in earlier:
+                assert doc["partitions"][str(p)] == targets[(t, p)]
+                assert not doc["adding_replicas"].get(str(p)) and not doc["removing_replicas"].get(str(p))
+        assert not zk.exists("/admin/reassign_partitions")
+        # ... and the throttle lists name this batch's partitions only.
+        (p,) = (p for _, p in batch)
+        assert config(zk, "topics", topic)[FOLLOWER_REPLICAS] == f"{p}:{targets[(topic, p)][1]}"
+        created.append(batch)
+        return real_create(client, data)
+
+    monkeypatch.setattr(executor, "create_trigger", checked_create)
+    code = _run(
+        [
+            "execute",
+            "--reassignment-json-file",
+            str(plan),
+            "--batch-size",
+            "1",
+            "--throttle",
+            "50000000",
+            "--poll-interval",
+            "0.3",
+            "--timeout",
+            "120",
+        ],
+        cluster,
+        mover.tmp,
+        monkeypatch,
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert created == [[(topic, 0)], [(topic, 1)], [(topic, 2)]]
+    assert [line for line in out.splitlines() if line.startswith("Successfully started")] == [
+        f"Successfully started partition reassignment for {topic}-{p}" for p in range(3)
+    ]
+    assert [line for line in err.splitlines() if line.startswith("Batch ")] == [
+        "Batch 1/3: 1 partitions",
+        "Batch 2/3: 1 partitions",
+        "Batch 3/3: 1 partitions",
+    ]
+    assert out.splitlines()[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {topic}",
+    ]
+    assert FOLLOWER_REPLICAS not in config(zk, "topics", topic)
+    doc = get_json(zk, f"/brokers/topics/{topic}")
+    assert doc["partitions"] == {"0": [2, 3], "1": [3, 1], "2": [1, 2]}
+    assert len(consume_all(topic)) == 300
+
+
+def test_oversize_plan_needs_batch_size(
+    cluster: Any,
+    make_topic: Any,
+    zk: Any,
+    zk_dump: Any,
+    mover: Mover,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import reassign_cli.executor as executor
+
+    topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]})
+    plan = mover.plan("move.json", {(topic, p): [1, 2, 3] for p in range(3)})
+    entry = len(f'{{"topic":"{topic}","partition":0,"replicas":[1,2,3]}}')
+    monkeypatch.setattr(executor, "max_trigger_bytes", lambda: 30 + 2 * entry)  # two entries fit, not three
+    await_idle(zk)
+    before = zk_dump(zk)
+    code = _run(
+        ["execute", "--reassignment-json-file", str(plan), "--throttle", "1000"],
+        cluster,
+        mover.tmp,
+        monkeypatch,
+    )
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert out == ""
+    assert err.splitlines()[0].startswith("Error: The reassignment of 3 partitions needs ")
+    assert "more than one znode holds" in err.splitlines()[0]
+    assert "Use --batch-size N" in err
+    assert relevant_diff(before, zk_dump(zk), [topic]) == {}
+
+    # With --batch-size larger than what fits, the byte limit still cuts the batches: 2 + 1.
+    code = _run(
+        ["execute", "--reassignment-json-file", str(plan), "--batch-size", "10", "--dry-run"],
+        cluster,
+        mover.tmp,
+        monkeypatch,
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0
+    triggers = [line for line in out.splitlines() if line.startswith("create /admin/reassign_partitions ")]
+    assert [len(json.loads(t.split(" ", 2)[2])["partitions"]) for t in triggers] == [2, 1]
