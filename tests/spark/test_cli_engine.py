@@ -1,0 +1,63 @@
+"""End to end: `kafka-reassign generate --snapshot F --engine spark` prints what `--engine local` prints."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reassign_cli import plan, snapshot
+from reassign_cli.model import ClusterState, Topic
+from tests.helpers import run_cli
+from tests.spark.data import RACKED, random_specs
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def snapshot_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A 300-topic snapshot with racks (current placement from another seed) and a topics file for all."""
+    specs = random_specs(random.Random(21), 300, 3)
+    current = plan.assign_topics(specs, RACKED, 999)
+    state = ClusterState(brokers=RACKED, topics={t: Topic(t, parts) for t, parts in current.items()})
+    d = tmp_path_factory.mktemp("cli")
+    snap, topics = d / "snapshot.json", d / "topics.json"
+    snap.write_bytes(snapshot.dumps(state))
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": s.name} for s in specs]}))
+    return snap, topics
+
+
+def test_generate_spark_prints_what_local_prints(snapshot_files: tuple[Path, Path], tmp_path: Path) -> None:
+    snap, topics = snapshot_files
+    args = ["generate", "--snapshot", str(snap), "--topics-to-move-json-file", str(topics), "--seed", "5"]
+    local = run_cli(*args, "--engine", "local")
+    spark = run_cli(*args, "--engine", "spark", "--spark-master", "local[2]")
+    assert local.returncode == 0, local.stderr
+    assert spark.returncode == 0, spark.stderr
+    assert "Proposed partition reassignment configuration" in local.stdout
+    assert spark.stdout == local.stdout
+    assert spark.stderr == local.stderr  # nothing from Spark or the JVM without -v
+
+
+def test_generate_spark_output_dir_matches_local(
+    spark_sc: Any, snapshot_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--output-dir (the executors write part files, the driver streams them into proposed.json). Run
+    in-process through Click so that it reuses the session's SparkContext instead of starting a JVM."""
+    from click.testing import CliRunner
+
+    from reassign_cli.cli import cli
+
+    snap, topics = snapshot_files
+    args = ["generate", "--snapshot", str(snap), "--topics-to-move-json-file", str(topics), "--seed", "8"]
+    outputs = {}
+    for engine, extra in (("local", []), ("spark", ["--spark-master", "local[2]"])):
+        out = tmp_path / engine
+        res = CliRunner().invoke(cli, [*args, "--engine", engine, *extra, "--output-dir", str(out)])
+        assert res.exit_code == 0, res.output
+        outputs[engine] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    assert sorted(outputs["spark"]) == ["current.json", "proposed.json"]
+    assert outputs["spark"] == outputs["local"]
