@@ -622,7 +622,7 @@ def write_env(c: Cluster) -> None:
         **{f"CLUSTER_BROKER_{i}": f"{HOST}:{bports[i]}" for i in BROKER_IDS},
         "CLUSTER_RACKS": ",".join(RACKS[i] for i in BROKER_IDS),
         "CLUSTER_DIR": str(c.root),
-        "KAFKA_VERSION": kafka_version(),
+        "CLUSTER_KAFKA_VERSION": kafka_version(),
     }
     tmp = c.env_file.with_suffix(".tmp")
     tmp.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
