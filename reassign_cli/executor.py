@@ -500,8 +500,7 @@ def _execute(
         report.rollback_saved(path)
     else:
         report.info(
-            "Dry run: the rollback JSON above would be saved to "
-            + (req.rollback_file or "rollback-<time>.json")
+            "Dry run: the rollback JSON would be saved to " + (req.rollback_file or "rollback-<time>.json")
         )
 
     throttled = req.throttle is not None or req.log_dir_throttle is not None

@@ -53,6 +53,7 @@ class ProgressView:
                 TimeRemainingColumn(),
                 console=self.out.err,
                 transient=False,
+                refresh_per_second=2,
             )
             self._bar.__enter__()
             self._task = self._bar.add_task("reassigning", total=self.total, replicas="0/0")
