@@ -68,6 +68,7 @@ def test_throttled_move_in_progress_then_complete(
     plan = mover.plan("move.json", {(topic, 0): [2, 3], (topic, 1): [2, 3]})
     await_idle(zk)
 
+    others = {b: config(zk, "brokers", b) for b in (2, 3)}
     notes = change_nodes(zk)
     r = mover.execute(plan, "--throttle", SLOW)
     assert r.returncode == 0, r.stderr
@@ -102,6 +103,10 @@ def test_throttled_move_in_progress_then_complete(
     assert config(zk, "brokers", 1) == {**standing, LEADER_RATE: SLOW, FOLLOWER_RATE: SLOW}
     for b in (2, 3):
         assert config(zk, "brokers", b) == {LEADER_RATE: SLOW, FOLLOWER_RATE: SLOW}
+        if not (others[b] or {}):
+            assert get_raw(zk, f"/config/brokers/{b}") == (
+                f'{{"version":1,"config":{{"{LEADER_RATE}":"{SLOW}","{FOLLOWER_RATE}":"{SLOW}"}}}}'.encode()
+            )
     # One notification per config write, topic first, then the brokers.
     assert notifications_since(zk, notes) == [f"topics/{topic}", "brokers/1", "brokers/2", "brokers/3"]
     record = get_json(zk, RECORD)
