@@ -227,36 +227,50 @@ def _aware_positions(
     spid: int,
 ) -> np.ndarray:
     """Positions in the rack-alternated list. Kafka's inner `while` loop over the candidate counter k,
-    stepped in lockstep for every (topic, partition) row that still needs a replica."""
+    stepped in lockstep for every (topic, partition) row that still needs a replica. Every unfinished
+    row has tried exactly as many candidates as the loop has run, so k is one number for all of them;
+    the loop runs on whole columns while most rows are unfinished, then on the unfinished rows only."""
     n = len(rack_of_pos)
     pids = np.arange(spid, spid + n_partitions, dtype=np.int64)
     first = ((pids[None, :] + starts[:, None]) % n).ravel()
     rows = len(first)
-    pos = np.full((rows, rf), -1, dtype=np.int64)
-    pos[:, 0] = first
+    # Column-major: pos[j] is the j-th replica of every row (-1 until placed).
+    pos = np.full((rf, rows), -1, dtype=np.int64)
+    pos[0] = first
     if rf == 1:
-        return pos
-    rack = np.full((rows, rf), -1, dtype=np.int64)
-    rack[:, 0] = rack_of_pos[first]
+        return pos.T
+    rack = np.full((rf, rows), -1, dtype=np.int64)
+    rack[0] = rack_of_pos[first]
     base = first + 1
     second_shift = ((shifts[:, None] + _shift_bumps(pids, n, spid)[None, :]) * n_racks).ravel()
     filled = np.ones(rows, dtype=np.int64)  # replicas placed so far
     racks_used = np.ones(rows, dtype=np.int64)  # distinct racks among them
-    k = np.zeros(rows, dtype=np.int64)
-    active = np.arange(rows, dtype=np.int64)
-    while len(active):
-        cand = (base[active] + (second_shift[active] + k[active]) % (n - 1)) % n
-        k[active] += 1
+    sel: slice | np.ndarray = slice(None)  # the unfinished rows: all of them, then an index array
+    k = 0
+    while True:
+        cand = (base[sel] + (second_shift[sel] + k) % (n - 1)) % n
         cand_rack = rack_of_pos[cand]
-        rack_seen = (rack[active] == cand_rack[:, None]).any(axis=1)
+        rack_seen = rack[0][sel] == cand_rack
+        broker_seen = pos[0][sel] == cand
+        for j in range(1, rf):
+            rack_seen |= rack[j][sel] == cand_rack
+            broker_seen |= pos[j][sel] == cand
         # Kafka's broker-set test `size == numBrokers` can never hold here: rf <= n.
-        broker_seen = (pos[active] == cand[:, None]).any(axis=1)
-        ok = (~rack_seen | (racks_used[active] == n_racks)) & ~broker_seen
-        acc = active[ok]
+        ok = ~broker_seen & (~rack_seen | (racks_used[sel] == n_racks))
+        if isinstance(sel, slice) and k >= rf - 1:  # each step places at most one replica per row
+            ok &= filled < rf
+        k += 1
+        acc = np.flatnonzero(ok) if isinstance(sel, slice) else sel[ok]
         col = filled[acc]
-        pos[acc, col] = cand[ok]
-        rack[acc, col] = cand_rack[ok]
+        pos[col, acc] = cand[ok]
+        rack[col, acc] = cand_rack[ok]
         racks_used[acc] += ~rack_seen[ok]
         filled[acc] = col + 1
-        active = active[filled[active] < rf]
-    return pos
+        if isinstance(sel, slice):
+            unfinished = filled < rf
+            if int(unfinished.sum()) * 2 < rows:
+                sel = np.flatnonzero(unfinished)
+        else:
+            sel = sel[filled[sel] < rf]
+        if not isinstance(sel, slice) and len(sel) == 0:
+            return pos.T
