@@ -325,7 +325,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
 
 
+MARKERS = {
+    "integration": "needs the real ZooKeeper + Kafka cluster (scripts/cluster)",
+    "spark": "needs pyspark and Java",
+    "spark_cluster": "needs a standalone Spark master + worker (scripts/spark-cluster)",
+    "slow": "takes more than a few seconds",
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Declared in pyproject.toml; registered here too for runs whose rootdir is elsewhere.
+    declared = {str(line).split(":")[0].strip() for line in config.getini("markers")}
+    for name, text in MARKERS.items():
+        if name not in declared:
+            config.addinivalue_line("markers", f"{name}: {text}")
     # kafka-python 3.0 loads its protocol schemas through deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:read_text is deprecated:DeprecationWarning")
     config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")

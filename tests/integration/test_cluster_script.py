@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLUSTER_SCRIPT, read_env_file
+from tests.helpers import CLUSTER_SCRIPT, PYTHON, REPO, read_env_file
 
 
 def script(*args: str, directory: Path) -> subprocess.CompletedProcess[str]:
@@ -107,3 +107,34 @@ def test_private_cluster_up_twice_status_stop_broker_down(tmp_path: Path) -> Non
     assert script("status", directory=d).returncode == 3
     # down again is harmless
     assert script("down", directory=d).returncode == 0
+
+
+def test_cluster_fixture_fails_rather_than_skips_when_the_cluster_cannot_start(tmp_path: Path) -> None:
+    test_file = tmp_path / "test_needs_cluster.py"
+    test_file.write_text("def test_uses_cluster(cluster):\n    assert cluster.broker_ids\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLUSTER_", "KAFKA_"))}
+    env.update(CLUSTER_DIR=str(tmp_path / "cluster"), JAVA="/bin/false")  # every JVM exits at once
+    r = subprocess.run(
+        [
+            PYTHON,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rA",
+            str(test_file),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "could not start the cluster" in r.stdout and "1 error" in r.stdout
+    assert "skipped" not in r.stdout and "passed" not in r.stdout
+    assert not (tmp_path / "cluster" / "env").exists()
