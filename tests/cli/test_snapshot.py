@@ -170,9 +170,10 @@ def test_read_state_window_and_filter(zk_chroot: str) -> None:
     fill_synthetic(zk_chroot)
     with connect(zk_chroot) as client:
         big = read_state(client, partition_state=True)
-        small = read_state(client, partition_state=True, window=1)
+        singles = read_state(client, partition_state=True, batch=1, window=1)  # plain get_async path
+        small = read_state(client, partition_state=True, batch=2, window=1)  # multiReads of 2
         some = read_state(client, topics=["v2", "nope", "a/b", ".."])
-    assert big == small
+    assert big == singles == small
     assert big.brokers == [Broker(1, "r1"), Broker(2, None), Broker(10, None)]
     assert big.deleting == frozenset({"v3"})
     assert big.reassignment == {("v2", 0): [10, 1]}
@@ -241,8 +242,39 @@ def test_unwritable_output(zk_chroot: str, run_cli: RunCli, tmp_path: Path) -> N
     assert r.stderr.startswith(f"Error: cannot write {target}: ")
 
 
-@pytest.mark.parametrize("window", [2, 7])
-def test_read_state_many_topics_pipelined(zk_chroot: str, window: int) -> None:
+class NoMultiRead:
+    """A kazoo client whose server "does not know" multiRead (as ZooKeeper < 3.6): every request with
+    OpCode 22 fails with UnimplementedError; everything else goes to the real client."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _call(self, request: Any, async_object: Any) -> None:
+        from kazoo.exceptions import UnimplementedError
+
+        if request.type == 22:
+            self.refused += 1
+            async_object.set_exception(UnimplementedError())
+            return
+        self._client._call(request, async_object)
+
+
+def test_read_state_falls_back_without_multiread(zk_chroot: str) -> None:
+    fill_synthetic(zk_chroot)
+    with connect(zk_chroot) as client:
+        expected = read_state(client, partition_state=True)
+        proxy = NoMultiRead(client)
+        got = read_state(proxy, partition_state=True)
+    assert proxy.refused >= 3  # one per wave, then single requests
+    assert got == expected
+
+
+@pytest.mark.parametrize(("batch", "window"), [(1, 5), (7, 2), (500, 8)])
+def test_read_state_many_topics_pipelined(zk_chroot: str, batch: int, window: int) -> None:
     """200 topics x 3 partitions read through small windows: every partition's state lands on its topic."""
     with kazoo(zk_chroot) as zk:
         zk.ensure_path("/brokers/ids")
@@ -268,7 +300,7 @@ def test_read_state_many_topics_pipelined(zk_chroot: str, window: int) -> None:
         for op in ops:
             op.get(timeout=30)
     with connect(zk_chroot) as client:
-        st = read_state(client, partition_state=True, window=window)
+        st = read_state(client, partition_state=True, batch=batch, window=window)
     assert len(st.topics) == 200
     for i in range(200):
         t = st.topics[f"m{i:03d}"]
