@@ -511,9 +511,11 @@ def proc_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:  # a zombie is not alive
+    try:  # a zombie is not alive, unless other threads of it still run (a JVM shutting down)
         stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+        if stat.rsplit(")", 1)[1].split()[0] != "Z":
+            return True
+        return len(list(Path(f"/proc/{pid}/task").iterdir())) > 1
     except (FileNotFoundError, IndexError):
         return True
 
@@ -740,9 +742,12 @@ def cmd_down(c: Cluster) -> int:
     c.stop([n for n in running if n == "zookeeper"])
     if st:
         zk_port, bports = c.ports()
-        busy = [p for p in [zk_port, *bports.values()] if listening(p)]
-        if busy:
-            raise ClusterError(f"still listening after down: ports {busy}")
+        ports = [zk_port, *bports.values()]
+        try:
+            wait_for(lambda: not any(listening(p) for p in ports), 15, "the ports to close")
+        except ClusterError:
+            busy = [p for p in ports if listening(p)]
+            raise ClusterError(f"still listening after down: ports {busy}") from None
     if running:
         say("down")
     return 0
