@@ -243,6 +243,13 @@ def make_topic(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cal
         topic = name or unique_name("t", request.node.name)
         if sorted(assignment) != list(range(len(assignment))):
             raise ValueError(f"partitions must be 0..n-1, got {sorted(assignment)}")
+        # A concurrent run may have a broker stopped for a moment (stop_broker): wait for ours.
+        wanted = {b for r in assignment.values() for b in r}
+        wait_until(
+            lambda: wanted <= {int(i) for i in client.get_children("/brokers/ids")},
+            timeout=60,
+            message=f"brokers {sorted(wanted)} registered",
+        )
         if not admin:
             admin.append(KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000))
         spec = {
