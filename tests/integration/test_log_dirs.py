@@ -68,6 +68,9 @@ def test_log_dir_moves_through_the_admin_api(
         "120",
     )
     assert r.returncode == 0, r.stderr
+    # Not a terminal: plain progress lines on stderr, no bar.
+    assert "2/2 partitions done, 4/4 target replicas in sync" in r.stderr
+    assert "\x1b[" not in r.stderr
     lines = r.stdout.splitlines()
     assert "The replica-alter-dir throttle limit was set to 100000000 B/s" in lines
     assert f"Successfully started partition reassignments for {topic}-0,{topic}-1" in lines
