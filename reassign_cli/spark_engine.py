@@ -440,9 +440,9 @@ def spark_context(
         if is_loopback_master(effective_master):
             env["SPARK_LOCAL_IP"] = "127.0.0.1"
             conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
-            local_dir = os.path.join(tmp, "local")
-            os.mkdir(local_dir)
-            conf.set("spark.local.dir", local_dir)
+            if not os.environ.get("SPARK_LOCAL_DIRS"):  # blockmgr-*/spark-* scratch: ours, removed below
+                env["SPARK_LOCAL_DIRS"] = os.path.join(tmp, "local")
+                os.mkdir(env["SPARK_LOCAL_DIRS"])
         with _environ(env):
             try:
                 sc = _start_context(SparkContext, conf, verbose, tmp)
@@ -463,14 +463,17 @@ def spark_context(
 
 
 def _start_context(spark_context_cls: Any, conf: Any, verbose: bool, tmp: str) -> Any:
-    """Start the JVM ourselves when none runs yet, so that its raw stderr can be kept quiet too."""
-    if spark_context_cls._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ and not verbose:
+    """Start the JVM ourselves when none runs yet, so that its output never reaches our stdout (where the
+    results go): quiet, it goes to a log file in our temp dir (even the lines no log4j setting reaches,
+    such as "WARNING: Using incubator modules"); with -v, to our stderr."""
+    if spark_context_cls._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         from pyspark.java_gateway import launch_gateway
 
-        # The JVM prints a few lines (e.g. "WARNING: Using incubator modules") that no log4j setting
-        # reaches; they go to a log file in our temp dir instead of the user's terminal.
-        with open(os.path.join(tmp, "jvm.log"), "wb") as log:
-            gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
+        if verbose:
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": 2})  # fd 2: the process's real stderr
+        else:
+            with open(os.path.join(tmp, "jvm.log"), "wb") as log:
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         return spark_context_cls(conf=conf, gateway=gateway)
     return spark_context_cls.getOrCreate(conf)
 
