@@ -228,6 +228,29 @@ def apply_throttles(
         ch = store.update_config("brokers", str(b), _setter(cfg))
         if ch is not None:
             changes.append(ch)
+
+    # 3. If a config changed between the first read and its versioned write (the write re-read it), the
+    #    value really replaced is the prior: correct the keys this run recorded first.
+    fixes: list[tuple[th.Entity, str, str, str | None]] = []
+    for ch in changes:
+        had = th.record_entry(record_before, ch.entity, ch.name) or {}
+        seen = (
+            existing_topics.get(ch.name, {})
+            if ch.entity == "topics"
+            else existing_brokers.get(int(ch.name), {})
+        )
+        fixes += [
+            (ch.entity, ch.name, k, v) for k, v in ch.before.items() if k not in had and v != seen.get(k)
+        ]
+    if fixes:
+
+        def fix(rec: dict[str, Any]) -> dict[str, Any]:
+            rec = th.load_record(th.dump_record(rec))
+            for entity, name, k, v in fixes:
+                rec[entity].setdefault(name, {})[k] = v
+            return rec
+
+        store.update_priors(fix)
     return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
 
 

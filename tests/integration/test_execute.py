@@ -309,3 +309,44 @@ def test_lost_race_undoes_this_runs_throttle_writes(
         else:
             assert json.loads(after[p]) == json.loads(before[p]), p
     assert not zk.exists(REASSIGN) or not reassigning(zk, topic)
+
+
+def test_prior_value_taken_from_the_versioned_write(
+    make_topic: Any,
+    zk: Any,
+    mover: Mover,
+    cluster: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An operator's throttle lands between execute's first read and its versioned write: the write
+    re-reads the znode, and the record ends up with the value really replaced (restored by verify)."""
+    from reassign_cli.cli import main
+    from reassign_cli.zookeeper.configs import ConfigStore
+
+    topic = make_topic({0: [1, 2]})
+    plan = mover.plan("move.json", {(topic, 0): [2, 1]})  # a reorder: completes at once
+    await_idle(zk)
+    before = config(zk, "brokers", 2)
+    real_get = ConfigStore.get_config
+
+    def stale_get(self: ConfigStore, entity: str, name: str) -> Any:
+        cfg = real_get(self, entity, name)  # type: ignore[arg-type]
+        if (entity, name) == ("brokers", "2"):
+            set_config(zk, "brokers", 2, {**(cfg or {}), LEADER_RATE: "888"})  # the operator, just now
+        return cfg
+
+    monkeypatch.setattr(ConfigStore, "get_config", stale_get)
+    monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
+    monkeypatch.chdir(mover.tmp)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            main(["execute", "--reassignment-json-file", str(plan), "--throttle", "4000"])
+        assert exc.value.code == 0, capsys.readouterr().err
+        assert get_json(zk, RECORD)["brokers"]["2"][LEADER_RATE] == "888"
+        monkeypatch.undo()
+        mover.wait_complete(plan)
+        assert mover.verify(plan).returncode == 0
+        assert config(zk, "brokers", 2)[LEADER_RATE] == "888"
+    finally:
+        set_config(zk, "brokers", 2, before)
