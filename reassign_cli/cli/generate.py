@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 from typing import Any
@@ -198,14 +197,12 @@ def command(
             out.result(f"{_HEADERS[1]} written to {proposed_path}")
     else:
         assert proposed_json is not None
-        from reassign_cli.render.generate import json_document, kafka_text
+        from reassign_cli.render.generate import json_pieces, kafka_text_pieces
 
-        text = (
-            json_document(used_seed, current_json, proposed_json)
-            if opts.json
-            else kafka_text(current_json, proposed_json)
-        )
-        _stdout(text)
+        if opts.json:
+            _stdout(json_pieces(used_seed, current_json, proposed_json))
+        else:
+            _stdout(kafka_text_pieces(current_json, proposed_json))
 
     if not opts.quiet:
         _summary(out, current, proposed, proposed_json, proposed_path, [b.id for b in brokers])
@@ -220,10 +217,8 @@ def _load_state(opts: Options, out: Output, snapshot_file: str | None, topics: l
 
         if opts.zookeeper:
             out.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
-        state = snapshot.loads(_read_text(snapshot_file, "snapshot file"), partition_state=False)
-        # Everything loaded stays alive until exit: keep the cyclic GC from rescanning it.
-        gc.freeze()
-        return state
+        # Everything loaded stays alive until exit: freeze keeps the cyclic GC from rescanning it.
+        return snapshot.loads(_read_text(snapshot_file, "snapshot file"), partition_state=False, freeze=True)
     from reassign_cli.zookeeper.connect import connect
     from reassign_cli.zookeeper.read import read_state
 
@@ -255,10 +250,12 @@ def _append_newline(path: str) -> None:
         raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _stdout(text: str) -> None:
+def _stdout(pieces: list[str]) -> None:
+    """Write the pieces one by one: no 100 MB concatenation for 1M-partition plans."""
     import sys
 
-    sys.stdout.write(text)
+    for piece in pieces:
+        sys.stdout.write(piece)
     sys.stdout.flush()
 
 
@@ -274,12 +271,14 @@ def _summary(
     from reassign_cli.render.generate import plan_stats, summary_table
 
     if proposed is None:
-        from reassign_cli.model import parse_reassignment
+        import orjson
 
         if proposed_json is None:
             assert proposed_path is not None
-            proposed_json = _read_text(proposed_path, "proposed plan").decode()
+            raw: str | bytes = _read_text(proposed_path, "proposed plan")
+        else:
+            raw = proposed_json
         proposed = {}
-        for e in parse_reassignment(proposed_json).entries:
-            proposed.setdefault(e.topic, {})[e.partition] = e.replicas
-    out.renderable(summary_table(plan_stats(current, proposed), selected))
+        for e in orjson.loads(raw)["partitions"]:
+            proposed.setdefault(e["topic"], {})[e["partition"]] = e["replicas"]
+    out.renderable(summary_table(plan_stats(current, proposed), selected, every_broker=out.verbose))

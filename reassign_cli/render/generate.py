@@ -6,7 +6,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import itemgetter, ne
 
+import numpy as np
 from rich.table import Table
 
 CURRENT_HEADER = "Current partition replica assignment"
@@ -15,15 +17,23 @@ PROPOSED_HEADER = "Proposed partition reassignment configuration"
 AssignmentLike = Mapping[str, Mapping[int, Sequence[int]]]
 
 
-def kafka_text(current_json: str, proposed_json: str) -> str:
+def kafka_text_pieces(current_json: str, proposed_json: str) -> list[str]:
     """Kafka's --generate output, exactly: the header, the JSON, a blank line, then the proposal."""
-    return f"{CURRENT_HEADER}\n{current_json}\n\n{PROPOSED_HEADER}\n{proposed_json}\n"
+    return [f"{CURRENT_HEADER}\n", current_json, f"\n\n{PROPOSED_HEADER}\n", proposed_json, "\n"]
+
+
+def kafka_text(current_json: str, proposed_json: str) -> str:
+    return "".join(kafka_text_pieces(current_json, proposed_json))
+
+
+def json_pieces(seed: int, current_json: str, proposed_json: str) -> list[str]:
+    """`--format json`: {"seed":N,"current":<Kafka doc>,"proposed":<Kafka doc>}, spliced from the Kafka
+    texts (which are already compact JSON), so the embedded documents are byte-identical to the text mode."""
+    return [f'{{"seed":{int(seed)},"current":', current_json, ',"proposed":', proposed_json, "}\n"]
 
 
 def json_document(seed: int, current_json: str, proposed_json: str) -> str:
-    """`--format json`: {"seed":N,"current":<Kafka doc>,"proposed":<Kafka doc>}, spliced from the Kafka
-    texts (which are already compact JSON), so the embedded documents are byte-identical to the text mode."""
-    return f'{{"seed":{int(seed)},"current":{current_json},"proposed":{proposed_json}}}\n'
+    return "".join(json_pieces(seed, current_json, proposed_json))
 
 
 @dataclass(slots=True)
@@ -38,53 +48,108 @@ class PlanStats:
     leaders_after: Counter[int] = field(default_factory=Counter)
 
 
-def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
-    """Per-broker replica and preferred-leader counts before and after, and how much would move."""
-    st = PlanStats()
+def _rows(
+    current: AssignmentLike, proposed: AssignmentLike
+) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
+    """Old and new replica lists, aligned partition by partition over the proposal."""
+    old_rows: list[Sequence[int]] = []
+    new_rows: list[Sequence[int]] = []
     for topic, new_parts in proposed.items():
         old_parts = current.get(topic, {})
-        old_vals = [old_parts.get(p, ()) for p in new_parts]
-        new_vals = list(new_parts.values())
-        st.partitions += len(new_vals)
-        st.replicas_before.update(chain.from_iterable(old_vals))
-        st.replicas_after.update(chain.from_iterable(new_vals))
-        st.leaders_before.update(r[0] for r in old_vals if r)
-        st.leaders_after.update(r[0] for r in new_vals if r)
-        for old, new in zip(old_vals, new_vals, strict=True):
-            if list(old) != list(new):
-                st.partitions_changed += 1
-                if not old or not new or old[0] != new[0]:
-                    st.leaders_changed += 1
-                st.replicas_moved += len(set(new).difference(old))
+        if old_parts.keys() == new_parts.keys() and list(old_parts) == list(new_parts):
+            old_rows.extend(old_parts.values())
+        else:
+            old_rows.extend([old_parts.get(p, ()) for p in new_parts])
+        new_rows.extend(new_parts.values())
+    return old_rows, new_rows
+
+
+def _count(flat: np.ndarray) -> Counter[int]:
+    if flat.size == 0:
+        return Counter()
+    ids, counts = np.unique(flat, return_counts=True)
+    return Counter(dict(zip(ids.tolist(), counts.tolist(), strict=True)))
+
+
+def _flat(rows: list[Sequence[int]]) -> np.ndarray:
+    total = sum(map(len, rows))
+    return np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=total)
+
+
+def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
+    """Per-broker replica and preferred-leader counts before and after, and how much would move.
+    Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
+    old_rows, new_rows = _rows(current, proposed)
+    st = PlanStats(partitions=len(new_rows))
+    if not new_rows:
+        return st
+    st.replicas_before = _count(_flat(old_rows))
+    st.replicas_after = _count(_flat(new_rows))
+    changed = [i for i, diff in enumerate(map(ne, old_rows, new_rows)) if diff]
+    st.partitions_changed = len(changed)
+    old_lens, new_lens = set(map(len, old_rows)), set(map(len, new_rows))
+    if len(old_lens) == 1 and len(new_lens) == 1 and 0 not in old_lens and 0 not in new_lens:
+        first = itemgetter(0)
+        old_lead = np.fromiter(map(first, old_rows), dtype=np.int64, count=len(old_rows))
+        new_lead = np.fromiter(map(first, new_rows), dtype=np.int64, count=len(new_rows))
+        st.leaders_before, st.leaders_after = _count(old_lead), _count(new_lead)
+        st.leaders_changed = int(np.count_nonzero(old_lead != new_lead))
+        if changed:
+            ro, rn = old_lens.pop(), new_lens.pop()
+            o = _flat([old_rows[i] for i in changed]).reshape(len(changed), ro)
+            n = _flat([new_rows[i] for i in changed]).reshape(len(changed), rn)
+            st.replicas_moved = int((n[:, :, None] != o[:, None, :]).all(axis=2).sum())
+        return st
+    st.leaders_before.update(r[0] for r in old_rows if r)
+    st.leaders_after.update(r[0] for r in new_rows if r)
+    for i in changed:
+        old, new = old_rows[i], new_rows[i]
+        if not old or not new or old[0] != new[0]:
+            st.leaders_changed += 1
+        st.replicas_moved += len(set(new).difference(old))
     return st
 
 
-def summary_table(st: PlanStats, selected: Iterable[int]) -> Table:
-    """Per broker: replicas and preferred leaders before -> after (brokers outside the plan marked)."""
+MAX_BROKER_ROWS = 30  # more brokers than this: a condensed table unless --verbose
+
+
+def summary_table(st: PlanStats, selected: Iterable[int], *, every_broker: bool = False) -> Table:
+    """Per broker: replicas and preferred leaders before and after (brokers outside the plan marked).
+    With more than MAX_BROKER_ROWS brokers (and not every_broker): min / mean / max over the brokers."""
     chosen = set(selected)
     ids = sorted(chosen | set(st.replicas_before) | set(st.replicas_after))
+    caption = (
+        f"{st.partitions_changed} of {st.partitions} partitions change, {st.replicas_moved} replicas "
+        f"move, {st.leaders_changed} preferred leaders change"
+    )
+    condensed = len(ids) > MAX_BROKER_ROWS and not every_broker
     table = Table(
-        title="Proposed plan by broker",
-        caption=(
-            f"{st.partitions_changed} of {st.partitions} partitions change, {st.replicas_moved} replicas "
-            f"move, {st.leaders_changed} preferred leaders change"
-        ),
+        title=f"Proposed plan over {len(chosen)} brokers" if condensed else "Proposed plan by broker",
+        caption=caption + (" (-v: one row per broker)" if condensed else ""),
         title_justify="left",
         caption_justify="left",
     )
-    table.add_column("broker", justify="right")
-    table.add_column("replicas before", justify="right")
-    table.add_column("replicas after", justify="right")
-    table.add_column("leaders before", justify="right")
-    table.add_column("leaders after", justify="right")
+    table.add_column("per broker" if condensed else "broker", justify="right")
+    for name in ("replicas before", "replicas after", "leaders before", "leaders after"):
+        table.add_column(name, justify="right")
+    counters = (st.replicas_before, st.replicas_after, st.leaders_before, st.leaders_after)
+    if condensed:
+        # Over the brokers of the plan (the "after" side is only ever on them).
+        plan_ids = sorted(chosen) or ids
+        cols = [np.array([c[b] for b in plan_ids], dtype=np.int64) for c in counters]
+        table.add_row("min", *(str(int(c.min())) for c in cols))
+        table.add_row("mean", *(f"{c.mean():.1f}" for c in cols))
+        table.add_row("max", *(str(int(c.max())) for c in cols))
+        outside = [b for b in ids if b not in chosen]
+        if outside:
+            rb = sum(st.replicas_before[b] for b in outside)
+            lb = sum(st.leaders_before[b] for b in outside)
+            table.add_row(f"{len(outside)} not in plan (sum)", str(rb), "0", str(lb), "0", style="dim")
+        return table
     for b in ids:
-        name = str(b) if b in chosen else f"{b} (not in plan)"
         table.add_row(
-            name,
-            str(st.replicas_before[b]),
-            str(st.replicas_after[b]),
-            str(st.leaders_before[b]),
-            str(st.leaders_after[b]),
+            str(b) if b in chosen else f"{b} (not in plan)",
+            *(str(c[b]) for c in counters),
             style=None if b in chosen else "dim",
         )
     return table

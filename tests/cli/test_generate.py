@@ -383,3 +383,81 @@ def test_plan_stats() -> None:
     assert dict(st.replicas_after) == {1: 3, 2: 1, 3: 1}
     assert dict(st.leaders_before) == {1: 1, 2: 1, 3: 1}
     assert dict(st.leaders_after) == {1: 2, 3: 1}
+
+
+def naive_stats(current: dict[str, dict[int, list[int]]], proposed: dict[str, dict[int, list[int]]]) -> tuple:
+    from collections import Counter
+
+    rb, ra, lb, la = Counter(), Counter(), Counter(), Counter()
+    changed = moved = leaders = n = 0
+    for t, parts in proposed.items():
+        for p, new in parts.items():
+            old = current.get(t, {}).get(p, [])
+            n += 1
+            rb.update(old)
+            ra.update(new)
+            if old:
+                lb[old[0]] += 1
+            if new:
+                la[new[0]] += 1
+            if old != new:
+                changed += 1
+                moved += len(set(new) - set(old))
+                leaders += old[:1] != new[:1]
+    return n, changed, moved, leaders, rb, ra, lb, la
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_plan_stats_matches_naive_count(mixed: bool) -> None:
+    import random
+
+    rnd = random.Random(7 + mixed)
+    current: dict[str, dict[int, list[int]]] = {}
+    proposed: dict[str, dict[int, list[int]]] = {}
+    for t in range(40):
+        rf = rnd.randint(1, 4) if mixed else 3
+        current[f"t{t}"] = {p: rnd.sample(range(1, 9), rf) for p in range(rnd.randint(1, 12))}
+        # the proposal lists partitions in another order than the current assignment
+        proposed[f"t{t}"] = {
+            p: (rnd.sample(range(1, 9), rf) if rnd.random() < 0.7 else list(current[f"t{t}"][p]))
+            for p in reversed(list(current[f"t{t}"]))
+        }
+    st = plan_stats(current, proposed)
+    n, changed, moved, leaders, rb, ra, lb, la = naive_stats(current, proposed)
+    assert (st.partitions, st.partitions_changed, st.replicas_moved, st.leaders_changed) == (
+        n,
+        changed,
+        moved,
+        leaders,
+    )
+    assert (st.replicas_before, st.replicas_after, st.leaders_before, st.leaders_after) == (rb, ra, lb, la)
+    assert 0 < changed < n
+
+
+def test_summary_table_condenses_many_brokers() -> None:
+    from rich.console import Console
+
+    from reassign_cli.render.generate import summary_table
+
+    current = {"t": {p: [p % 40 + 1] for p in range(80)}}  # brokers 1..40, two replicas each
+    proposed = {"t": {p: [p % 20 + 1] for p in range(80)}}  # brokers 1..20, four each
+    st = plan_stats(current, proposed)
+
+    def render(**kw: bool) -> str:
+        console = Console(width=120, record=True, no_color=True)
+        console.print(summary_table(st, range(1, 21), **kw))
+        return console.export_text()
+
+    short = render()
+    assert "Proposed plan over 20 brokers" in short
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2:6]
+        for line in short.splitlines()
+        if line.count("│") == 6
+    }
+    assert [c.strip() for c in rows["min"]] == ["2", "4", "2", "4"]
+    assert [c.strip() for c in rows["max"]] == ["2", "4", "2", "4"]
+    assert [c.strip() for c in rows["20 not in plan (sum)"]] == ["40", "0", "40", "0"]
+    full = render(every_broker=True)
+    assert "Proposed plan by broker" in full and "40 (not in plan)" in full
+    assert "40 of 80 partitions change, 40 replicas move" in full
