@@ -282,6 +282,7 @@ def test_lost_race_undoes_this_runs_throttle_writes(
 
     topic = make_topic({0: [1, 2]}, configs={"retention.ms": "3600000"})
     plan = mover.plan("move.json", {(topic, 0): [3, 2]})
+    mover.plans.append((plan, [topic]))  # cleanup verifies it even if the test fails half-way
     await_idle(zk)
     paths = [f"/config/topics/{topic}", "/config/brokers/1", "/config/brokers/2", "/config/brokers/3", RECORD]
     before = {p: get_raw(zk, p) for p in paths}
@@ -326,6 +327,7 @@ def test_prior_value_taken_from_the_versioned_write(
 
     topic = make_topic({0: [1, 2]})
     plan = mover.plan("move.json", {(topic, 0): [2, 1]})  # a reorder: completes at once
+    mover.plans.append((plan, [topic]))  # cleanup verifies it even if the test fails half-way
     await_idle(zk)
     before = config(zk, "brokers", 2)
     real_get = ConfigStore.get_config
