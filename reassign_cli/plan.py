@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import gc
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -161,6 +162,20 @@ def random_seed() -> int:
     return secrets.randbelow(1 << 31)
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small containers: with a 1M-partition
+    state in memory each automatic full collection walks millions of objects (measured: 2-3x the
+    planning time). Nothing built here forms reference cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 # ---------------------------------------------------------------------------------------------
 # Inputs: brokers and topic specs
 # ---------------------------------------------------------------------------------------------
@@ -218,21 +233,22 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
             f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
         )
     specs: list[TopicSpec] = []
-    for name in names:
-        topic = state.topics[name]
-        if not topic.replicas:
-            raise InvalidInputError(f"Topic {name} has no partitions")
-        if topic.removing:
-            rfs = {len(topic.target(p)) for p in topic.replicas}
-        else:
-            rfs = set(map(len, topic.replicas.values()))
-        if len(rfs) != 1:
-            found = ",".join(map(str, sorted(rfs)))
-            raise InvalidInputError(
-                f"Topic {name} has partitions with different replication factors ({found}); "
-                "generate needs one replication factor per topic"
-            )
-        specs.append(TopicSpec(name, len(topic.replicas), rfs.pop()))
+    with _gc_paused():
+        for name in names:
+            topic = state.topics[name]
+            if not topic.replicas:
+                raise InvalidInputError(f"Topic {name} has no partitions")
+            if topic.removing:
+                lens = [len(topic.target(p)) for p in topic.replicas]
+            else:
+                lens = list(map(len, topic.replicas.values()))
+            if lens.count(lens[0]) != len(lens):
+                found = ",".join(map(str, sorted(set(lens))))
+                raise InvalidInputError(
+                    f"Topic {name} has partitions with different replication factors ({found}); "
+                    "generate needs one replication factor per topic"
+                )
+            specs.append(TopicSpec(name, len(lens), lens[0]))
     return specs
 
 
@@ -270,19 +286,13 @@ def assign_topics(
     names = [s.name for s in specs]
     starts, shifts = topic_draws_many(seed, names, n)
     rows: list[dict[int, list[int]] | None] = [None] * len(specs)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _gc_paused():
         for (n_partitions, rf), members in groups.items():
             idx = np.array(members, dtype=np.int64)
             arr = assign_many(pairs, n_partitions, rf, starts[idx], shifts[idx])
-            pids = range(n_partitions)
             for i, per_topic in zip(members, arr.tolist(), strict=True):
-                rows[i] = dict(zip(pids, per_topic, strict=True))
+                rows[i] = dict(enumerate(per_topic))
         return dict(zip(names, rows, strict=True))  # type: ignore[arg-type]
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,9 +320,11 @@ class GenerateResult:
 
 def generate_plan(state: ClusterState, request: GenerateRequest) -> GenerateResult:
     """Kafka's --generate: for each topic a fresh assignment over the selected brokers."""
-    brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
-    specs = topic_specs(state, request.topics)
-    seed = random_seed() if request.seed is None else request.seed
-    proposed = assign_topics(specs, brokers, seed)
-    current: Assignment = {s.name: state.topics[s.name].replicas for s in specs}
+    with _gc_paused():
+        brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
+        specs = topic_specs(state, request.topics)
+        seed = random_seed() if request.seed is None else request.seed
+        proposed = assign_topics(specs, brokers, seed)
+        topics = state.topics
+        current: Assignment = {s.name: topics[s.name].replicas for s in specs}
     return GenerateResult(current, proposed, seed, brokers, warnings, specs)
