@@ -6,7 +6,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import itemgetter, ne
 
 import numpy as np
 from rich.table import Table
@@ -83,30 +82,29 @@ def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
     st = PlanStats(partitions=len(new_rows))
     if not new_rows:
         return st
-    st.replicas_before = _count(_flat(old_rows))
-    st.replicas_after = _count(_flat(new_rows))
-    changed = [i for i, diff in enumerate(map(ne, old_rows, new_rows)) if diff]
-    st.partitions_changed = len(changed)
     old_lens, new_lens = set(map(len, old_rows)), set(map(len, new_rows))
     if len(old_lens) == 1 and len(new_lens) == 1 and 0 not in old_lens and 0 not in new_lens:
-        first = itemgetter(0)
-        old_lead = np.fromiter(map(first, old_rows), dtype=np.int64, count=len(old_rows))
-        new_lead = np.fromiter(map(first, new_rows), dtype=np.int64, count=len(new_rows))
-        st.leaders_before, st.leaders_after = _count(old_lead), _count(new_lead)
-        st.leaders_changed = int(np.count_nonzero(old_lead != new_lead))
-        if changed:
-            ro, rn = old_lens.pop(), new_lens.pop()
-            o = _flat([old_rows[i] for i in changed]).reshape(len(changed), ro)
-            n = _flat([new_rows[i] for i in changed]).reshape(len(changed), rn)
-            st.replicas_moved = int((n[:, :, None] != o[:, None, :]).all(axis=2).sum())
+        n = len(new_rows)
+        o = _flat(old_rows).reshape(n, old_lens.pop())
+        m = _flat(new_rows).reshape(n, new_lens.pop())
+        st.replicas_before, st.replicas_after = _count(o.ravel()), _count(m.ravel())
+        st.leaders_before, st.leaders_after = _count(o[:, 0]), _count(m[:, 0])
+        changed = (o != m).any(axis=1) if o.shape == m.shape else np.ones(n, dtype=bool)
+        st.partitions_changed = int(np.count_nonzero(changed))
+        st.leaders_changed = int(np.count_nonzero(o[:, 0] != m[:, 0]))
+        # a new replica "moves" when no old replica of its partition is on that broker
+        st.replicas_moved = int((m[:, :, None] != o[:, None, :]).all(axis=2).sum())
         return st
+    st.replicas_before = _count(_flat(old_rows))
+    st.replicas_after = _count(_flat(new_rows))
     st.leaders_before.update(r[0] for r in old_rows if r)
     st.leaders_after.update(r[0] for r in new_rows if r)
-    for i in changed:
-        old, new = old_rows[i], new_rows[i]
-        if not old or not new or old[0] != new[0]:
-            st.leaders_changed += 1
-        st.replicas_moved += len(set(new).difference(old))
+    for old, new in zip(old_rows, new_rows, strict=True):
+        if list(old) != list(new):
+            st.partitions_changed += 1
+            if not old or not new or old[0] != new[0]:
+                st.leaders_changed += 1
+            st.replicas_moved += len(set(new).difference(old))
     return st
 
 
