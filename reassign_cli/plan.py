@@ -163,16 +163,23 @@ def random_seed() -> int:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small containers: with a 1M-partition
-    state in memory each automatic full collection walks millions of objects (measured: 2-3x the
-    planning time). Nothing built here forms reference cycles."""
+def _gc_paused(freeze: bool = False) -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small containers. With a 1M-partition
+    state in memory, automatic collections during planning cost more than the planning itself.
+
+    Pausing alone only defers the cost: the first collection after `gc.enable()` traverses every
+    container built meanwhile (measured 0.3 s for a 1M-partition plan, ~1 s more for the older
+    generations later). With `freeze`, the objects alive at the end are moved to the permanent
+    generation (`gc.freeze()`) so no later collection walks them; they are still freed by reference
+    counting as usual. Nothing built here forms reference cycles."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 
@@ -286,7 +293,7 @@ def assign_topics(
     names = [s.name for s in specs]
     starts, shifts = topic_draws_many(seed, names, n)
     rows: list[dict[int, list[int]] | None] = [None] * len(specs)
-    with _gc_paused():
+    with _gc_paused(freeze=True):
         for (n_partitions, rf), members in groups.items():
             idx = np.array(members, dtype=np.int64)
             arr = assign_many(pairs, n_partitions, rf, starts[idx], shifts[idx])
@@ -320,7 +327,7 @@ class GenerateResult:
 
 def generate_plan(state: ClusterState, request: GenerateRequest) -> GenerateResult:
     """Kafka's --generate: for each topic a fresh assignment over the selected brokers."""
-    with _gc_paused():
+    with _gc_paused(freeze=True):
         brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
         specs = topic_specs(state, request.topics)
         seed = random_seed() if request.seed is None else request.seed
