@@ -415,7 +415,9 @@ def spark_context(
         return
 
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM already
-    if not under_submit:
+    if under_submit:
+        SparkContext._ensure_initialized()  # connect first, so SparkConf() sees spark-submit's settings
+    else:
         check_java_version(java_executable())
     tmp = tempfile.mkdtemp(prefix="kafka-reassign-spark-")
     sc = None
