@@ -168,15 +168,26 @@ def produce(bootstrap: str, topic: str, partition: int, count: int, size: int = 
     return values
 
 
+LOCK_PATH = "/reassign_cli_tests/lock"
+
+
 class Mover:
     """Runs the CLI for one test and cleans up after it: whatever the test left moving is sped up and
-    waited for, then verified (which clears the throttles)."""
+    waited for, then verified (which clears the throttles).
+
+    While it lives it holds a ZooKeeper lock, so two pytest runs on the shared cluster (two engineers at
+    once) do not interleave these tests: the trigger znode, the broker rates and our prior-values record
+    are cluster-wide, and the tests check them exactly.
+    """
 
     def __init__(self, run_cli: Callable[..., subprocess.CompletedProcess[str]], zk: Any, tmp: Path) -> None:
         self.run_cli = run_cli
         self.zk = zk
         self.tmp = tmp
         self.plans: list[tuple[Path, list[str]]] = []  # executed plans and their topics
+        self._lock = zk.Lock(LOCK_PATH, f"pid {os.getpid()} {tmp.name}")
+        if not self._lock.acquire(timeout=900):
+            raise AssertionError(f"could not get {LOCK_PATH} within 900 s")
 
     def cli(self, *args: str | os.PathLike[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         return self.run_cli(*map(str, args), cwd=str(cwd or self.tmp))
@@ -223,6 +234,16 @@ class Mover:
                         message="cleanup: reassignment done",
                     )
             self.verify(plan)
+
+    def release(self) -> None:
+        with contextlib.suppress(Exception):
+            self._lock.release()
+
+    def close(self) -> None:
+        try:
+            self.cleanup()
+        finally:
+            self.release()
 
 
 def fake_cluster(

@@ -83,7 +83,7 @@ CASES: list[tuple[str, Any, str]] = [
 def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
     m = Mover(run_cli, zk, tmp_path)
     yield m
-    m.cleanup()
+    m.close()
 
 
 def test_every_bad_plan_exits_3_with_one_line_and_writes_nothing(

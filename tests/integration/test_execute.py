@@ -43,7 +43,7 @@ MB = 3000  # 1 KB records into the moving partition: more than one replica fetch
 def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
     m = Mover(run_cli, zk, tmp_path)
     yield m
-    m.cleanup()
+    m.close()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from tests.integration.reassign_support import (
 def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
     m = Mover(run_cli, zk, tmp_path)
     yield m
-    m.cleanup()
+    m.close()
 
 
 def _dirs(cluster: Any, broker: int) -> tuple[Path, Path]:

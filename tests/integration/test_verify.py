@@ -209,7 +209,7 @@ def test_config_writes_refused_after_kraft_takeover(
 def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
     m = Mover(run_cli, zk, tmp_path)
     yield m
-    m.cleanup()
+    m.close()
 
 
 def test_target_broker_stopped_mid_move(
