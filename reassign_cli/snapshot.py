@@ -99,40 +99,94 @@ def loads(data: bytes | str, *, partition_state: bool = True, freeze: bool = Fal
     traverses those objects again; otherwise the first collections after loading walk all of them.
     """
     raw_bytes = data.encode() if isinstance(data, str) else data
+    # Per-partition optional fields cost a pass over every partition: skip it when no partition can
+    # have them (the key never occurs in the bytes), or when the caller does not want isr/leader.
+    reassigning = b'"adding_replicas"' in raw_bytes or b'"removing_replicas"' in raw_bytes
     was_enabled = gc.isenabled()
     gc.disable()  # millions of small containers: the cyclic GC would rescan them over and over
     try:
-        try:
-            doc = orjson.loads(raw_bytes)
-        except orjson.JSONDecodeError as e:
-            raise _err(f"not valid JSON: {e}") from None
-        if not isinstance(doc, dict):
-            raise _err("expected a JSON object")
-        version = doc.get("version")
-        if version != VERSION or isinstance(version, bool):
-            raise _err(f"unsupported version {version!r} (expected {VERSION})")
-        for key in ("brokers", "topics"):
-            if not isinstance(doc.get(key), list):
-                raise _err(f'"{key}" must be a list')
-
-        brokers = _brokers(doc["brokers"])
-        deleting = doc.get("deleting", [])
-        if not isinstance(deleting, list) or not all(isinstance(t, str) for t in deleting):
-            raise _err('"deleting" must be a list of topic names')
-        reassignment = _reassignment(doc["reassignment"]) if doc.get("reassignment") is not None else None
-        # Per-partition optional fields cost a pass over every partition: skip it when no partition can
-        # have them (the key never occurs in the bytes), or when the caller does not want isr/leader.
-        reassigning = b'"adding_replicas"' in raw_bytes or b'"removing_replicas"' in raw_bytes
-        topics = _topics(doc["topics"], partition_state=partition_state, reassigning=reassigning)
-        del doc
+        state = _loads_chunked(raw_bytes, partition_state, reassigning)
+        if state is None:
+            state = _loads_whole(raw_bytes, partition_state, reassigning)
         if freeze:
             gc.freeze()
     finally:
         if was_enabled:
             gc.enable()
-    return ClusterState(
-        brokers=brokers, topics=topics, deleting=frozenset(deleting), reassignment=reassignment
-    )
+    return state
+
+
+def _header(doc: Any) -> tuple[list[Broker], frozenset[str], dict[TopicPartition, list[int]] | None]:
+    if not isinstance(doc, dict):
+        raise _err("expected a JSON object")
+    version = doc.get("version")
+    if version != VERSION or isinstance(version, bool):
+        raise _err(f"unsupported version {version!r} (expected {VERSION})")
+    for key in ("brokers", "topics"):
+        if not isinstance(doc.get(key), list):
+            raise _err(f'"{key}" must be a list')
+    brokers = _brokers(doc["brokers"])
+    deleting = doc.get("deleting", [])
+    if not isinstance(deleting, list) or not all(isinstance(t, str) for t in deleting):
+        raise _err('"deleting" must be a list of topic names')
+    reassignment = _reassignment(doc["reassignment"]) if doc.get("reassignment") is not None else None
+    return brokers, frozenset(deleting), reassignment
+
+
+def _loads_whole(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> ClusterState:
+    """One parse of the whole document; precise errors."""
+    try:
+        doc = orjson.loads(raw_bytes)
+    except orjson.JSONDecodeError as e:
+        raise _err(f"not valid JSON: {e}") from None
+    brokers, deleting, reassignment = _header(doc)
+    topics: dict[str, Topic] = {}
+    try:
+        _add_topics(topics, doc["topics"], partition_state, reassigning)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        _explain_topics(doc["topics"])  # raises with a precise message
+    if not _types_ok(topics):
+        _explain_topics(doc["topics"])
+    _check_optional(topics)
+    return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
+
+
+_TOPICS_KEY = b'"topics":['
+_TOPIC_SEP = b'},{"topic":'
+CHUNK_BYTES = 4 << 20
+
+
+def _loads_chunked(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> ClusterState | None:
+    """The fast path for documents shaped like ours ("topics" last, each topic object starting with
+    "topic"): parse the topics array a few MB at a time, so the parsed partition objects of only one
+    chunk exist at once (peak memory and page faults: a third of one whole parse at 1M partitions).
+    Returns None whenever the shape is not as expected or anything is wrong, and the caller then parses
+    the whole document (which also produces the precise error messages)."""
+    start = raw_bytes.find(_TOPICS_KEY)
+    end = len(raw_bytes.rstrip())
+    if start < 0 or raw_bytes.find(_TOPICS_KEY, start + 1) >= 0 or raw_bytes[end - 2 : end] != b"]}":
+        return None
+    body_start, body_end = start + len(_TOPICS_KEY), end - 2
+    try:
+        head = orjson.loads(raw_bytes[:body_start] + b"]}")
+        if not isinstance(head, dict) or head.get("topics") != []:
+            return None
+        brokers, deleting, reassignment = _header(head)
+        topics: dict[str, Topic] = {}
+        pos = body_start
+        while pos < body_end:
+            cut = raw_bytes.find(_TOPIC_SEP, min(pos + CHUNK_BYTES, body_end), body_end)
+            stop = body_end if cut < 0 else cut + 1  # the chunk keeps the closing brace
+            chunk = orjson.loads(b"".join((b"[", raw_bytes[pos:stop], b"]")))
+            _add_topics(topics, chunk, partition_state, reassigning)
+            del chunk
+            pos = stop + 1  # skip the comma
+        if not _types_ok(topics):
+            return None
+        _check_optional(topics)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, InvalidInputError):
+        return None
+    return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
 
 
 def load_file(path: str) -> ClusterState:
@@ -186,28 +240,25 @@ _PARTITION_REPLICAS = itemgetter("partition", "replicas")
 _STR, _INT, _LIST = frozenset({str}), frozenset({int}), frozenset({list})
 
 
-def _topics(raw: list[Any], *, partition_state: bool, reassigning: bool) -> dict[str, Topic]:
-    topics: dict[str, Topic] = {}
+def _add_topics(topics: dict[str, Topic], raw: list[Any], partition_state: bool, reassigning: bool) -> None:
+    """Build Topic objects from parsed topic objects (raises KeyError/TypeError/ValueError on bad shapes)."""
     optional = partition_state or reassigning
-    try:
-        for t in raw:
-            name = t["topic"]
-            parts = t["partitions"]
-            replicas = dict(map(_PARTITION_REPLICAS, parts))
-            if len(replicas) != len(parts):
-                raise ValueError
-            topic = Topic(name, replicas, topic_id=t.get("topic_id"))
-            if optional:
-                for e in parts:
-                    if len(e) > 2:
-                        _optional(topic, e, partition_state)
-            if name in topics:
-                raise ValueError
-            topics[name] = topic
-    except (KeyError, TypeError, ValueError, AttributeError):
-        _explain_topics(raw)  # raises with a precise message
-    _check_types(raw, topics)
-    return topics
+    if type(raw) is not list:
+        raise TypeError
+    for t in raw:
+        name = t["topic"]
+        parts = t["partitions"]
+        replicas = dict(map(_PARTITION_REPLICAS, parts))
+        if len(replicas) != len(parts):
+            raise ValueError
+        topic = Topic(name, replicas, topic_id=t.get("topic_id"))
+        if optional:
+            for e in parts:
+                if len(e) > 2:
+                    _optional(topic, e, partition_state)
+        if name in topics:
+            raise ValueError
+        topics[name] = topic
 
 
 def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> None:
@@ -227,18 +278,20 @@ def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> None:
         topic.removing[p] = rr
 
 
-def _check_types(raw: list[Any], topics: dict[str, Topic]) -> None:
+def _types_ok(topics: dict[str, Topic]) -> bool:
     """Every name a string, every partition and replica an int: verified with a few flat passes that run
     in C (the set of types seen), not a Python-level test per replica. `type(x) is int` rejects bools."""
     flat = itertools.chain.from_iterable
     maps = [t.replicas for t in topics.values()]
-    if (
-        not set(map(type, topics)) <= _STR
-        or not set(map(type, flat(maps))) <= _INT
-        or not set(map(type, flat(m.values() for m in maps))) <= _LIST
-        or not set(map(type, flat(flat(m.values() for m in maps)))) <= _INT
-    ):
-        _explain_topics(raw)
+    return (
+        set(map(type, topics)) <= _STR
+        and set(map(type, flat(maps))) <= _INT
+        and set(map(type, flat(m.values() for m in maps))) <= _LIST
+        and set(map(type, flat(flat(m.values() for m in maps)))) <= _INT
+    )
+
+
+def _check_optional(topics: dict[str, Topic]) -> None:
     for t in topics.values():
         if t.topic_id is not None and type(t.topic_id) is not str:
             raise _err(f'topic {t.name}: "topic_id" must be a string')

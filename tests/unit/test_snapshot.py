@@ -192,12 +192,79 @@ def _topic(**part: object) -> list[object]:
         ),
     ],
 )
-def test_rejections(data: bytes, message: str) -> None:
+@pytest.mark.parametrize("topics_last", [False, True])
+def test_rejections(data: bytes, message: str, topics_last: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both loading paths: the whole-document parse, and the chunked fast path (documents with "topics"
+    last, as we write them; tiny chunks here) which must fall back to the whole parse for the message."""
+    if topics_last:
+        monkeypatch.setattr(snapshot, "CHUNK_BYTES", 8)
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and "topics" in doc:
+            doc["topics"] = doc.pop("topics")
+            data = orjson.dumps(doc)
     with pytest.raises(InvalidInputError) as ei:
         snapshot.loads(data)
     assert str(ei.value).startswith(message), str(ei.value)
     assert ei.value.exit_code == ExitCode.INVALID
     assert "\n" not in str(ei.value)
+
+
+def many_topics_state(n: int = 60) -> ClusterState:
+    topics = {
+        f"t{i:03d}": Topic(
+            f"t{i:03d}",
+            {p: [1 + (i + p) % 4, 1 + (i + p + 1) % 4] for p in range(1 + i % 5)},
+            isr={0: [1]},
+            leader={0: 1},
+            adding={0: [1 + i % 4]} if i % 7 == 0 else {},
+        )
+        for i in range(n)
+    }
+    return ClusterState(brokers=[Broker(b, None) for b in range(1, 5)], topics=topics)
+
+
+@pytest.mark.parametrize("chunk", [1, 64, 1000, 1 << 22])
+@pytest.mark.parametrize("partition_state", [True, False])
+def test_chunked_path_equals_whole_parse(
+    chunk: int, partition_state: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = snapshot.dumps(many_topics_state())
+    whole = snapshot._loads_whole(data, partition_state, True)
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", chunk)
+    chunked = snapshot._loads_chunked(data, partition_state, True)
+    assert chunked is not None
+    assert chunked == whole
+    assert snapshot.loads(data, partition_state=partition_state) == whole
+
+
+def test_chunked_path_survives_separator_inside_nested_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown field holding objects that start with "topic": a chunk cut there cannot parse, so the
+    whole document is parsed instead; the unknown field is ignored either way."""
+    doc = orjson.loads(snapshot.dumps(many_topics_state(5)))
+    doc["topics"][2]["notes"] = [{"x": 1}, {"topic": "zz", "partitions": []}]
+    data = orjson.dumps(doc)
+    assert b'},{"topic":"zz"' in data
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", 1)
+    assert snapshot._loads_chunked(data, True, False) is None
+    st = snapshot.loads(data)
+    assert sorted(st.topics) == ["t000", "t001", "t002", "t003", "t004"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"version":1,"brokers":[],"topics":[]}',
+        b'{"version":1,"brokers":[],"topics":[]}\n',
+        b'{"version":1,"topics":[],"brokers":[]}',
+        b'{ "version": 1, "brokers": [], "topics": [] }',
+    ],
+)
+def test_empty_cluster_any_layout(data: bytes) -> None:
+    st = snapshot.loads(data)
+    assert st.brokers == [] and st.topics == {}
 
 
 def test_str_input_accepted() -> None:
