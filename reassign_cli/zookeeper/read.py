@@ -5,8 +5,8 @@ Wave 1: the lists (/brokers/ids, /brokers/topics, /admin/delete_topics) and /adm
 Wave 2: every broker registration and every topic znode.
 Wave 3 (partition_state=True): every partition's state znode (leader, ISR).
 
-Each wave goes out as ZooKeeper multiRead requests (OpCode 22, ZooKeeper 3.6+; Kafka 2.8+ ships 3.5.9+, 3.9
-ships 3.8) of `batch` reads each, `window` of them in flight on kazoo's connection: per-request overhead in
+Each wave goes out as ZooKeeper multiRead requests (OpCode 22, ZooKeeper 3.6 and later; the test cluster
+runs the 3.8.4 that Kafka 3.9 ships) of `batch` reads each, `window` of them in flight on kazoo's connection: per-request overhead in
 kazoo (a thread hand-off, a select, an event) is paid once per few hundred znodes, not per znode. A server
 that does not understand multiRead gets plain async getData/getChildren requests, pipelined the same way.
 The session answers in order, so the pipe stays full while memory stays bounded.
