@@ -1,5 +1,6 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -22,7 +23,8 @@ import org.apache.kafka.common.TopicPartition;
  *   as getBrokerMetadatas returns them. One run = what --generate does per topic: one
  *   assignReplicasToBrokers(brokers, PARTITIONS, RF) call (random start) per topic, each result put into a
  *   HashMap keyed by TopicPartition. JIT warm-up: three untimed runs over the first WARMUP_TOPICS topics.
- *   Then RUNS timed runs over all topics, each printed as "run_ms <milliseconds>".
+ *   Then RUNS timed runs over all topics, each printed as "run_ms <wall ms> cpu_ms <process CPU ms>" (the
+ *   CPU time of the whole JVM, JIT and GC threads included).
  *
  * check  (stdin) one case per line: "FIXED_START START_PARTITION PARTITIONS RF id:rack,id:rack,..." with
  *   rack "-" for none. Prints per line "p:r,r,r p:r,r,r ..." (partitions ascending) or "error <Class>: <msg>".
@@ -68,11 +70,15 @@ public class AssignBench {
             for (int i = 0; i < 3; i++) {
                 sink += run(bs, warm, partitions, rf);
             }
+            com.sun.management.OperatingSystemMXBean os =
+                (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
             for (int i = 0; i < runs; i++) {
+                long c0 = os.getProcessCpuTime();
                 long t0 = System.nanoTime();
                 sink += run(bs, topics, partitions, rf);
                 long t1 = System.nanoTime();
-                System.out.println("run_ms " + (t1 - t0) / 1e6);
+                long c1 = os.getProcessCpuTime();
+                System.out.println("run_ms " + (t1 - t0) / 1e6 + " cpu_ms " + (c1 - c0) / 1e6);
             }
             System.out.println("sink " + sink);
             return;
