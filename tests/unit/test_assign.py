@@ -282,3 +282,36 @@ def test_kernel_equals_scalar_on_a_larger_rack_aware_case():
     arr = assign_many(brokers, 130, 4, starts, shifts)
     for s, h, rows in zip(starts.tolist(), shifts.tolist(), arr.tolist(), strict=True):
         assert dict(enumerate(rows)) == assign_replicas(brokers, 130, 4, rng=Draws(s, h))
+
+
+# ---------------------------------------------------------------------------------------------
+# Against Kafka's own jar
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_matches_kafka_jar_on_random_cases():
+    """300 random cases (racks or not, mixed racks, fixed start, start partition, invalid arguments)
+    through the published kafka-server-common AdminUtils and through assign_replicas: same replicas,
+    same error class and message. Uses scripts/bench_generate's driver (jars from Maven Central, cached)."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    if not (shutil.which("java") and shutil.which("javac")):
+        pytest.skip("needs java and javac")
+    path = Path(__file__).resolve().parents[2] / "scripts" / "bench_generate"
+    loader = importlib.machinery.SourceFileLoader("bench_generate", str(path))
+    spec = importlib.util.spec_from_loader("bench_generate", loader)
+    assert spec is not None
+    bench = importlib.util.module_from_spec(spec)
+    loader.exec_module(bench)
+    if not list((bench.cache_dir("3.9.2") / "libs").glob("kafka-server-common-*.jar")) and not shutil.which(
+        "mvn"
+    ):
+        pytest.skip("Kafka jars not cached and no mvn to fetch them")
+    java, cp = bench.ensure_java("3.9.2")
+    errors, mismatches = bench.check_kafka(java, cp, 300, seed=2024)
+    assert mismatches == []
+    assert errors > 10  # the error paths were exercised too
