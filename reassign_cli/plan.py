@@ -23,6 +23,7 @@ byte). With M = 2**64 and all arithmetic mod M:
 from __future__ import annotations
 
 import gc
+import itertools
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -228,8 +229,9 @@ def select_brokers(
 def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
     """Partition count and RF of each topic from its current assignment, sorted by name. During a
     running reassignment the RF is that of the target replicas (RS minus RR), not of the inflated RS."""
-    names = sorted(set(topics))
-    missing = [t for t in names if t not in state.topics]
+    names = list(dict.fromkeys(sorted(topics)))
+    topics_by_name = state.topics
+    missing = [t for t in names if t not in topics_by_name]
     if missing:
         if len(missing) == 1:
             raise InvalidInputError(f"Topic {missing[0]} not found.")
@@ -239,24 +241,40 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
         raise InvalidInputError(
             f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
         )
-    specs: list[TopicSpec] = []
+    if not names:
+        return []
     with _gc_paused():
-        for name in names:
-            topic = state.topics[name]
-            if not topic.replicas:
-                raise InvalidInputError(f"Topic {name} has no partitions")
-            if topic.removing:
-                lens = [len(topic.target(p)) for p in topic.replicas]
-            else:
-                lens = list(map(len, topic.replicas.values()))
-            if lens.count(lens[0]) != len(lens):
-                found = ",".join(map(str, sorted(set(lens))))
+        chosen = [topics_by_name[t] for t in names]
+        empty = [t.name for t in chosen if not t.replicas]
+        if empty:
+            raise InvalidInputError(f"Topic {empty[0]} has no partitions")
+        # Replica-list lengths of every partition of every topic in one C-level pass, then each
+        # topic's min and max with reduceat: RF per topic, and mixed RFs found without a Python loop.
+        counts = np.fromiter((len(t.replicas) for t in chosen), dtype=np.int64, count=len(chosen))
+        lens = np.fromiter(
+            map(len, itertools.chain.from_iterable(t.replicas.values() for t in chosen)),
+            dtype=np.int64,
+            count=int(counts.sum()),
+        )
+        offsets = np.zeros(len(chosen), dtype=np.int64)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        lo = np.minimum.reduceat(lens, offsets).tolist()
+        hi = np.maximum.reduceat(lens, offsets).tolist()
+        for i, t in enumerate(chosen):
+            if t.removing:  # RF of the target replicas (RS minus RR), not of the inflated RS
+                target = [len(t.target(p)) for p in t.replicas]
+                lo[i], hi[i] = min(target), max(target)
+        for i, t in enumerate(chosen):
+            if lo[i] != hi[i]:
+                if t.removing:
+                    found = sorted({len(t.target(p)) for p in t.replicas})
+                else:
+                    found = sorted(set(map(len, t.replicas.values())))
                 raise InvalidInputError(
-                    f"Topic {name} has partitions with different replication factors ({found}); "
-                    "generate needs one replication factor per topic"
+                    f"Topic {t.name} has partitions with different replication factors "
+                    f"({','.join(map(str, found))}); generate needs one replication factor per topic"
                 )
-            specs.append(TopicSpec(name, len(lens), lens[0]))
-    return specs
+        return [TopicSpec(n, c, r) for n, c, r in zip(names, counts.tolist(), lo, strict=True)]
 
 
 # ---------------------------------------------------------------------------------------------
