@@ -153,13 +153,17 @@ def _loads_whole(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> 
 
 _TOPICS_KEY = b'"topics":['
 _TOPIC_SEP = b'},{"topic":'
-CHUNK_BYTES = 4 << 20
+# Measured at 1M partitions (77 MB file, 2-core box): 64 KiB chunks 0.98 s CPU / 327 MiB peak RSS,
+# 4 MiB chunks 2.0 s / 367 MiB, one whole parse 1.45 s / 1038 MiB. Small chunks keep the parsed objects
+# in cache between orjson building them and us consuming and freeing them.
+CHUNK_BYTES = 64 << 10
 
 
 def _loads_chunked(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> ClusterState | None:
     """The fast path for documents shaped like ours ("topics" last, each topic object starting with
-    "topic"): parse the topics array a few MB at a time, so the parsed partition objects of only one
-    chunk exist at once (peak memory and page faults: a third of one whole parse at 1M partitions).
+    "topic"): parse the topics array CHUNK_BYTES at a time, so the parsed partition objects of only one
+    chunk exist at once (at 1M partitions: a third of the peak memory and two thirds of the CPU of one
+    whole parse).
     Returns None whenever the shape is not as expected or anything is wrong, and the caller then parses
     the whole document (which also produces the precise error messages)."""
     start = raw_bytes.find(_TOPICS_KEY)
