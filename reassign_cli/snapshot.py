@@ -145,7 +145,7 @@ def _loads_whole(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> 
         _add_topics(topics, doc["topics"], partition_state, reassigning)
     except (KeyError, TypeError, ValueError, AttributeError):
         _explain_topics(doc["topics"])  # raises with a precise message
-    if not _types_ok(topics):
+    if not _types_ok(list(topics.values())):
         _explain_topics(doc["topics"])
     _check_optional(topics)
     return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
@@ -182,11 +182,11 @@ def _loads_chunked(raw_bytes: bytes, partition_state: bool, reassigning: bool) -
             cut = raw_bytes.find(_TOPIC_SEP, min(pos + CHUNK_BYTES, body_end), body_end)
             stop = body_end if cut < 0 else cut + 1  # the chunk keeps the closing brace
             chunk = orjson.loads(b"".join((b"[", raw_bytes[pos:stop], b"]")))
-            _add_topics(topics, chunk, partition_state, reassigning)
+            # checked chunk by chunk, while the new objects are still in cache
+            if not _types_ok(_add_topics(topics, chunk, partition_state, reassigning)):
+                return None
             del chunk
             pos = stop + 1  # skip the comma
-        if not _types_ok(topics):
-            return None
         _check_optional(topics)
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, InvalidInputError):
         return None
@@ -244,11 +244,15 @@ _PARTITION_REPLICAS = itemgetter("partition", "replicas")
 _STR, _INT, _LIST = frozenset({str}), frozenset({int}), frozenset({list})
 
 
-def _add_topics(topics: dict[str, Topic], raw: list[Any], partition_state: bool, reassigning: bool) -> None:
-    """Build Topic objects from parsed topic objects (raises KeyError/TypeError/ValueError on bad shapes)."""
+def _add_topics(
+    topics: dict[str, Topic], raw: list[Any], partition_state: bool, reassigning: bool
+) -> list[Topic]:
+    """Build Topic objects from parsed topic objects into `topics` and return the new ones (raises
+    KeyError/TypeError/ValueError on bad shapes; types of names and ids are checked by _types_ok)."""
     optional = partition_state or reassigning
     if type(raw) is not list:
         raise TypeError
+    added: list[Topic] = []
     for t in raw:
         name = t["topic"]
         parts = t["partitions"]
@@ -263,6 +267,8 @@ def _add_topics(topics: dict[str, Topic], raw: list[Any], partition_state: bool,
         if name in topics:
             raise ValueError
         topics[name] = topic
+        added.append(topic)
+    return added
 
 
 def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> None:
@@ -282,13 +288,13 @@ def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> None:
         topic.removing[p] = rr
 
 
-def _types_ok(topics: dict[str, Topic]) -> bool:
+def _types_ok(topics: list[Topic]) -> bool:
     """Every name a string, every partition and replica an int: verified with a few flat passes that run
     in C (the set of types seen), not a Python-level test per replica. `type(x) is int` rejects bools."""
     flat = itertools.chain.from_iterable
-    maps = [t.replicas for t in topics.values()]
+    maps = [t.replicas for t in topics]
     return (
-        set(map(type, topics)) <= _STR
+        set(map(type, [t.name for t in topics])) <= _STR
         and set(map(type, flat(maps))) <= _INT
         and set(map(type, flat(m.values() for m in maps))) <= _LIST
         and set(map(type, flat(flat(m.values() for m in maps)))) <= _INT
