@@ -70,6 +70,7 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
 @click.option(
     "--seed",
     type=click.IntRange(min=0),
+    metavar="N",
     help="Seed of the per-topic random draws; the same seed gives the same plan [default: a random one, "
     "printed on stderr].",
 )
@@ -223,7 +224,7 @@ def _load_state(opts: Options, out: Output, snapshot_file: str | None, topics: l
     from reassign_cli.zookeeper.read import read_state
 
     with connect(require_zookeeper(opts), opts.zk_timeout) as client:
-        return read_state(client, topics=topics)
+        return read_state(client, topics=topics, timeout=opts.zk_timeout)
 
 
 def _make_dir(path: str) -> None:

@@ -49,7 +49,7 @@ def command(opts: Options, output: str | None, topic_opts: tuple[str, ...]) -> N
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with connect(require_zookeeper(opts), opts.zk_timeout) as client:
-        state = read_state(client, topics=topic_opts or None, partition_state=True)
+        state = read_state(client, topics=topic_opts or None, partition_state=True, timeout=opts.zk_timeout)
     data = snapshot.dumps(state)
     n_parts = sum(len(t.replicas) for t in state.topics.values())
     counts = {"brokers": len(state.brokers), "topics": len(state.topics), "partitions": n_parts}
