@@ -168,25 +168,30 @@ def command(
             f"Using seed {used_seed}; pass --seed {used_seed} to reproduce this plan.", markup=False
         )
 
-    current_json = format_reassignment_json(current)
-    proposed_path = os.path.join(output_dir, "proposed.json") if output_dir else None
-    if output_dir:
-        _make_dir(output_dir)
-    proposed_json: str | None
-    if proposed is not None:
-        proposed_json = format_reassignment_json(proposed)
+    from reassign_cli.render.generate import CURRENT_HEADER, PROPOSED_HEADER, output_frame
+
+    proposed_json: str | None = None
+    proposed_path: str | None = None
+    if not output_dir:
+        # Straight to stdout, each document written before the next is formatted (a 1M-partition
+        # document is ~80 MB: never hold both, nor a concatenation). Spark can fail: it runs first, so
+        # that a failure never leaves half an output behind.
+        if proposed is None:
+            proposed_json = _proposed_json(None, specs, brokers, used_seed, spark_master, opts.verbose, None)
+        before, between, after = output_frame(opts.json, used_seed)
+        _stdout([before, format_reassignment_json(current), between])
+        if proposed_json is None:
+            assert proposed is not None
+            proposed_json = format_reassignment_json(proposed)
+        _stdout([proposed_json, after])
     else:
-        from reassign_cli import spark_engine
-
-        proposed_json = spark_engine.proposed_json(
-            specs, brokers, used_seed, master=spark_master, verbose=opts.verbose, out_path=proposed_path
-        )
-
-    # -- output ----------------------------------------------------------------------------------
-    if output_dir:
-        assert proposed_path is not None
+        _make_dir(output_dir)
         current_path = os.path.join(output_dir, "current.json")
-        _write(current_path, current_json)
+        proposed_path = os.path.join(output_dir, "proposed.json")
+        _write(current_path, format_reassignment_json(current))
+        proposed_json = _proposed_json(
+            proposed, specs, brokers, used_seed, spark_master, opts.verbose, proposed_path
+        )
         if proposed_json is not None:
             _write(proposed_path, proposed_json)
         else:  # Spark wrote it, without the final newline
@@ -194,22 +199,49 @@ def command(
         if opts.json:
             out.result_json({"seed": used_seed, "current_file": current_path, "proposed_file": proposed_path})
         else:
-            out.result(f"{_HEADERS[0]} written to {current_path}")
-            out.result(f"{_HEADERS[1]} written to {proposed_path}")
-    else:
-        assert proposed_json is not None
-        from reassign_cli.render.generate import json_pieces, kafka_text_pieces
-
-        if opts.json:
-            _stdout(json_pieces(used_seed, current_json, proposed_json))
-        else:
-            _stdout(kafka_text_pieces(current_json, proposed_json))
+            out.result(f"{CURRENT_HEADER} written to {current_path}")
+            out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
 
     if not opts.quiet:
-        _summary(out, current, proposed, proposed_json, proposed_path, [b.id for b in brokers])
+        if proposed is None:  # Spark: read the proposal back from its JSON
+            if proposed_json is None:
+                assert proposed_path is not None
+                proposed_json = _read_text(proposed_path, "proposed plan").decode()
+            proposed = _assignment_of(proposed_json)
+        del proposed_json
+        from reassign_cli.render.generate import plan_stats, summary_table
+
+        stats = plan_stats(current, proposed)
+        out.renderable(summary_table(stats, [b.id for b in brokers], every_broker=out.verbose))
 
 
-_HEADERS = ("Current partition replica assignment", "Proposed partition reassignment configuration")
+def _proposed_json(
+    proposed: Any,
+    specs: Any,
+    brokers: Any,
+    seed: int,
+    spark_master: str,
+    verbose: bool,
+    out_path: str | None,
+) -> str | None:
+    """The proposed document: formatted here (local engine), or by Spark (which with out_path writes it
+    there itself and returns None)."""
+    if proposed is not None:
+        return format_reassignment_json(proposed)
+    from reassign_cli import spark_engine
+
+    return spark_engine.proposed_json(
+        specs, brokers, seed, master=spark_master, verbose=verbose, out_path=out_path
+    )
+
+
+def _assignment_of(doc: str | bytes) -> dict[str, dict[int, list[int]]]:
+    import orjson
+
+    assignment: dict[str, dict[int, list[int]]] = {}
+    for e in orjson.loads(doc)["partitions"]:
+        assignment.setdefault(e["topic"], {})[e["partition"]] = e["replicas"]
+    return assignment
 
 
 def _load_state(opts: Options, out: Output, snapshot_file: str | None, topics: list[str]) -> ClusterState:
@@ -258,28 +290,3 @@ def _stdout(pieces: list[str]) -> None:
     for piece in pieces:
         sys.stdout.write(piece)
     sys.stdout.flush()
-
-
-def _summary(
-    out: Output,
-    current: Any,
-    proposed: Any,
-    proposed_json: str | None,
-    proposed_path: str | None,
-    selected: list[int],
-) -> None:
-    """The per-broker table on stderr. With Spark the proposal is read back from its JSON."""
-    from reassign_cli.render.generate import plan_stats, summary_table
-
-    if proposed is None:
-        import orjson
-
-        if proposed_json is None:
-            assert proposed_path is not None
-            raw: str | bytes = _read_text(proposed_path, "proposed plan")
-        else:
-            raw = proposed_json
-        proposed = {}
-        for e in orjson.loads(raw)["partitions"]:
-            proposed.setdefault(e["topic"], {})[e["partition"]] = e["replicas"]
-    out.renderable(summary_table(plan_stats(current, proposed), selected, every_broker=out.verbose))

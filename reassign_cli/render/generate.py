@@ -16,23 +16,15 @@ PROPOSED_HEADER = "Proposed partition reassignment configuration"
 AssignmentLike = Mapping[str, Mapping[int, Sequence[int]]]
 
 
-def kafka_text_pieces(current_json: str, proposed_json: str) -> list[str]:
-    """Kafka's --generate output, exactly: the header, the JSON, a blank line, then the proposal."""
-    return [f"{CURRENT_HEADER}\n", current_json, f"\n\n{PROPOSED_HEADER}\n", proposed_json, "\n"]
+def output_frame(json_mode: bool, seed: int) -> tuple[str, str, str]:
+    """What goes before the current document, between the two, and after the proposed one.
 
-
-def kafka_text(current_json: str, proposed_json: str) -> str:
-    return "".join(kafka_text_pieces(current_json, proposed_json))
-
-
-def json_pieces(seed: int, current_json: str, proposed_json: str) -> list[str]:
-    """`--format json`: {"seed":N,"current":<Kafka doc>,"proposed":<Kafka doc>}, spliced from the Kafka
-    texts (which are already compact JSON), so the embedded documents are byte-identical to the text mode."""
-    return [f'{{"seed":{int(seed)},"current":', current_json, ',"proposed":', proposed_json, "}\n"]
-
-
-def json_document(seed: int, current_json: str, proposed_json: str) -> str:
-    return "".join(json_pieces(seed, current_json, proposed_json))
+    Text: exactly Kafka's --generate output (a header, the JSON, a blank line, the second header, the JSON).
+    JSON: one document {"seed":N,"current":<Kafka doc>,"proposed":<Kafka doc>}, the Kafka documents embedded
+    byte for byte as in the text output (they are compact JSON already)."""
+    if json_mode:
+        return f'{{"seed":{int(seed)},"current":', ',"proposed":', "}\n"
+    return f"{CURRENT_HEADER}\n", f"\n\n{PROPOSED_HEADER}\n", "\n"
 
 
 @dataclass(slots=True)

@@ -461,3 +461,29 @@ def test_summary_table_condenses_many_brokers() -> None:
     full = render(every_broker=True)
     assert "Proposed plan by broker" in full and "40 (not in plan)" in full
     assert "40 of 80 partitions change, 40 replicas move" in full
+
+
+@pytest.mark.spark
+def test_spark_failure_leaves_no_partial_output(tmp_path: Path) -> None:
+    """Spark runs before anything is printed: when it cannot start, stdout stays empty."""
+    from tests.helpers import run_cli as run
+
+    snap = tmp_path / "s.json"
+    snap.write_text(
+        '{"version":1,"brokers":[{"id":1},{"id":2}],"topics":[{"topic":"t","partitions":'
+        '[{"partition":0,"replicas":[1,2]}]}]}'
+    )
+    r = run(
+        "generate",
+        "--snapshot",
+        str(snap),
+        "--topic",
+        "t",
+        "--engine",
+        "spark",
+        "--spark-master",
+        "bogus://x",
+    )
+    assert r.returncode == 1
+    assert r.stdout == ""
+    assert r.stderr.startswith("Error: cannot start Spark (master bogus://x)")
