@@ -486,4 +486,5 @@ def test_spark_failure_leaves_no_partial_output(tmp_path: Path) -> None:
     )
     assert r.returncode == 1
     assert r.stdout == ""
-    assert r.stderr.startswith("Error: cannot start Spark (master bogus://x)")
+    assert "\nError: cannot start Spark (master bogus://x)" in r.stderr
+    assert SEED_LINE.match(r.stderr)  # the seed line comes first
