@@ -319,7 +319,8 @@ def read_state(
             name = topic_names[i - nb]
             topic_map[name] = decode_topic(name, data)
 
-    fetch(client, wave2, on_wave2, batch=batch, window=window, timeout=timeout)
+    # Topic znodes can be large (~20 bytes per partition): smaller multiReads keep each answer a few MB.
+    fetch(client, wave2, on_wave2, batch=max(1, batch // 5), window=window, timeout=timeout)
 
     # -- wave 3 ----------------------------------------------------------------------------
     if partition_state:
