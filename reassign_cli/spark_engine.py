@@ -455,6 +455,8 @@ def spark_context(
                     f"cannot start Spark (master {effective_master}): {_one_line(e)}",
                     hint=None if verbose else "Run with -v to see Spark's own logs.",
                 ) from None
+        if under_submit and not verbose:
+            sc.setLogLevel("OFF")  # spark-submit configured log4j before us: quiet it from here on
         _ship_package(sc, tmp)
         yield sc
     finally:
