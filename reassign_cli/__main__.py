@@ -1,4 +1,4 @@
-from reassign_cli.cli import main
+from reassign_cli.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -6,7 +6,9 @@ Each subcommand lives in its own module under reassign_cli/cli/ and is registere
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from typing import NoReturn
 
 import click
@@ -83,5 +85,31 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.exit(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         sys.exit(ExitCode.ERROR)
+    except Exception as e:  # a bug or an unforeseen failure: still one line and exit 1
+        _print_error(
+            f"unexpected {type(e).__name__}: {e}",
+            None if os.environ.get("KAFKA_REASSIGN_DEBUG") else "Set KAFKA_REASSIGN_DEBUG=1 for a traceback.",
+        )
+        if os.environ.get("KAFKA_REASSIGN_DEBUG"):
+            traceback.print_exc()
+        sys.exit(ExitCode.ERROR)
     # Subcommands return an ExitCode (verify's 4/5 are results, not errors); None means success.
     sys.exit(int(rv) if isinstance(rv, int) else ExitCode.OK)
+
+
+def run() -> NoReturn:
+    """Console script and `python -m`: main(), then exit without interpreter teardown.
+
+    Freeing the objects of a 1M-partition plan at exit costs 0.2-0.3 s and achieves nothing; every
+    command has closed its files and connections by the time main() returns.
+    """
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        code = code or ExitCode.ERROR
+    os._exit(code)

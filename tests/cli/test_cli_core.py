@@ -110,3 +110,19 @@ def test_connect_string_chroot() -> None:
     assert split_connect_string("a:1,b:2/kafka/") == ("a:1,b:2", "/kafka")
     assert split_connect_string("a:1") == ("a:1", "")
     assert split_connect_string("a:1/") == ("a:1", "")
+
+
+def test_unexpected_exception_is_one_line_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("KAFKA_REASSIGN_DEBUG", raising=False)
+    assert _exit_code_of(RuntimeError("disk on fire"), monkeypatch, capsys) == ExitCode.ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Error: unexpected RuntimeError: disk on fire"
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_output_is_flushed_before_the_fast_exit() -> None:
+    # run() leaves through os._exit: a large result must still reach a pipe completely.
+    r = run("--help")
+    assert r.returncode == 0 and r.stdout.rstrip().endswith("130  interrupted")
