@@ -33,7 +33,7 @@ from reassign_cli.model import (
 from reassign_cli.progress import PartitionProgress, Status, anything_reassigning, classify, overall_exit
 from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
 from reassign_cli.znodes import encode_reassignment
-from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, PlannedWrite
+from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, ConfigUpdate, PlannedWrite
 from reassign_cli.zookeeper.read import read_state
 from reassign_cli.zookeeper.reassign import REASSIGN_PATH, create_trigger
 
@@ -46,6 +46,7 @@ BUSY_MESSAGE = (
     "To change the throttle of the running reassignment, resubmit the same file with --throttle."
 )
 MAX_LISTED_VIOLATIONS = 50
+THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
 
 
 class WaitInterrupted(ReassignError):
@@ -218,16 +219,11 @@ def apply_throttles(
 
     store.update_priors(note)
 
-    # 2. topic lists, then broker rates (each with its notification)
-    changes: list[ConfigChange] = []
-    for t, cfg in topic_cfgs.items():
-        ch = store.update_config("topics", t, _setter(cfg))
-        if ch is not None:
-            changes.append(ch)
-    for b, cfg in sorted(broker_cfgs.items()):
-        ch = store.update_config("brokers", str(b), _setter(cfg))
-        if ch is not None:
-            changes.append(ch)
+    # 2. topic lists, then broker rates, each with its notification, all in one transaction: brokers
+    #    see every throttle in one pass over /config/changes.
+    updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
+    updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
+    changes = store.update_configs(updates)
 
     # 3. If a config changed between the first read and its versioned write (the write re-read it), the
     #    value really replaced is the prior: correct the keys this run recorded first.
@@ -585,6 +581,11 @@ def submit_batch(
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:
         report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+
+    if writes.changes and not req.dry_run:
+        # Brokers apply config changes asynchronously, from their watch on /config/changes. Give them a
+        # moment, so the new followers are throttled from their first fetch, not after the first MBs.
+        time.sleep(THROTTLE_SETTLE_SECONDS)
 
     moves = log_dir_moves(batch)
     if moves and mover is not None and not req.dry_run:

@@ -13,7 +13,7 @@ later reads in the same run see the planned content.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,6 +62,10 @@ class PlannedWrite:
             what += f" (if version {self.version})"
         body = "" if self.op == "delete" else " " + self.data.decode()
         return f"{what} {self.path}{body}"
+
+
+ConfigUpdate = tuple[Entity, str, Callable[[dict[str, str]], dict[str, str]]]
+TXN_BYTES = 512 * 1024  # keep one multi well under ZooKeeper's jute.maxbuffer (~1 MB)
 
 
 @dataclass(slots=True)
@@ -138,47 +142,77 @@ class ConfigStore:
         create=False: leave a missing znode missing (e.g. the config of a topic that is gone).
         Returns what changed, or None when nothing was written.
         """
-        path = config_path(entity, name)
+        changes = self.update_configs([(entity, name, fn)], create=create)
+        return changes[0] if changes else None
+
+    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
+        """Several read-modify-writes committed together: every changed config with its notification in
+        one transaction (split only if it would exceed TXN_BYTES), so brokers see the whole change in one
+        notification pass. A BadVersion/NodeExists re-reads and retries that transaction's configs.
+        Configs whose content does not change are not written. Returns the changes, in write order.
+        """
+        pending = list(updates)
+        done: list[ConfigChange] = []
         for _ in range(MAX_ATTEMPTS):
-            data, version = self._get(path)
-            if version is None and not create:
-                return None
-            current = decode_config(path, data)
-            new = fn(dict(current))
-            if new == current and version is not None:
-                return None
-            if version is None and not new:
-                return None  # nothing to store in a znode that does not exist
-            self.ensure_zk_controller()
-            payload = encode_entity_config(new)
-            change = _diff(entity, name, current, new)
-            if self.dry_run:
-                self.planned.append(
-                    PlannedWrite("set" if version is not None else "create", path, payload, version)
-                )
-                self.planned.append(
-                    PlannedWrite(
-                        "create", CONFIG_CHANGE_PREFIX, encode_config_change(entity, name), None, True
+            planned: list[_Write] = []
+            for entity, name, fn in pending:
+                path = config_path(entity, name)
+                data, version = self._get(path)
+                if version is None and not create:
+                    continue
+                current = decode_config(path, data)
+                new = fn(dict(current))
+                if (new == current and version is not None) or (version is None and not new):
+                    continue
+                planned.append(
+                    _Write(
+                        entity,
+                        name,
+                        fn,
+                        path,
+                        encode_entity_config(new),
+                        version,
+                        _diff(entity, name, current, new),
                     )
                 )
-                self._overlay[path] = (payload, 0 if version is None else version + 1)
-                return change
-            if self._commit_with_notification(path, payload, version, entity, name):
-                return change
-        raise OperationalError(f"{path} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+            if not planned:
+                return done
+            self.ensure_zk_controller()
+            if self.dry_run:
+                for w in planned:
+                    op: Literal["create", "set"] = "set" if w.version is not None else "create"
+                    self.planned.append(PlannedWrite(op, w.path, w.payload, w.version))
+                    self.planned.append(
+                        PlannedWrite(
+                            "create", CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), None, True
+                        )
+                    )
+                    self._overlay[w.path] = (w.payload, 0 if w.version is None else w.version + 1)
+                return done + [w.change for w in planned]
+            retry: list[ConfigUpdate] = []
+            for chunk in _chunks(planned):
+                if self._commit(chunk):
+                    done += [w.change for w in chunk]
+                else:
+                    retry += [(w.entity, w.name, w.fn) for w in chunk]
+            if not retry:
+                return done
+            pending = retry
+        raise OperationalError(
+            f"{config_path(pending[0][0], pending[0][1])} kept changing under us; gave up after {MAX_ATTEMPTS} attempts"
+        )
 
-    def _commit_with_notification(
-        self, path: str, payload: bytes, version: int | None, entity: Entity, name: str
-    ) -> bool:
-        """One transaction: the config write and its notification. False: lost a race, re-read."""
+    def _commit(self, writes: Sequence[_Write]) -> bool:
+        """One transaction: each config write followed by its notification. False: lost a race, re-read."""
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
         t = self.client.transaction()
-        if version is None:
-            t.create(path, payload)
-        else:
-            t.set_data(path, payload, version=version)
-        t.create(CONFIG_CHANGE_PREFIX, encode_config_change(entity, name), sequence=True)
+        for w in writes:
+            if w.version is None:
+                t.create(w.path, w.payload)
+            else:
+                t.set_data(w.path, w.payload, version=w.version)
+            t.create(CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), sequence=True)
         results = t.commit()
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
         if not errors:
@@ -187,12 +221,13 @@ class ConfigStore:
         if isinstance(err, BadVersionError | NodeExistsError):
             return False
         if isinstance(err, NoNodeError):
-            # A missing parent (/config/changes, /config/brokers) or the config znode vanished: make the
-            # parents and try again from the read.
+            # A missing parent (/config/changes, /config/brokers) or a config znode that vanished: make
+            # the parents and try again from the read.
             self.client.ensure_path(CONFIG_CHANGES)
-            self.client.ensure_path(path.rsplit("/", 1)[0])
+            for w in writes:
+                self.client.ensure_path(w.path.rsplit("/", 1)[0])
             return False
-        raise OperationalError(f"cannot write {path}: {type(err).__name__}")
+        raise OperationalError(f"cannot write {writes[0].path}: {type(err).__name__}")
 
     # -- our prior-values record -------------------------------------------------------------
     def read_priors(self) -> dict[str, Any]:
@@ -231,6 +266,30 @@ class ConfigStore:
                 continue
             return new
         raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+
+@dataclass(slots=True)
+class _Write:
+    entity: Entity
+    name: str
+    fn: Callable[[dict[str, str]], dict[str, str]]
+    path: str
+    payload: bytes
+    version: int | None
+    change: ConfigChange
+
+
+def _chunks(writes: Sequence[_Write]) -> list[list[_Write]]:
+    out: list[list[_Write]] = [[]]
+    size = 0
+    for w in writes:
+        n = len(w.payload) + len(w.path) + 100
+        if out[-1] and size + n > TXN_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(w)
+        size += n
+    return out
 
 
 def _diff(entity: Entity, name: str, before: Mapping[str, str], after: Mapping[str, str]) -> ConfigChange:

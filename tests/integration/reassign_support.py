@@ -185,6 +185,7 @@ class Mover:
         self.zk = zk
         self.tmp = tmp
         self.plans: list[tuple[Path, list[str]]] = []  # executed plans and their topics
+        self.finally_do: list[Callable[[], None]] = []  # run after cleanup, before the lock is released
         self._lock = zk.Lock(LOCK_PATH, f"pid {os.getpid()} {tmp.name}")
         if not self._lock.acquire(timeout=900):
             raise AssertionError(f"could not get {LOCK_PATH} within 900 s")
@@ -242,6 +243,8 @@ class Mover:
     def close(self) -> None:
         try:
             self.cleanup()
+            for action in self.finally_do:
+                action()
         finally:
             self.release()
 

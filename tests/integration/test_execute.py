@@ -36,7 +36,9 @@ from tests.integration.reassign_support import (
 )
 
 SLOW = "10000"  # B/s: a few MB take minutes, so "in progress" is observable
-MB = 3000  # 1 KB records into the moving partition: more than one replica fetch (1 MiB) can carry
+# 1 KB records into the moving partition. A throttled follower still gets the first ~2 MB at once (the
+# quota is checked before each fetch of up to 1 MiB), so 5 MB leave minutes of throttled copying.
+RECORDS = 5000
 
 
 @pytest.fixture
@@ -47,19 +49,24 @@ def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
 
 
 @pytest.fixture
-def broker1_config(zk: Any) -> Any:
-    """Broker 1's dynamic config as it was; put back (with a notification) after the test."""
+def broker1_config(zk: Any, mover: Mover) -> Any:
+    """Broker 1's dynamic config as it was; put back (with a notification) after the mover's cleanup
+    (whose verify may restore recorded prior values first)."""
     before = config(zk, "brokers", 1)
-    yield before
-    if config(zk, "brokers", 1) != before:
-        set_config(zk, "brokers", 1, before)
+
+    def restore() -> None:
+        if config(zk, "brokers", 1) != before:
+            set_config(zk, "brokers", 1, before)
+
+    mover.finally_do.append(restore)
+    return before
 
 
 def test_throttled_move_in_progress_then_complete(
     cluster: Any, make_topic: Any, consume_all: Any, zk: Any, zk_dump: Any, mover: Mover, broker1_config: Any
 ) -> None:
     topic = make_topic({0: [1, 2], 1: [2, 3]}, messages=10, configs={"retention.ms": "86400000"})
-    values = produce(cluster.bootstrap, topic, 0, MB)
+    values = produce(cluster.bootstrap, topic, 0, RECORDS)
     # An operator's standing throttle and an unrelated key on broker 1: both must survive.
     standing = dict(broker1_config or {})
     standing[LEADER_RATE] = "777777"
@@ -185,7 +192,7 @@ def test_throttled_move_in_progress_then_complete(
 
     # Every record is still there, read from the new replicas.
     got = consume_all(topic)
-    assert len(got) == 10 + MB
+    assert len(got) == 10 + RECORDS
     assert set(values) <= set(got)
 
 
@@ -217,7 +224,7 @@ def test_dry_run_writes_nothing(make_topic: Any, zk: Any, zk_dump: Any, mover: M
 
 def test_wait_with_timeout(cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover) -> None:
     topic = make_topic({0: [1, 2]})
-    produce(cluster.bootstrap, topic, 0, MB)
+    produce(cluster.bootstrap, topic, 0, RECORDS)
     plan = mover.plan("move.json", {(topic, 0): [3, 2]})
     await_idle(zk)
     r = mover.execute(plan, "--throttle", SLOW, "--wait", "--timeout", "3", "--poll-interval", "1")
@@ -231,7 +238,7 @@ def test_wait_with_timeout(cluster: Any, make_topic: Any, consume_all: Any, zk: 
 
 def test_ctrl_c_while_waiting(cluster: Any, make_topic: Any, zk: Any, mover: Mover) -> None:
     topic = make_topic({0: [1, 2]})
-    produce(cluster.bootstrap, topic, 0, MB)
+    produce(cluster.bootstrap, topic, 0, RECORDS)
     plan = mover.plan("move.json", {(topic, 0): [3, 2]})
     await_idle(zk)
     mover.plans.append((plan, [topic]))

@@ -216,7 +216,7 @@ def test_target_broker_stopped_mid_move(
     cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover
 ) -> None:
     topic = make_topic({0: [1, 2]}, messages=5)
-    produce(cluster.bootstrap, topic, 0, 3000)
+    produce(cluster.bootstrap, topic, 0, 5000)  # see test_execute.RECORDS
     # A topic living only on broker 3, queued for deletion while broker 3 is down: its deletion cannot
     # proceed, so execute must refuse it (exit 3) rather than let the controller drop the entry.
     doomed = make_topic({0: [3]})
@@ -244,4 +244,4 @@ def test_target_broker_stopped_mid_move(
     v = mover.verify(plan)
     assert v.returncode == 0 and "Clearing topic-level throttles on topic " + topic in v.stdout
     assert FOLLOWER_REPLICAS not in (config(zk, "topics", topic) or {})
-    assert len(consume_all(topic)) == 3005
+    assert len(consume_all(topic)) == 5005
