@@ -301,26 +301,25 @@ def clear_throttles(
     result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
     done_b: list[int] = []
     done_t: list[str] = []
-    for b in sorted(brokers):
-        priors = th.record_entry(record, "brokers", b)
-        if priors:
-            ch = store.update_config("brokers", str(b), _restorer(list(priors), priors), create=False)
-            if ch is not None:
-                result.changes.append(ch)
-            done_b.append(b)
-        cur = store.get_config("brokers", str(b)) or {}
-        result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur and not priors]
+    updates: list[ConfigUpdate] = []
     for t in sorted(topics):
         priors = th.record_entry(record, "topics", t)
         if priors:
-            if t in full.topics:
-                ch = store.update_config("topics", t, _restorer(list(priors), priors), create=False)
-                if ch is not None:
-                    result.changes.append(ch)
+            if t in full.topics:  # a deleted topic's config went with it
+                updates.append(("topics", t, _restorer(list(priors), priors)))
             done_t.append(t)
-        if t in full.topics:
+        elif t in full.topics:
             cur = store.get_config("topics", t) or {}
-            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur and not priors]
+            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
+    for b in sorted(brokers):
+        priors = th.record_entry(record, "brokers", b)
+        if priors:
+            updates.append(("brokers", str(b), _restorer(list(priors), priors)))
+            done_b.append(b)
+        else:
+            cur = store.get_config("brokers", str(b)) or {}
+            result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
+    result.changes = store.update_configs(updates, create=False)
 
     def forget(rec: dict[str, Any]) -> dict[str, Any]:
         for b in done_b:
