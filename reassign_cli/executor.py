@@ -449,6 +449,7 @@ class LogDirMover:
 
 def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, ClusterState, list[list[PlanEntry]]]:
     """Parse, read and validate; nothing is written. Raises InvalidInputError (exit 3) on any problem."""
+    th.broker_rate_config(req.throttle, req.log_dir_throttle)  # out-of-range rates: usage error, first
     plan = parse_reassignment(req.data)
     topics = sorted({e.topic for e in plan.entries})
     state = read_state(client, topics=topics)

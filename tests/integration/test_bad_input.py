@@ -128,3 +128,17 @@ def test_missing_file_is_an_input_error(mover: Mover) -> None:
     r = mover.cli("execute", "--reassignment-json-file", mover.tmp / "absent.json")
     assert r.returncode == 3
     assert r.stderr.startswith("Error: cannot read ") and len(r.stderr.splitlines()) == 1
+
+
+def test_out_of_range_throttle_is_a_usage_error_before_anything(
+    make_topic: Any, zk: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1, 2]})
+    plan = mover.tmp / "plan.json"
+    plan.write_text(_doc(_entry(topic, 0, [2, 1])))
+    r = mover.execute(plan, "--throttle", str(2**63))
+    assert r.returncode == 2
+    assert (
+        r.stderr == f"Error: --throttle must be an integer between 0 and {2**63 - 1} bytes/s, got {2**63}\n"
+    )
+    assert not list(mover.tmp.glob("rollback-*.json"))
