@@ -61,7 +61,7 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
         if cleared is not None:
             for line in clearing_lines(cleared):
                 out.result(line)
-    for line in reason_lines(results):
+    for line in reason_lines(results, limit=None if opts.verbose else 20):
         out.info(line)
     if cleared is not None:
         for line in kept_lines(cleared):

@@ -163,8 +163,12 @@ def verify_lines(results: Sequence[PartitionProgress]) -> list[str]:
     return ["Status of partition reassignment:", *(kafka_line(r) for r in results), ""]
 
 
-def reason_lines(results: Sequence[PartitionProgress]) -> list[str]:
-    return [f"{r.name}: {r.reason}" for r in results if r.status is not Status.COMPLETE and r.reason]
+def reason_lines(results: Sequence[PartitionProgress], limit: int | None = 20) -> list[str]:
+    """Why partitions are not complete, one line each; at most `limit` (None: all) plus a count."""
+    lines = [f"{r.name}: {r.reason}" for r in results if r.status is not Status.COMPLETE and r.reason]
+    if limit is not None and len(lines) > limit:
+        return [*lines[:limit], f"... and {len(lines) - limit} more (all with -v or --format json)"]
+    return lines
 
 
 def list_line(
