@@ -202,3 +202,38 @@ def test_estimate_is_an_upper_bound() -> None:
     specs = random_specs(random.Random(9), 100, 3)
     text = model.format_reassignment_json(plan.assign_topics(specs, UNRACKED, 1))
     assert len(text) <= spark_engine.estimate_json_bytes(_tuples(specs)) <= 3 * len(text)
+
+
+def test_pyspark_is_imported_only_on_the_spark_path() -> None:
+    code = (
+        "import sys, reassign_cli.spark_engine, reassign_cli.cli\n"
+        "from reassign_cli.cli import main\n"
+        "assert 'pyspark' not in sys.modules, 'pyspark imported at import time'\n"
+        "print('ok')\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
+def test_local_engine_run_never_imports_pyspark(tmp_path: Path) -> None:
+    from reassign_cli import snapshot
+    from reassign_cli.model import ClusterState, Topic
+
+    state = ClusterState(brokers=UNRACKED, topics={"t": Topic("t", {0: [0, 1], 1: [1, 2]})})
+    snap = tmp_path / "s.json"
+    snap.write_bytes(snapshot.dumps(state))
+    code = (
+        "import sys\n"
+        "from reassign_cli.cli import main\n"
+        "try:\n"
+        "    main(['generate', '--snapshot', sys.argv[1], '--topic', 't', '--seed', '1', '-q'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code in (0, None), e.code\n"
+        "assert 'pyspark' not in sys.modules\n"
+        "print('ok', file=sys.stderr)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, str(snap)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip().endswith("ok")
+    assert "Proposed partition reassignment configuration" in res.stdout
