@@ -46,6 +46,12 @@ class InvalidInputError(ReassignError):
     exit_code = ExitCode.INVALID
 
 
+class Interrupted(ReassignError):
+    """Ctrl-C while waiting; what was started keeps running in the cluster (the message says so)."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
 class BusyError(ReassignError):
     """A reassignment is already running, or is still in progress when we stopped waiting."""
 

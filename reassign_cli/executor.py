@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reassign_cli import throttle as th
-from reassign_cli.errors import BusyError, ExitCode, InvalidInputError, OperationalError, ReassignError
+from reassign_cli.errors import (
+    BusyError,
+    ExitCode,
+    Interrupted,
+    InvalidInputError,
+    OperationalError,
+)
 from reassign_cli.model import (
     Broker,
     ClusterState,
@@ -49,10 +55,8 @@ MAX_LISTED_VIOLATIONS = 50
 THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
 
 
-class WaitInterrupted(ReassignError):
+class WaitInterrupted(Interrupted):
     """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
-
-    exit_code = ExitCode.INTERRUPTED
 
 
 @dataclass(slots=True)

@@ -99,10 +99,23 @@ def validate_reassignment(
             )
 
     registered = set(state.broker_ids)
-    unknown = sorted({b for e in entries for b in e.replicas if b >= 0 and b not in registered})
-    if unknown:
+    holders: dict[int, set[TopicPartition]] = {}
+    for e in entries:
+        for b in e.replicas:
+            if b >= 0 and b not in registered:
+                holders.setdefault(b, set()).add((e.topic, e.partition))
+    if holders:
+        # Kafka's line names only the brokers; we also say where they are used, so the fix is obvious.
+        tps = sorted(set().union(*holders.values()))
+        where = ", ".join(tp_str(tp) for tp in tps[:5]) + (
+            f" and {len(tps) - 5} more" if len(tps) > 5 else ""
+        )
         out.append(
-            Violation(None, f"The proposed assignment contains non-existent brokerIDs: {_ints(unknown)}")
+            Violation(
+                None,
+                f"The proposed assignment contains non-existent brokerIDs: {_ints(sorted(holders))} "
+                f"(in {where})",
+            )
         )
 
     seen_deleting: set[str] = set()

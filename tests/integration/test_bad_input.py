@@ -49,7 +49,7 @@ CASES: list[tuple[str, Any, str]] = [
     (
         "unregistered broker",
         lambda t: _doc(_entry(t, 0, [1, 4])),
-        "The proposed assignment contains non-existent brokerIDs: 4",
+        "The proposed assignment contains non-existent brokerIDs: 4 (in {t}-0)",
     ),
     (
         "missing partition",
@@ -119,7 +119,7 @@ def test_several_problems_first_is_the_error_others_follow(
         f"Error: Partition replica lists may not contain duplicate entries: {topic}-0 contains multiple "
         "entries for 2",
         f"The proposed assignment contains non-existent partitions: {topic}-9",
-        "The proposed assignment contains non-existent brokerIDs: 5",
+        f"The proposed assignment contains non-existent brokerIDs: 5 (in {topic}-1)",
     ]
     assert relevant_diff(before, zk_dump(zk), [topic]) == {}
 

@@ -82,7 +82,7 @@ def test_each_check_with_kafkas_wording() -> None:
         ),
         (
             plan(("foo", 0, [5, 1]), ("foo", 1, [4, 5])),
-            Violation(None, "The proposed assignment contains non-existent brokerIDs: 4,5"),
+            Violation(None, "The proposed assignment contains non-existent brokerIDs: 4,5 (in foo-0, foo-1)"),
         ),
     ]
     for p, expected in cases:
@@ -119,7 +119,7 @@ def test_all_violations_in_kafkas_order() -> None:
         "bootstrap-server needs to be provided when replica reassignments are present.",
         "The proposed assignment contains non-existent partitions: nope-3 (topic nope does not exist)",
         # A negative id is reported once, as invalid, not again as non-existent.
-        "The proposed assignment contains non-existent brokerIDs: 8,9",
+        "The proposed assignment contains non-existent brokerIDs: 8,9 (in foo-2, nope-3)",
         "Topic nope is queued for deletion (/admin/delete_topics/nope): the controller would drop its reassignment",
     ]
     assert all("\n" not in m for m in messages(violations))
