@@ -213,7 +213,6 @@ def format_reassignment_json(
 # the quoted name goes.
 _TOPIC = "\x00"
 _TEMPLATES: dict[tuple[bool, tuple[int, ...]], str] = {}
-_RANGES: dict[int, list[int]] = {}
 
 
 def _topic_template(log_dirs: bool, shape: tuple[int, ...]) -> str:
@@ -244,14 +243,17 @@ def format_partition_entries(
     joined = "".join(topics)
     plain = joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
     percent = "%" in joined
+    dumps = orjson.dumps
+    r: list[int] = []  # 0..P-1 for the last P seen
+    shape: tuple[int, ...] = ()
+    template = ""  # the template of the last shape seen (consecutive topics mostly share it)
     for topic in topics:
         parts = assignment[topic]
         if not parts:
             continue
         keys = list(parts)
-        r = _RANGES.get(len(keys))
-        if r is None:
-            r = _RANGES[len(keys)] = list(range(len(keys)))
+        if len(keys) != len(r):
+            r = list(range(len(keys)))
         if keys == r:
             vals = list(parts.values())
         else:
@@ -260,17 +262,19 @@ def format_partition_entries(
                 out.append(_entries_slow(topic, parts, keys, log_dirs))
                 continue
             vals = [parts[p] for p in r]
-        tq = '"' + topic + '"' if plain else orjson.dumps(topic).decode()
+        tq = '"' + topic + '"' if plain else dumps(topic).decode()
         if percent:
             tq = tq.replace("%", "%%")
         # orjson writes all replica lists at C speed ('[[1,2],[3,4]]'); split into one "1,2" per partition.
         try:
-            body = orjson.dumps(vals)
+            body = dumps(vals)
         except TypeError:  # e.g. numpy integers or arrays
             out.append(_entries_slow(topic, parts, keys, log_dirs))
             continue
-        template = _topic_template(log_dirs, tuple(map(len, vals))).replace(_TOPIC, tq)
-        out.append(template % tuple(body[2:-2].decode().split("],[")))
+        lens = tuple(map(len, vals))
+        if lens != shape:
+            shape, template = lens, _topic_template(log_dirs, lens)
+        out.append(template.replace(_TOPIC, tq) % tuple(body[2:-2].decode().split("],[")))
     return ",".join(out)
 
 
