@@ -33,7 +33,7 @@ import numpy as np
 
 from reassign_cli.assign import MIXED_RACKS_MESSAGE, assign_many, check_arguments
 from reassign_cli.errors import AdminOperationError, InvalidInputError, InvalidReplicationFactorError
-from reassign_cli.model import Assignment, Broker, ClusterState, duplicates
+from reassign_cli.model import Assignment, Broker, ClusterState, Topic, duplicates
 
 __all__ = [
     "GenerateRequest",
@@ -230,21 +230,25 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
     """Partition count and RF of each topic from its current assignment, sorted by name. During a
     running reassignment the RF is that of the target replicas (RS minus RR), not of the inflated RS."""
     names = list(dict.fromkeys(sorted(topics)))
-    topics_by_name = state.topics
-    missing = [t for t in names if t not in topics_by_name]
+    get = state.topics.get
+    chosen = [get(t) for t in names]
+    missing = [t for t, topic in zip(names, chosen, strict=True) if topic is None]
     if missing:
         if len(missing) == 1:
             raise InvalidInputError(f"Topic {missing[0]} not found.")
         raise InvalidInputError(f"Topics not found: {','.join(missing)}")
-    deleting = [t for t in names if t in state.deleting]
+    deleting = [t for t in names if t in state.deleting] if state.deleting else []
     if deleting:
         raise InvalidInputError(
             f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
         )
     if not names:
         return []
+    return _specs_of(names, [t for t in chosen if t is not None])
+
+
+def _specs_of(names: list[str], chosen: list[Topic]) -> list[TopicSpec]:
     with _gc_paused():
-        chosen = [topics_by_name[t] for t in names]
         empty = [t.name for t in chosen if not t.replicas]
         if empty:
             raise InvalidInputError(f"Topic {empty[0]} has no partitions")
@@ -260,20 +264,20 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
         np.cumsum(counts[:-1], out=offsets[1:])
         lo = np.minimum.reduceat(lens, offsets).tolist()
         hi = np.maximum.reduceat(lens, offsets).tolist()
-        for i, t in enumerate(chosen):
-            if t.removing:  # RF of the target replicas (RS minus RR), not of the inflated RS
-                target = [len(t.target(p)) for p in t.replicas]
-                lo[i], hi[i] = min(target), max(target)
-        for i, t in enumerate(chosen):
-            if lo[i] != hi[i]:
-                if t.removing:
-                    found = sorted({len(t.target(p)) for p in t.replicas})
-                else:
-                    found = sorted(set(map(len, t.replicas.values())))
-                raise InvalidInputError(
-                    f"Topic {t.name} has partitions with different replication factors "
-                    f"({','.join(map(str, found))}); generate needs one replication factor per topic"
-                )
+        for i in [i for i, t in enumerate(chosen) if t.removing]:
+            t = chosen[i]  # RF of the target replicas (RS minus RR), not of the inflated RS
+            target = [len(t.target(p)) for p in t.replicas]
+            lo[i], hi[i] = min(target), max(target)
+        if lo != hi:
+            t = next(t for t, a, b in zip(chosen, lo, hi, strict=True) if a != b)
+            if t.removing:
+                found = sorted({len(t.target(p)) for p in t.replicas})
+            else:
+                found = sorted(set(map(len, t.replicas.values())))
+            raise InvalidInputError(
+                f"Topic {t.name} has partitions with different replication factors "
+                f"({','.join(map(str, found))}); generate needs one replication factor per topic"
+            )
         return [TopicSpec(n, c, r) for n, c, r in zip(names, counts.tolist(), lo, strict=True)]
 
 
