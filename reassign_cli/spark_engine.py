@@ -24,9 +24,11 @@ import ipaddress
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -41,6 +43,10 @@ DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "pip install 'reassign-cli[spark]'"
 # Set to 1/true/yes to keep Spark's web UI (port 4040 and up) on while the job runs.
 UI_ENV = "KAFKA_REASSIGN_SPARK_UI"
+# Seconds to wait for a first executor on a cluster master before giving up (instead of hanging forever
+# when the master is unreachable or has no free worker).
+EXECUTOR_TIMEOUT_ENV = "KAFKA_REASSIGN_SPARK_EXECUTOR_TIMEOUT"
+DEFAULT_EXECUTOR_TIMEOUT = 120.0
 # A batch (one Spark partition, one task) holds about this many Kafka partitions: ~15 MB of JSON.
 PARTITIONS_PER_BATCH = 250_000
 
@@ -75,6 +81,7 @@ def proposed_json(
     broker_list = list(brokers)
     est_bytes = estimate_json_bytes(ordered)
     with spark_context(master, verbose=verbose, collect_bytes=0 if out_path else est_bytes) as sc:
+        wait_for_executors(sc)  # before defaultParallelism, which counts the executors' cores
         n_batches = batch_count(sum(t[1] for t in ordered), len(ordered), sc.defaultParallelism)
         batches = split_batches(ordered, n_batches)
         rdd = sc.parallelize(batches, max(1, len(batches)))
@@ -305,6 +312,38 @@ def is_loopback_master(master: str) -> bool:
     return bool(hosts) and all(_is_loopback_host(h) for h in hosts)
 
 
+def master_endpoints(master: str) -> list[tuple[str, int]]:
+    """(host, port) of each master in a spark://h1:p1,h2:p2 URL; [] for other masters."""
+    m = master.strip()
+    if not m.lower().startswith("spark://"):
+        return []
+    out = []
+    for hp in m[len("spark://") :].split(","):
+        host, _, port = hp.rpartition(":")
+        if not host:
+            host, port = port, "7077"
+        try:
+            out.append((host.strip("[]"), int(port)))
+        except ValueError:
+            raise UsageError(f"invalid Spark master URL {master}: bad port {port!r}") from None
+    return out
+
+
+def check_master_reachable(master: str, timeout: float = 5.0) -> None:
+    """Fail fast (before starting a JVM) when no master of a spark:// URL accepts connections; Spark
+    itself would retry for about a minute and then stop the context."""
+    endpoints = master_endpoints(master)
+    errors = []
+    for host, port in endpoints:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                return
+        except OSError as e:
+            errors.append(f"{host}:{port}: {e.strerror or e}")
+    if errors:
+        raise OperationalError(f"cannot connect to Spark master {master}: {'; '.join(errors)}")
+
+
 def _is_loopback_host(host: str) -> bool:
     host = host.strip("[]")
     if host == "localhost":
@@ -419,6 +458,7 @@ def spark_context(
         SparkContext._ensure_initialized()  # connect first, so SparkConf() sees spark-submit's settings
     else:
         check_java_version(java_executable())
+        check_master_reachable(master)
     tmp = tempfile.mkdtemp(prefix="kafka-reassign-spark-")
     sc = None
     try:
@@ -480,6 +520,46 @@ def _start_context(spark_context_cls: Any, conf: Any, verbose: bool, tmp: str) -
                 gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})
         return spark_context_cls(conf=conf, gateway=gateway)
     return spark_context_cls.getOrCreate(conf)
+
+
+def wait_for_executors(sc: Any) -> None:
+    """On a cluster master, wait until an executor has registered, or fail with one line.
+
+    Without this, a job on a master that is unreachable or has no free worker waits forever ("Initial
+    job has not accepted any resources"). Local masters run tasks in the driver, and with dynamic
+    allocation executors are only requested once a job is pending: neither is checked.
+    """
+    master = sc.master or ""
+    conf = sc.getConf()
+    if master.startswith("local") or conf.get("spark.dynamicAllocation.enabled", "false").lower() == "true":
+        return
+    raw = os.environ.get(EXECUTOR_TIMEOUT_ENV)
+    try:
+        timeout = float(raw) if raw else DEFAULT_EXECUTOR_TIMEOUT
+    except ValueError:
+        raise UsageError(f"{EXECUTOR_TIMEOUT_ENV} must be a number of seconds, not {raw!r}") from None
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            jsc = sc._jsc.sc()
+            stopped = bool(jsc.isStopped())
+            # block managers known to the driver: the driver's own plus one per executor
+            if not stopped and jsc.getExecutorMemoryStatus().size() > 1:
+                return
+        except Exception:
+            stopped = True
+        if stopped:  # e.g. the master rejected or dropped the application
+            raise OperationalError(
+                f"the Spark context stopped before any executor registered (master {master})",
+                hint="Run with -v to see Spark's own logs.",
+            )
+        if time.monotonic() >= deadline:
+            raise OperationalError(
+                f"no Spark executor registered within {timeout:g}s: master {master} is unreachable or has "
+                "no worker with free cores and memory for this application",
+                hint=f"Check the master's UI; {EXECUTOR_TIMEOUT_ENV} sets the wait (seconds).",
+            )
+        time.sleep(0.2)
 
 
 def _run_job(job: Any) -> Any:
