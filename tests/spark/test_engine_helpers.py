@@ -237,3 +237,13 @@ def test_local_engine_run_never_imports_pyspark(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert res.stderr.strip().endswith("ok")
     assert "Proposed partition reassignment configuration" in res.stdout
+
+
+def test_master_endpoints() -> None:
+    assert spark_engine.master_endpoints("spark://h1:7077,h2:7078") == [("h1", 7077), ("h2", 7078)]
+    assert spark_engine.master_endpoints("spark://[::1]:7077") == [("::1", 7077)]
+    assert spark_engine.master_endpoints("spark://h1") == [("h1", 7077)]
+    assert spark_engine.master_endpoints("local[2]") == []
+    assert spark_engine.master_endpoints("yarn") == []
+    with pytest.raises(UsageError, match="bad port"):
+        spark_engine.master_endpoints("spark://h1:x")
