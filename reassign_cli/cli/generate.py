@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
-from reassign_cli.errors import InvalidInputError, OperationalError, UsageError
+from reassign_cli.cli.common import Options, connection_options, keep_until_exit, require_zookeeper
+from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import ClusterState, duplicates, format_reassignment_json, parse_topics_to_move
 from reassign_cli.render import Output
 
@@ -179,19 +182,27 @@ def command(
         if proposed is None:
             proposed_json = _proposed_json(None, specs, brokers, used_seed, spark_master, opts.verbose, None)
         before, between, after = output_frame(opts.json, used_seed)
-        _stdout([before, format_reassignment_json(current), between])
+        child = _fork_writer(current, lambda text: _stdout([before, text, between]))
+        if child is None:
+            _stdout([before, format_reassignment_json(current), between])
         if proposed_json is None:
             assert proposed is not None
             proposed_json = format_reassignment_json(proposed)
+        if child is not None:
+            _join_writer(child)
         _stdout([proposed_json, after])
     else:
         _make_dir(output_dir)
         current_path = os.path.join(output_dir, "current.json")
         proposed_path = os.path.join(output_dir, "proposed.json")
-        _write(current_path, format_reassignment_json(current))
+        child = _fork_writer(current, lambda text: _write(current_path, text))
+        if child is None:
+            _write(current_path, format_reassignment_json(current))
         proposed_json = _proposed_json(
             proposed, specs, brokers, used_seed, spark_master, opts.verbose, proposed_path
         )
+        if child is not None:
+            _join_writer(child)
         if proposed_json is not None:
             _write(proposed_path, proposed_json)
         else:  # Spark wrote it, without the final newline
@@ -213,6 +224,53 @@ def command(
 
         stats = plan_stats(current, proposed)
         out.renderable(summary_table(stats, [b.id for b in brokers], every_broker=out.verbose))
+    # Freeing a 1M-partition state object by object takes ~0.3 s; the process is about to exit anyway.
+    keep_until_exit(state, current, proposed)
+
+
+# Below this many partitions a second process costs more than it saves (env override for tests).
+FORK_MIN_PARTITIONS = int(os.environ.get("KAFKA_REASSIGN_FORK_MIN_PARTITIONS", "100000"))
+
+
+def _fork_writer(
+    current: Mapping[str, Mapping[int, Any]], write: Callable[[str], None]
+) -> tuple[int, int] | None:
+    """Format and write the current document in a forked child, so that on a multi-core machine it
+    overlaps with formatting the proposed one (each is ~0.5 s per million partitions). Returns the
+    child's (pid, error pipe), or None when the work should be done inline (small plans, no fork,
+    other threads running)."""
+    import threading
+
+    n = sum(len(parts) for parts in current.values())
+    if n < FORK_MIN_PARTITIONS or not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(err_w)
+        return pid, err_r
+    os.close(err_r)
+    code = 0
+    try:  # the child: never return into the caller's stack
+        write(format_reassignment_json(current))
+        sys.stdout.flush()
+    except BaseException as e:
+        code = 1
+        with contextlib.suppress(BaseException):
+            msg = str(e) if isinstance(e, ReassignError) else f"cannot write the current assignment: {e}"
+            os.write(err_w, msg.encode()[:4000])
+    os._exit(code)
+
+
+def _join_writer(child: tuple[int, int]) -> None:
+    pid, err_r = child
+    with os.fdopen(err_r, "rb") as f:
+        message = f.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise OperationalError(message or "writing the current assignment failed")
 
 
 def _proposed_json(
