@@ -392,13 +392,13 @@ def package_zip(dest_dir: str) -> str:
     return path
 
 
-_shipped: set[tuple[int, str]] = set()  # (id(SparkContext), zip name) already added to a reused context
+_shipped: set[tuple[str, str]] = set()  # (application id, zip name) already added to a context
 _keep_dir: str | None = None  # zips shipped to contexts we do not own live here until exit
 
 
 def _ship_package(sc: Any, dest_dir: str) -> None:
     path = package_zip(dest_dir)
-    key = (id(sc), os.path.basename(path))
+    key = (str(sc.applicationId), os.path.basename(path))  # unique per context, unlike id(sc)
     if key not in _shipped:
         sc.addPyFile(path)
         _shipped.add(key)
