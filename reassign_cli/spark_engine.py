@@ -461,6 +461,8 @@ def spark_context(
         check_master_reachable(master)
     tmp = tempfile.mkdtemp(prefix="kafka-reassign-spark-")
     sc = None
+    # We launch (and at the end stop) the JVM unless spark-submit or an earlier context in this process did.
+    own_gateway = SparkContext._gateway is None and not under_submit
     try:
         env = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
         conf = SparkConf().setAppName("kafka-reassign generate")
@@ -472,7 +474,8 @@ def spark_context(
         conf.set("spark.driver.maxResultSize", "0")
         if collect_bytes:
             conf.set("spark.driver.memory", f"{driver_memory_mb(collect_bytes)}m")
-        java_opts = ["-XX:-UsePerfData"]  # no /tmp/hsperfdata_<user>
+        # No /tmp/hsperfdata_<user>; the JVM's own temp files (spark-*, native libs) in our temp dir.
+        java_opts = ["-XX:-UsePerfData", f"-Djava.io.tmpdir={tmp}"]
         if not verbose:
             log4j = os.path.join(tmp, "log4j2.properties")
             with open(log4j, "w") as f:
@@ -503,7 +506,32 @@ def spark_context(
         if sc is not None:
             with contextlib.suppress(Exception):
                 sc.stop()
+        if own_gateway:
+            _shutdown_gateway(SparkContext)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _shutdown_gateway(spark_context_cls: Any) -> None:
+    """Stop the JVM we launched and wait for it: its memory is freed before the CLI goes on, its
+    shutdown hooks have removed its temp files before we remove our temp dir, and a later context in
+    this process starts a fresh JVM (with fresh settings)."""
+    gateway = spark_context_cls._gateway
+    spark_context_cls._gateway = None
+    spark_context_cls._jvm = None
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if proc is None:
+        return
+    with contextlib.suppress(Exception):
+        proc.stdin.close()  # Spark's gateway server exits at end of input
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _start_context(spark_context_cls: Any, conf: Any, verbose: bool, tmp: str) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,15 @@ def test_generate_spark_prints_what_local_prints(snapshot_files: tuple[Path, Pat
     snap, topics = snapshot_files
     args = ["generate", "--snapshot", str(snap), "--topics-to-move-json-file", str(topics), "--seed", "5"]
     local = run_cli(*args, "--engine", "local")
-    spark = run_cli(*args, "--engine", "spark", "--spark-master", "local[2]")
+    scratch = tmp_path / "tmp"  # the run's TMPDIR: everything Spark and the engine create goes here
+    scratch.mkdir()
+    spark = run_cli(*args, "--engine", "spark", "--spark-master", "local[2]", env={"TMPDIR": str(scratch)})
     assert local.returncode == 0, local.stderr
     assert spark.returncode == 0, spark.stderr
     assert "Proposed partition reassignment configuration" in local.stdout
     assert spark.stdout == local.stdout
     assert spark.stderr == local.stderr  # nothing from Spark or the JVM without -v
+    assert os.listdir(scratch) == []  # temp dirs (log4j, JVM log, zip, scratch, gateway) all removed
 
 
 def test_generate_spark_output_dir_matches_local(
