@@ -161,6 +161,7 @@ def test_missing_pyspark_is_a_usage_error_naming_the_extra(tmp_path: Path) -> No
     )
 
 
+@pytest.mark.spark  # needs pyspark importable (the Java check comes after it)
 def test_missing_java_is_a_usage_error_before_any_jvm(tmp_path: Path) -> None:
     code = (
         "from reassign_cli import spark_engine, plan, model\n"
