@@ -175,6 +175,14 @@ def command(
 
     proposed_json: str | None = None
     proposed_path: str | None = None
+    # Large local plans: the summary statistics and the current document are computed in forked
+    # children while this process formats the proposed document (three ~0.6 s jobs per million
+    # partitions, on as many cores as there are).
+    fork = proposed is not None and _forkable(current)
+    summary = None
+    if fork and not opts.quiet:
+        assert proposed is not None
+        summary = _spawn(lambda: _render_summary(out, current, proposed, brokers), "the summary")
     if not output_dir:
         # Straight to stdout, each document written before the next is formatted (a 1M-partition
         # document is ~80 MB: never hold both, nor a concatenation). Spark can fail: it runs first, so
@@ -182,27 +190,31 @@ def command(
         if proposed is None:
             proposed_json = _proposed_json(None, specs, brokers, used_seed, spark_master, opts.verbose, None)
         before, between, after = output_frame(opts.json, used_seed)
-        child = _fork_writer(current, lambda text: _stdout([before, text, between]))
-        if child is None:
+        writer = (
+            _spawn(lambda: _stdout([before, format_reassignment_json(current), between]), "")
+            if fork
+            else None
+        )
+        if writer is None:
             _stdout([before, format_reassignment_json(current), between])
         if proposed_json is None:
             assert proposed is not None
             proposed_json = format_reassignment_json(proposed)
-        if child is not None:
-            _join_writer(child)
+        if writer is not None:
+            _join(writer)
         _stdout([proposed_json, after])
     else:
         _make_dir(output_dir)
         current_path = os.path.join(output_dir, "current.json")
         proposed_path = os.path.join(output_dir, "proposed.json")
-        child = _fork_writer(current, lambda text: _write(current_path, text))
-        if child is None:
+        writer = _spawn(lambda: _write(current_path, format_reassignment_json(current)), "") if fork else None
+        if writer is None:
             _write(current_path, format_reassignment_json(current))
         proposed_json = _proposed_json(
             proposed, specs, brokers, used_seed, spark_master, opts.verbose, proposed_path
         )
-        if child is not None:
-            _join_writer(child)
+        if writer is not None:
+            _join(writer)
         if proposed_json is not None:
             _write(proposed_path, proposed_json)
         else:  # Spark wrote it, without the final newline
@@ -213,64 +225,77 @@ def command(
             out.result(f"{CURRENT_HEADER} written to {current_path}")
             out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
 
-    if not opts.quiet:
+    if summary is not None:
+        sys.stderr.write(_join(summary))
+        sys.stderr.flush()
+    elif not opts.quiet:
         if proposed is None:  # Spark: read the proposal back from its JSON
             if proposed_json is None:
                 assert proposed_path is not None
                 proposed_json = _read_text(proposed_path, "proposed plan").decode()
             proposed = _assignment_of(proposed_json)
         del proposed_json
-        from reassign_cli.render.generate import plan_stats, summary_table
-
-        stats = plan_stats(current, proposed)
-        out.renderable(summary_table(stats, [b.id for b in brokers], every_broker=out.verbose))
+        sys.stderr.write(_render_summary(out, current, proposed, brokers))
+        sys.stderr.flush()
     # Freeing a 1M-partition state object by object takes ~0.3 s; the process is about to exit anyway.
     keep_until_exit(state, current, proposed)
+
+
+def _render_summary(out: Output, current: Any, proposed: Any, brokers: Any) -> str:
+    from reassign_cli.render.generate import plan_stats, summary_table
+
+    stats = plan_stats(current, proposed)
+    with out.err.capture() as captured:
+        out.renderable(summary_table(stats, [b.id for b in brokers], every_broker=out.verbose))
+    return captured.get()
 
 
 # Below this many partitions a second process costs more than it saves (env override for tests).
 FORK_MIN_PARTITIONS = int(os.environ.get("KAFKA_REASSIGN_FORK_MIN_PARTITIONS", "100000"))
 
 
-def _fork_writer(
-    current: Mapping[str, Mapping[int, Any]], write: Callable[[str], None]
-) -> tuple[int, int] | None:
-    """Format and write the current document in a forked child, so that on a multi-core machine it
-    overlaps with formatting the proposed one (each is ~0.5 s per million partitions). Returns the
-    child's (pid, error pipe), or None when the work should be done inline (small plans, no fork,
-    other threads running)."""
+def _forkable(current: Mapping[str, Mapping[int, Any]]) -> bool:
     import threading
 
-    n = sum(len(parts) for parts in current.values())
-    if n < FORK_MIN_PARTITIONS or not hasattr(os, "fork") or threading.active_count() > 1:
-        return None
+    if not hasattr(os, "fork") or threading.active_count() > 1:  # forking with threads is unsafe
+        return False
+    return sum(len(parts) for parts in current.values()) >= FORK_MIN_PARTITIONS
+
+
+def _spawn(task: Callable[[], str | None], what: str) -> tuple[int, int]:
+    """Run `task` in a forked child (which never returns into the caller's stack). Its text result,
+    or its one-line error, comes back through a pipe: see _join."""
     sys.stdout.flush()
     sys.stderr.flush()
-    err_r, err_w = os.pipe()
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid:
-        os.close(err_w)
-        return pid, err_r
-    os.close(err_r)
+        os.close(write_end)
+        return pid, read_end
+    os.close(read_end)
     code = 0
-    try:  # the child: never return into the caller's stack
-        write(format_reassignment_json(current))
+    try:
+        payload = b"0" + (task() or "").encode()
         sys.stdout.flush()
     except BaseException as e:
         code = 1
-        with contextlib.suppress(BaseException):
-            msg = str(e) if isinstance(e, ReassignError) else f"cannot write the current assignment: {e}"
-            os.write(err_w, msg.encode()[:4000])
+        msg = str(e) if isinstance(e, ReassignError) else f"{what or 'writing the output'} failed: {e}"
+        payload = b"1" + msg.encode()
+    with contextlib.suppress(BaseException):
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(write_end, view) :]
     os._exit(code)
 
 
-def _join_writer(child: tuple[int, int]) -> None:
-    pid, err_r = child
-    with os.fdopen(err_r, "rb") as f:
-        message = f.read().decode(errors="replace")
+def _join(child: tuple[int, int]) -> str:
+    pid, read_end = child
+    with os.fdopen(read_end, "rb") as f:
+        data = f.read()
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise OperationalError(message or "writing the current assignment failed")
+    if os.waitstatus_to_exitcode(status) != 0 or not data.startswith(b"0"):
+        raise OperationalError(data[1:].decode(errors="replace") or "a helper process failed")
+    return data[1:].decode()
 
 
 def _proposed_json(

@@ -41,7 +41,6 @@ def generate(tmp: Path, fork_min: int, *extra: str) -> subprocess.CompletedProce
             *topics,
             "--seed",
             "5",
-            "-q",
             *extra,
         ],
         capture_output=True,
@@ -51,8 +50,8 @@ def generate(tmp: Path, fork_min: int, *extra: str) -> subprocess.CompletedProce
 
 
 def test_forked_stdout_is_identical(tmp_path: Path) -> None:
-    inline = generate(tmp_path, 10**9)
-    forked = generate(tmp_path, 1)
+    inline = generate(tmp_path, 10**9, "-q")
+    forked = generate(tmp_path, 1, "-q")
     assert inline.returncode == forked.returncode == 0, forked.stderr
     assert forked.stdout == inline.stdout
     assert forked.stdout.startswith(b"Current partition replica assignment\n")
@@ -61,8 +60,8 @@ def test_forked_stdout_is_identical(tmp_path: Path) -> None:
 
 def test_forked_output_dir_is_identical(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    assert generate(tmp_path, 10**9, "--output-dir", str(a)).returncode == 0
-    r = generate(tmp_path, 1, "--output-dir", str(b))
+    assert generate(tmp_path, 10**9, "-q", "--output-dir", str(a)).returncode == 0
+    r = generate(tmp_path, 1, "-q", "--output-dir", str(b))
     assert r.returncode == 0, r.stderr
     for name in ("current.json", "proposed.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes()
@@ -73,7 +72,17 @@ def test_forked_child_failure_is_reported(tmp_path: Path) -> None:
     # The child cannot write current.json (a directory is in the way): one line, exit 1, no success line.
     out = tmp_path / "out"
     (out / "current.json").mkdir(parents=True)
-    r = generate(tmp_path, 1, "--output-dir", str(out))
+    r = generate(tmp_path, 1, "-q", "--output-dir", str(out))
     assert r.returncode == 1
     assert r.stderr.decode().splitlines() == [f"Error: cannot write {out / 'current.json'}: Is a directory"]
     assert b"written to" not in r.stdout
+
+
+def test_forked_summary_is_identical(tmp_path: Path) -> None:
+    # Without -q the summary table is computed in a second child and printed by the parent at the end.
+    inline = generate(tmp_path, 10**9)
+    forked = generate(tmp_path, 1)
+    assert inline.returncode == forked.returncode == 0, forked.stderr
+    assert forked.stdout == inline.stdout
+    assert forked.stderr == inline.stderr
+    assert b"replicas move" in forked.stderr
