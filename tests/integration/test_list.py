@@ -4,22 +4,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from tests.integration.reassign_support import fake_cluster, kazoo
-
-
-@pytest.fixture
-def fake(zk_chroot: str) -> Iterator[Any]:
-    client = kazoo(zk_chroot)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
+from tests.integration.reassign_support import fake_cluster
 
 
 def test_lists_controller_state_and_pending_trigger_entries(fake: Any, zk_chroot: str, run_cli: Any) -> None:

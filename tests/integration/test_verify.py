@@ -5,7 +5,6 @@ built in a fresh chroot; a stopped target broker is tested on the real cluster."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +23,10 @@ from tests.integration.reassign_support import (
     config,
     fake_cluster,
     get_json,
-    kazoo,
     produce,
     reassigning,
     write_plan,
 )
-
-
-@pytest.fixture
-def fake(zk_chroot: str) -> Iterator[Any]:
-    client = kazoo(zk_chroot)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def _verify(run_cli: Any, chroot: str, plan: Path, *args: str) -> Any:
