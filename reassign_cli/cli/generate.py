@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,14 +152,39 @@ def command(
     brokers, warnings = plan.select_brokers(state, broker_list, not disable_rack_aware)
     for w in warnings:
         out.warn(w)
+    from reassign_cli.render.generate import CURRENT_HEADER, PROPOSED_HEADER, output_frame
+
+    used_seed = plan.random_seed() if seed is None else seed  # chosen here: the early writer needs it
+    before, between, after = output_frame(opts.json, used_seed)
+    current_path = os.path.join(output_dir, "current.json") if output_dir else ""
+    proposed_path: str | None = os.path.join(output_dir, "proposed.json") if output_dir else None
+
+    def write_current(text: str) -> None:
+        if output_dir:
+            _make_dir(output_dir)
+            _write(current_path, text)
+        else:
+            _stdout([before, text, between])
+
+    # Large local plans use the second core: a forked child formats the current document while this
+    # process plans, and writes it only once the plan succeeded (so an error never leaves output).
+    writer = None
     if engine == "local":
-        result = plan.generate_plan(
-            state, plan.GenerateRequest(topics, broker_list, not disable_rack_aware, seed)
-        )
-        specs, used_seed, current, proposed = result.specs, result.seed, result.current, result.proposed
+        early = {t: state.topics[t].replicas for t in topics if t in state.topics}
+        if _forkable(early):
+            writer = _spawn(lambda: format_reassignment_json(early), then=write_current, gated=True)
+        try:
+            result = plan.generate_plan(
+                state, plan.GenerateRequest(topics, broker_list, not disable_rack_aware, used_seed)
+            )
+        except BaseException:
+            if writer is not None:
+                _release(writer, False)
+                _join(writer)
+            raise
+        specs, current, proposed = result.specs, result.current, result.proposed
     else:
         specs = plan.topic_specs(state, topics)
-        used_seed = plan.random_seed() if seed is None else seed
         # Kafka's argument checks (RF vs brokers, racks) before starting Spark: the errors generate_plan gives.
         plan.assign_topics(
             [plan.TopicSpec(s.name, 1, s.replication_factor) for s in specs], brokers, used_seed
@@ -170,51 +196,36 @@ def command(
         out.err.print(
             f"Using seed {used_seed}; pass --seed {used_seed} to reproduce this plan.", markup=False
         )
-
-    from reassign_cli.render.generate import CURRENT_HEADER, PROPOSED_HEADER, output_frame
+    # The summary statistics too are computed in a forked child for large plans, while this process
+    # formats the proposed document.
+    summary = None
+    if writer is not None and not opts.quiet:
+        assert proposed is not None
+        summary = _spawn(lambda: _render_summary(out, current, proposed, brokers), what="the summary")
 
     proposed_json: str | None = None
-    proposed_path: str | None = None
-    # Large local plans: the summary statistics and the current document are computed in forked
-    # children while this process formats the proposed document (three ~0.6 s jobs per million
-    # partitions, on as many cores as there are).
-    fork = proposed is not None and _forkable(current)
-    summary = None
-    if fork and not opts.quiet:
-        assert proposed is not None
-        summary = _spawn(lambda: _render_summary(out, current, proposed, brokers), "the summary")
-    if not output_dir:
-        # Straight to stdout, each document written before the next is formatted (a 1M-partition
-        # document is ~80 MB: never hold both, nor a concatenation). Spark can fail: it runs first, so
-        # that a failure never leaves half an output behind.
-        if proposed is None:
-            proposed_json = _proposed_json(None, specs, brokers, used_seed, spark_master, opts.verbose, None)
-        before, between, after = output_frame(opts.json, used_seed)
-        writer = (
-            _spawn(lambda: _stdout([before, format_reassignment_json(current), between]), "")
-            if fork
-            else None
+    if proposed is None:
+        # Spark can fail: it runs before anything is written, so a failure never leaves half an output.
+        if output_dir:
+            _make_dir(output_dir)  # Spark's executors write proposed.json into it
+        proposed_json = _proposed_json(
+            None, specs, brokers, used_seed, spark_master, opts.verbose, proposed_path
         )
-        if writer is None:
-            _stdout([before, format_reassignment_json(current), between])
-        if proposed_json is None:
-            assert proposed is not None
-            proposed_json = format_reassignment_json(proposed)
-        if writer is not None:
-            _join(writer)
+    if writer is not None:
+        _release(writer, True)
+    else:
+        write_current(format_reassignment_json(current))
+    if proposed_json is None and proposed is not None:
+        # Each document is written before the next is formatted when inline (a 1M-partition document
+        # is ~80 MB: never hold both, nor a concatenation).
+        proposed_json = format_reassignment_json(proposed)
+    if writer is not None:
+        _join(writer)  # the current document is out: the proposed one may follow
+    if not output_dir:
+        assert proposed_json is not None
         _stdout([proposed_json, after])
     else:
-        _make_dir(output_dir)
-        current_path = os.path.join(output_dir, "current.json")
-        proposed_path = os.path.join(output_dir, "proposed.json")
-        writer = _spawn(lambda: _write(current_path, format_reassignment_json(current)), "") if fork else None
-        if writer is None:
-            _write(current_path, format_reassignment_json(current))
-        proposed_json = _proposed_json(
-            proposed, specs, brokers, used_seed, spark_master, opts.verbose, proposed_path
-        )
-        if writer is not None:
-            _join(writer)
+        assert proposed_path is not None
         if proposed_json is not None:
             _write(proposed_path, proposed_json)
         else:  # Spark wrote it, without the final newline
@@ -262,20 +273,46 @@ def _forkable(current: Mapping[str, Mapping[int, Any]]) -> bool:
     return sum(len(parts) for parts in current.values()) >= FORK_MIN_PARTITIONS
 
 
-def _spawn(task: Callable[[], str | None], what: str) -> tuple[int, int]:
-    """Run `task` in a forked child (which never returns into the caller's stack). Its text result,
-    or its one-line error, comes back through a pipe: see _join."""
+@dataclass(slots=True)
+class _Child:
+    pid: int
+    result: int  # read end: b"0" + text on success, b"1" + a one-line error
+    gate: int | None  # write end: b"1" lets a gated child go on, anything else stops it
+
+
+def _spawn(
+    work: Callable[[], str | None],
+    *,
+    then: Callable[[str], None] | None = None,
+    gated: bool = False,
+    what: str = "",
+) -> _Child:
+    """Run work() in a forked child, which never returns into the caller's stack. Without `then`, its
+    text result comes back through a pipe (see _join); with `then`, then(result) runs in the child,
+    after _release(child, True) when gated (and not at all after _release(child, False))."""
     sys.stdout.flush()
     sys.stderr.flush()
-    read_end, write_end = os.pipe()
+    result_r, result_w = os.pipe()
+    gate_r, gate_w = os.pipe() if gated else (-1, -1)
     pid = os.fork()
     if pid:
-        os.close(write_end)
-        return pid, read_end
-    os.close(read_end)
+        os.close(result_w)
+        if gated:
+            os.close(gate_r)
+        return _Child(pid, result_r, gate_w if gated else None)
+    os.close(result_r)
     code = 0
     try:
-        payload = b"0" + (task() or "").encode()
+        text = work()
+        if gated:
+            os.close(gate_w)
+            with os.fdopen(gate_r, "rb") as gate:
+                if gate.read(1) != b"1":
+                    os._exit(0)
+        if then is not None:
+            then(text or "")
+            text = ""
+        payload = b"0" + (text or "").encode()
         sys.stdout.flush()
     except BaseException as e:
         code = 1
@@ -284,16 +321,23 @@ def _spawn(task: Callable[[], str | None], what: str) -> tuple[int, int]:
     with contextlib.suppress(BaseException):
         view = memoryview(payload)
         while view:
-            view = view[os.write(write_end, view) :]
+            view = view[os.write(result_w, view) :]
     os._exit(code)
 
 
-def _join(child: tuple[int, int]) -> str:
-    pid, read_end = child
-    with os.fdopen(read_end, "rb") as f:
+def _release(child: _Child, go: bool) -> None:
+    if child.gate is not None:
+        with contextlib.suppress(OSError):
+            os.write(child.gate, b"1" if go else b"0")
+        os.close(child.gate)
+        child.gate = None
+
+
+def _join(child: _Child) -> str:
+    with os.fdopen(child.result, "rb") as f:
         data = f.read()
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0 or not data.startswith(b"0"):
+    _, status = os.waitpid(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or (data and not data.startswith(b"0")):
         raise OperationalError(data[1:].decode(errors="replace") or "a helper process failed")
     return data[1:].decode()
 

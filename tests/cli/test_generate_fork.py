@@ -86,3 +86,19 @@ def test_forked_summary_is_identical(tmp_path: Path) -> None:
     assert forked.stdout == inline.stdout
     assert forked.stderr == inline.stderr
     assert b"replicas move" in forked.stderr
+
+
+def test_planning_error_leaves_no_output_from_the_early_writer(tmp_path: Path) -> None:
+    # The child formats the current document before planning; it must write nothing when planning
+    # fails (here: RF 2 over one broker).
+    r = generate(tmp_path, 1, "--broker-list", "1")
+    assert r.returncode == 3
+    assert r.stdout == b""
+    assert r.stderr.decode().splitlines() == [
+        "Error: Replication factor: 2 larger than available brokers: 1.",
+        "topic t000 has replication factor 2",
+    ]
+    out = tmp_path / "out"
+    r = generate(tmp_path, 1, "--broker-list", "1", "--output-dir", str(out))
+    assert r.returncode == 3
+    assert not out.exists()
