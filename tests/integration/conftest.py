@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.reassign_support import kazoo
+from tests.integration.reassign_support import Mover, kazoo
 
 
 @pytest.fixture
@@ -19,3 +20,11 @@ def fake(zk_chroot: str) -> Iterator[Any]:
     finally:
         client.stop()
         client.close()
+
+
+@pytest.fixture
+def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Iterator[Mover]:
+    """Runs execute/verify in tmp_path and waits for its reassignments to finish in teardown."""
+    m = Mover(run_cli, zk, tmp_path)
+    yield m
+    m.close()

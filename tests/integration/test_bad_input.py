@@ -4,10 +4,7 @@ the znode tree (zk_dump) is the same before and after."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.integration.reassign_support import Mover, await_idle, relevant_diff
 
@@ -77,13 +74,6 @@ CASES: list[tuple[str, Any, str]] = [
         "bootstrap-server needs to be provided when replica reassignments are present.",
     ),
 ]
-
-
-@pytest.fixture
-def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
-    m = Mover(run_cli, zk, tmp_path)
-    yield m
-    m.close()
 
 
 def test_every_bad_plan_exits_3_with_one_line_and_writes_nothing(

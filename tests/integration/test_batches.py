@@ -21,13 +21,6 @@ from tests.integration.reassign_support import (
 )
 
 
-@pytest.fixture
-def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
-    m = Mover(run_cli, zk, tmp_path)
-    yield m
-    m.close()
-
-
 def _run(argv: list[str], cluster: Any, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     from reassign_cli.cli import main
 

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,13 +38,6 @@ SLOW = "10000"  # B/s: a few MB take minutes, so "in progress" is observable
 # 1 KB records into the moving partition. A throttled follower still gets the first ~2 MB at once (the
 # quota is checked before each fetch of up to 1 MiB), so 5 MB leave minutes of throttled copying.
 RECORDS = 5000
-
-
-@pytest.fixture
-def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
-    m = Mover(run_cli, zk, tmp_path)
-    yield m
-    m.close()
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     LOG_DIR_RATE,
@@ -19,13 +17,6 @@ from tests.integration.reassign_support import (
     get_json,
     produce,
 )
-
-
-@pytest.fixture
-def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
-    m = Mover(run_cli, zk, tmp_path)
-    yield m
-    m.close()
 
 
 def _dirs(cluster: Any, broker: int) -> tuple[Path, Path]:

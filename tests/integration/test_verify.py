@@ -8,8 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
@@ -191,13 +189,6 @@ def test_config_writes_refused_after_kraft_takeover(
 # ---------------------------------------------------------------------------------------------------
 # real cluster: a target broker stops in the middle of the move
 # ---------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Any:
-    m = Mover(run_cli, zk, tmp_path)
-    yield m
-    m.close()
 
 
 def test_target_broker_stopped_mid_move(
