@@ -22,12 +22,12 @@ byte). With M = 2**64 and all arithmetic mod M:
 
 from __future__ import annotations
 
-import gc
 import itertools
 import secrets
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 
@@ -38,10 +38,14 @@ from reassign_cli.model import Assignment, Broker, ClusterState, Topic, duplicat
 __all__ = [
     "GenerateRequest",
     "GenerateResult",
+    "PlanStats",
     "TopicRng",
     "TopicSpec",
     "assign_topics",
+    "check_specs",
+    "chunked",
     "generate_plan",
+    "plan_stats",
     "random_seed",
     "select_brokers",
     "topic_draws",
@@ -163,27 +167,6 @@ def random_seed() -> int:
     return secrets.randbelow(1 << 31)
 
 
-@contextmanager
-def _gc_paused(freeze: bool = False) -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many small containers. With a 1M-partition
-    state in memory, automatic collections during planning cost more than the planning itself.
-
-    Pausing alone only defers the cost: the first collection after `gc.enable()` traverses every
-    container built meanwhile (measured 0.3 s for a 1M-partition plan, ~1 s more for the older
-    generations later). With `freeze`, the objects alive at the end are moved to the permanent
-    generation (`gc.freeze()`) so no later collection walks them; they are still freed by reference
-    counting as usual. Nothing built here forms reference cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            if freeze:
-                gc.freeze()
-            gc.enable()
-
-
 # ---------------------------------------------------------------------------------------------
 # Inputs: brokers and topic specs
 # ---------------------------------------------------------------------------------------------
@@ -248,37 +231,36 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
 
 
 def _specs_of(names: list[str], chosen: list[Topic]) -> list[TopicSpec]:
-    with _gc_paused():
-        empty = [t.name for t in chosen if not t.replicas]
-        if empty:
-            raise InvalidInputError(f"Topic {empty[0]} has no partitions")
-        # Replica-list lengths of every partition of every topic in one C-level pass, then each
-        # topic's min and max with reduceat: RF per topic, and mixed RFs found without a Python loop.
-        counts = np.fromiter((len(t.replicas) for t in chosen), dtype=np.int64, count=len(chosen))
-        lens = np.fromiter(
-            map(len, itertools.chain.from_iterable(t.replicas.values() for t in chosen)),
-            dtype=np.int64,
-            count=int(counts.sum()),
+    empty = [t.name for t in chosen if not t.replicas]
+    if empty:
+        raise InvalidInputError(f"Topic {empty[0]} has no partitions")
+    # Replica-list lengths of every partition of every topic in one C-level pass, then each
+    # topic's min and max with reduceat: RF per topic, and mixed RFs found without a Python loop.
+    counts = np.fromiter((len(t.replicas) for t in chosen), dtype=np.int64, count=len(chosen))
+    lens = np.fromiter(
+        map(len, itertools.chain.from_iterable(t.replicas.values() for t in chosen)),
+        dtype=np.int64,
+        count=int(counts.sum()),
+    )
+    offsets = np.zeros(len(chosen), dtype=np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    lo = np.minimum.reduceat(lens, offsets).tolist()
+    hi = np.maximum.reduceat(lens, offsets).tolist()
+    for i in [i for i, t in enumerate(chosen) if t.removing]:
+        t = chosen[i]  # RF of the target replicas (RS minus RR), not of the inflated RS
+        target = [len(t.target(p)) for p in t.replicas]
+        lo[i], hi[i] = min(target), max(target)
+    if lo != hi:
+        t = next(t for t, a, b in zip(chosen, lo, hi, strict=True) if a != b)
+        if t.removing:
+            found = sorted({len(t.target(p)) for p in t.replicas})
+        else:
+            found = sorted(set(map(len, t.replicas.values())))
+        raise InvalidInputError(
+            f"Topic {t.name} has partitions with different replication factors "
+            f"({','.join(map(str, found))}); generate needs one replication factor per topic"
         )
-        offsets = np.zeros(len(chosen), dtype=np.int64)
-        np.cumsum(counts[:-1], out=offsets[1:])
-        lo = np.minimum.reduceat(lens, offsets).tolist()
-        hi = np.maximum.reduceat(lens, offsets).tolist()
-        for i in [i for i, t in enumerate(chosen) if t.removing]:
-            t = chosen[i]  # RF of the target replicas (RS minus RR), not of the inflated RS
-            target = [len(t.target(p)) for p in t.replicas]
-            lo[i], hi[i] = min(target), max(target)
-        if lo != hi:
-            t = next(t for t, a, b in zip(chosen, lo, hi, strict=True) if a != b)
-            if t.removing:
-                found = sorted({len(t.target(p)) for p in t.replicas})
-            else:
-                found = sorted(set(map(len, t.replicas.values())))
-            raise InvalidInputError(
-                f"Topic {t.name} has partitions with different replication factors "
-                f"({','.join(map(str, found))}); generate needs one replication factor per topic"
-            )
-        return [TopicSpec(n, c, r) for n, c, r in zip(names, counts.tolist(), lo, strict=True)]
+    return [TopicSpec(n, c, r) for n, c, r in zip(names, counts.tolist(), lo, strict=True)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,38 +272,59 @@ def _pairs(brokers: Sequence[Broker] | Sequence[tuple[int, str | None]]) -> list
     return [(b.id, b.rack) if isinstance(b, Broker) else (int(b[0]), b[1]) for b in brokers]
 
 
+def check_specs(
+    specs: Sequence[TopicSpec], brokers: Sequence[Broker] | Sequence[tuple[int, str | None]]
+) -> None:
+    """Kafka's argument checks for every topic (RF against the brokers, mixed racks): the errors
+    `assign_topics` would raise, before any of the plan is computed or written."""
+    pairs = _pairs(brokers)
+    for s in specs:
+        try:
+            check_arguments(len(pairs), s.n_partitions, s.replication_factor)
+        except InvalidReplicationFactorError as e:
+            raise type(e)(
+                str(e), hint=f"topic {s.name} has replication factor {s.replication_factor}"
+            ) from None
+    if specs and any(r is not None for _, r in pairs) and any(r is None for _, r in pairs):
+        raise AdminOperationError(MIXED_RACKS_MESSAGE)
+
+
 def assign_topics(
     specs: Sequence[TopicSpec], brokers: Sequence[Broker] | Sequence[tuple[int, str | None]], seed: int
 ) -> Assignment:
     """Kafka's assignment for every topic of `specs` over `brokers` (in the given order, as
     `select_brokers` returns them), with the (seed, topic) draws. Result in the order of `specs`.
     Topics sharing (partition count, RF) are computed together by the numpy kernel."""
-    pairs = _pairs(brokers)
-    n = len(pairs)
     if not specs:
         return {}
-    for s in specs:
-        try:
-            check_arguments(n, s.n_partitions, s.replication_factor)
-        except InvalidReplicationFactorError as e:
-            raise type(e)(
-                str(e), hint=f"topic {s.name} has replication factor {s.replication_factor}"
-            ) from None
-    if any(r is not None for _, r in pairs) and any(r is None for _, r in pairs):
-        raise AdminOperationError(MIXED_RACKS_MESSAGE)
+    check_specs(specs, brokers)
+    pairs = _pairs(brokers)
     groups: dict[tuple[int, int], list[int]] = {}
     for i, s in enumerate(specs):
         groups.setdefault((s.n_partitions, s.replication_factor), []).append(i)
     names = [s.name for s in specs]
-    starts, shifts = topic_draws_many(seed, names, n)
+    starts, shifts = topic_draws_many(seed, names, len(pairs))
     rows: list[dict[int, list[int]] | None] = [None] * len(specs)
-    with _gc_paused(freeze=True):
-        for (n_partitions, rf), members in groups.items():
-            idx = np.array(members, dtype=np.int64)
-            arr = assign_many(pairs, n_partitions, rf, starts[idx], shifts[idx])
-            for i, per_topic in zip(members, arr.tolist(), strict=True):
-                rows[i] = dict(enumerate(per_topic))
-        return dict(zip(names, rows, strict=True))  # type: ignore[arg-type]
+    for (n_partitions, rf), members in groups.items():
+        idx = np.array(members, dtype=np.int64)
+        arr = assign_many(pairs, n_partitions, rf, starts[idx], shifts[idx])
+        for i, per_topic in zip(members, arr.tolist(), strict=True):
+            rows[i] = dict(enumerate(per_topic))
+    return dict(zip(names, rows, strict=True))  # type: ignore[arg-type]
+
+
+def chunked(specs: Sequence[TopicSpec], max_partitions: int) -> Iterator[list[TopicSpec]]:
+    """Consecutive runs of `specs` of at most `max_partitions` partitions each (a bigger topic alone)."""
+    run: list[TopicSpec] = []
+    size = 0
+    for s in specs:
+        if run and size + s.n_partitions > max_partitions:
+            yield run
+            run, size = [], 0
+        run.append(s)
+        size += s.n_partitions
+    if run:
+        yield run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,12 +351,103 @@ class GenerateResult:
 
 
 def generate_plan(state: ClusterState, request: GenerateRequest) -> GenerateResult:
-    """Kafka's --generate: for each topic a fresh assignment over the selected brokers."""
-    with _gc_paused(freeze=True):
-        brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
-        specs = topic_specs(state, request.topics)
-        seed = random_seed() if request.seed is None else request.seed
-        proposed = assign_topics(specs, brokers, seed)
-        topics = state.topics
-        current: Assignment = {s.name: topics[s.name].replicas for s in specs}
+    """Kafka's --generate as one value: for each topic a fresh assignment over the selected brokers.
+    (The CLI streams the same plan chunk by chunk: reassign_cli.generate.)"""
+    brokers, warnings = select_brokers(state, request.broker_list, request.rack_aware)
+    specs = topic_specs(state, request.topics)
+    seed = random_seed() if request.seed is None else request.seed
+    proposed = assign_topics(specs, brokers, seed)
+    topics = state.topics
+    current: Assignment = {s.name: topics[s.name].replicas for s in specs}
     return GenerateResult(current, proposed, seed, brokers, warnings, specs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics of a plan (the summary table and --format json's numbers)
+# ---------------------------------------------------------------------------------------------
+
+AssignmentLike = Mapping[str, Mapping[int, Sequence[int]]]
+
+
+@dataclass(slots=True)
+class PlanStats:
+    partitions: int = 0
+    partitions_changed: int = 0
+    replicas_moved: int = 0  # replicas that must be created on a broker that does not hold them yet
+    leaders_changed: int = 0  # partitions whose preferred leader (first replica) changes
+    replicas_before: Counter[int] = field(default_factory=Counter)
+    replicas_after: Counter[int] = field(default_factory=Counter)
+    leaders_before: Counter[int] = field(default_factory=Counter)
+    leaders_after: Counter[int] = field(default_factory=Counter)
+
+    def add(self, other: PlanStats) -> None:
+        """Fold in the statistics of another part of the same plan (disjoint partitions)."""
+        self.partitions += other.partitions
+        self.partitions_changed += other.partitions_changed
+        self.replicas_moved += other.replicas_moved
+        self.leaders_changed += other.leaders_changed
+        self.replicas_before.update(other.replicas_before)
+        self.replicas_after.update(other.replicas_after)
+        self.leaders_before.update(other.leaders_before)
+        self.leaders_after.update(other.leaders_after)
+
+
+def _rows(
+    current: AssignmentLike, proposed: AssignmentLike
+) -> tuple[list[Sequence[int]], list[Sequence[int]]]:
+    """Old and new replica lists, aligned partition by partition over the proposal."""
+    old_rows: list[Sequence[int]] = []
+    new_rows: list[Sequence[int]] = []
+    for topic, new_parts in proposed.items():
+        old_parts = current.get(topic, {})
+        if old_parts.keys() == new_parts.keys() and list(old_parts) == list(new_parts):
+            old_rows.extend(old_parts.values())
+        else:
+            old_rows.extend([old_parts.get(p, ()) for p in new_parts])
+        new_rows.extend(new_parts.values())
+    return old_rows, new_rows
+
+
+def _count(flat: np.ndarray) -> Counter[int]:
+    if flat.size == 0:
+        return Counter()
+    ids, counts = np.unique(flat, return_counts=True)
+    return Counter(dict(zip(ids.tolist(), counts.tolist(), strict=True)))
+
+
+def _flat(rows: list[Sequence[int]]) -> np.ndarray:
+    total = sum(map(len, rows))
+    return np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=total)
+
+
+def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
+    """Per-broker replica and preferred-leader counts before and after, and how much would move.
+    Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
+    old_rows, new_rows = _rows(current, proposed)
+    st = PlanStats(partitions=len(new_rows))
+    if not new_rows:
+        return st
+    old_lens, new_lens = set(map(len, old_rows)), set(map(len, new_rows))
+    if len(old_lens) == 1 and len(new_lens) == 1 and 0 not in old_lens and 0 not in new_lens:
+        n = len(new_rows)
+        o = _flat(old_rows).reshape(n, old_lens.pop())
+        m = _flat(new_rows).reshape(n, new_lens.pop())
+        st.replicas_before, st.replicas_after = _count(o.ravel()), _count(m.ravel())
+        st.leaders_before, st.leaders_after = _count(o[:, 0]), _count(m[:, 0])
+        changed = (o != m).any(axis=1) if o.shape == m.shape else np.ones(n, dtype=bool)
+        st.partitions_changed = int(np.count_nonzero(changed))
+        st.leaders_changed = int(np.count_nonzero(o[:, 0] != m[:, 0]))
+        # a new replica "moves" when no old replica of its partition is on that broker
+        st.replicas_moved = int((m[:, :, None] != o[:, None, :]).all(axis=2).sum())
+        return st
+    st.replicas_before = _count(_flat(old_rows))
+    st.replicas_after = _count(_flat(new_rows))
+    st.leaders_before.update(r[0] for r in old_rows if r)
+    st.leaders_after.update(r[0] for r in new_rows if r)
+    for old, new in zip(old_rows, new_rows, strict=True):
+        if list(old) != list(new):
+            st.partitions_changed += 1
+            if not old or not new or old[0] != new[0]:
+                st.leaders_changed += 1
+            st.replicas_moved += len(set(new).difference(old))
+    return st

@@ -15,12 +15,11 @@ Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none), "t
 partitions by id), so a snapshot of an unchanged cluster is byte-identical.
 
 Loading is the hot path of `generate --snapshot` (1M partitions): one orjson parse, plain dict/list
-building with the garbage collector paused, and checks that cost a few C-level passes.
+building, and checks that cost a few C-level passes.
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 from operator import itemgetter
 from typing import Any, NoReturn
@@ -87,32 +86,22 @@ def dumps(state: ClusterState) -> bytes:
 # ---------------------------------------------------------------------------------------------
 
 
-def loads(data: bytes | str, *, partition_state: bool = True, freeze: bool = False) -> ClusterState:
+def loads(data: bytes | str, *, partition_state: bool = True) -> ClusterState:
     """Parse and check a snapshot file. Problems: InvalidInputError (exit 3) naming the first bad item.
 
     partition_state=False skips "isr" and "leader" (planning does not need them; it saves a third of the
     load time at 1M partitions). "adding_replicas"/"removing_replicas" are always read.
 
-    The cyclic garbage collector is paused while millions of containers are built. With freeze=True
-    (for a process that keeps the state until it exits, like the CLI) everything allocated so far is
-    then moved to the GC's permanent generation (gc.freeze) before the collector is resumed, so it never
-    traverses those objects again; otherwise the first collections after loading walk all of them.
+    Millions of containers are built here: the CLI entry point (cli.run) tunes the cyclic garbage
+    collector for that; a library must not change it for the whole process.
     """
     raw_bytes = data.encode() if isinstance(data, str) else data
     # Per-partition optional fields cost a pass over every partition: skip it when no partition can
     # have them (the key never occurs in the bytes), or when the caller does not want isr/leader.
     reassigning = b'"adding_replicas"' in raw_bytes or b'"removing_replicas"' in raw_bytes
-    was_enabled = gc.isenabled()
-    gc.disable()  # millions of small containers: the cyclic GC would rescan them over and over
-    try:
-        state = _loads_chunked(raw_bytes, partition_state, reassigning)
-        if state is None:
-            state = _loads_whole(raw_bytes, partition_state, reassigning)
-        if freeze:
-            gc.freeze()
-    finally:
-        if was_enabled:
-            gc.enable()
+    state = _loads_chunked(raw_bytes, partition_state, reassigning)
+    if state is None:
+        state = _loads_whole(raw_bytes, partition_state, reassigning)
     return state
 
 
@@ -191,12 +180,6 @@ def _loads_chunked(raw_bytes: bytes, partition_state: bool, reassigning: bool) -
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, InvalidInputError):
         return None
     return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
-
-
-def load_file(path: str) -> ClusterState:
-    """Read a snapshot file (the only I/O helper here; the CLI maps OSError itself)."""
-    with open(path, "rb") as f:
-        return loads(f.read())
 
 
 def _is_int(v: object) -> bool:

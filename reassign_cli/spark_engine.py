@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import gc
 import hashlib
 import ipaddress
 import os
@@ -203,40 +202,25 @@ def _plan_slice(brokers: Sequence[Broker], seed: int, batch: Sequence[_SpecTuple
     from reassign_cli import model, plan
 
     specs = [plan.TopicSpec(name, n, rf) for name, n, rf in batch]
-    assignment = plan.assign_topics(specs, brokers, seed)
-    fmt = getattr(model, "format_partition_entries", None)
-    if fmt is not None:
-        return str(fmt(assignment))
-    head, tail = _envelope()  # TEMPORARY until model.format_partition_entries lands
-    return model.format_reassignment_json(assignment)[len(head) : -len(tail)]
+    return model.format_partition_entries(plan.assign_topics(specs, brokers, seed))
 
 
 def _format_slices(brokers: Sequence[Broker], seed: int, batches: Iterable[Any]) -> list[tuple[Any, ...]]:
     """("ok", text) per batch, or one ("err", class name, message) for an error of ours."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of small objects, no cycles: the cyclic GC only costs time here
     try:
         return [("ok", _plan_slice(brokers, seed, b)) for b in batches]
     except ReassignError as e:
         return [("err", type(e).__name__, str(e), e.hint)]
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _write_slices(
     parts_dir: str, brokers: Sequence[Broker], seed: int, index: int, batches: Iterable[Any]
 ) -> list[tuple[Any, ...]]:
     """Write this Spark partition's slice to parts_dir; return ("ok", (index, bytes written))."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     try:
         data = ",".join(t for t in (_plan_slice(brokers, seed, b) for b in batches) if t).encode()
     except ReassignError as e:
         return [("err", type(e).__name__, str(e), e.hint)]
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     path = _part_path(parts_dir, index)
     tmp = f"{path}.{os.getpid()}.tmp"  # a retried or speculative task never leaves a torn part
     with open(tmp, "wb") as f:
@@ -445,7 +429,7 @@ def spark_context(
     and left running.
     """
     require_pyspark()
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
 
     active = SparkContext._active_spark_context
     if active is not None:
@@ -464,40 +448,8 @@ def spark_context(
     # We launch (and at the end stop) the JVM unless spark-submit or an earlier context in this process did.
     own_gateway = SparkContext._gateway is None and not under_submit
     try:
-        env = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
-        conf = SparkConf().setAppName("kafka-reassign generate")
-        if not (under_submit and master == DEFAULT_MASTER):  # spark-submit's --master wins over the default
-            conf.setMaster(master)
-        effective_master = conf.get("spark.master", master) or master
-        conf.set("spark.ui.enabled", "true" if _truthy(os.environ.get(UI_ENV)) else "false")
-        conf.set("spark.ui.showConsoleProgress", "true" if verbose else "false")
-        conf.set("spark.driver.maxResultSize", "0")
-        if collect_bytes:
-            conf.set("spark.driver.memory", f"{driver_memory_mb(collect_bytes)}m")
-        # No /tmp/hsperfdata_<user>; the JVM's own temp files (spark-*, native libs) in our temp dir.
-        java_opts = ["-XX:-UsePerfData", f"-Djava.io.tmpdir={tmp}"]
-        if not verbose:
-            log4j = os.path.join(tmp, "log4j2.properties")
-            with open(log4j, "w") as f:
-                f.write(LOG4J2_QUIET)
-            java_opts.append(f"-Dlog4j2.configurationFile=file:{log4j}")
-        conf.set("spark.driver.extraJavaOptions", " ".join(java_opts))
-        if is_loopback_master(effective_master):
-            env["SPARK_LOCAL_IP"] = "127.0.0.1"
-            conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
-            if not os.environ.get("SPARK_LOCAL_DIRS"):  # blockmgr-*/spark-* scratch: ours, removed below
-                env["SPARK_LOCAL_DIRS"] = os.path.join(tmp, "local")
-                os.mkdir(env["SPARK_LOCAL_DIRS"])
-        with _environ(env):
-            try:
-                sc = _start_context(SparkContext, conf, verbose, tmp)
-            except ReassignError:
-                raise
-            except Exception as e:
-                raise OperationalError(
-                    f"cannot start Spark (master {effective_master}): {_one_line(e)}",
-                    hint=None if verbose else "Run with -v to see Spark's own logs.",
-                ) from None
+        conf, env = _spark_conf(master, verbose, collect_bytes, tmp, under_submit)
+        sc = _started_context(SparkContext, conf, env, verbose, tmp)
         if under_submit and not verbose:
             sc.setLogLevel("OFF")  # spark-submit configured log4j before us: quiet it from here on
         _ship_package(sc, tmp)
@@ -509,6 +461,55 @@ def spark_context(
         if own_gateway:
             _shutdown_gateway(SparkContext)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _spark_conf(
+    master: str, verbose: bool, collect_bytes: int, tmp: str, under_submit: bool
+) -> tuple[Any, dict[str, str]]:
+    """Our SparkConf, and the environment variables to set while the context starts."""
+    from pyspark import SparkConf
+
+    env = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or sys.executable}
+    conf = SparkConf().setAppName("kafka-reassign generate")
+    if not (under_submit and master == DEFAULT_MASTER):  # spark-submit's --master wins over the default
+        conf.setMaster(master)
+    conf.set("spark.ui.enabled", "true" if _truthy(os.environ.get(UI_ENV)) else "false")
+    conf.set("spark.ui.showConsoleProgress", "true" if verbose else "false")
+    conf.set("spark.driver.maxResultSize", "0")
+    if collect_bytes:
+        conf.set("spark.driver.memory", f"{driver_memory_mb(collect_bytes)}m")
+    # No /tmp/hsperfdata_<user>; the JVM's own temp files (spark-*, native libs) in our temp dir.
+    java_opts = ["-XX:-UsePerfData", f"-Djava.io.tmpdir={tmp}"]
+    if not verbose:
+        log4j = os.path.join(tmp, "log4j2.properties")
+        with open(log4j, "w") as f:
+            f.write(LOG4J2_QUIET)
+        java_opts.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    conf.set("spark.driver.extraJavaOptions", " ".join(java_opts))
+    if is_loopback_master(_effective_master(conf, master)):
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+        conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
+        if not os.environ.get("SPARK_LOCAL_DIRS"):  # blockmgr-*/spark-* scratch: ours, removed with tmp
+            env["SPARK_LOCAL_DIRS"] = os.path.join(tmp, "local")
+            os.mkdir(env["SPARK_LOCAL_DIRS"])
+    return conf, env
+
+
+def _effective_master(conf: Any, master: str) -> str:
+    return str(conf.get("spark.master", master) or master)
+
+
+def _started_context(spark_context_cls: Any, conf: Any, env: dict[str, str], verbose: bool, tmp: str) -> Any:
+    with _environ(env):
+        try:
+            return _start_context(spark_context_cls, conf, verbose, tmp)
+        except ReassignError:
+            raise
+        except Exception as e:
+            raise OperationalError(
+                f"cannot start Spark (master {_effective_master(conf, '')}): {_one_line(e)}",
+                hint=None if verbose else "Run with -v to see Spark's own logs.",
+            ) from None
 
 
 def _shutdown_gateway(spark_context_cls: Any) -> None:

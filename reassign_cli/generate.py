@@ -1,0 +1,353 @@
+"""The `generate` pipeline: load the state, select brokers, plan, write both documents, count the summary.
+
+The CLI command (cli/generate.py) only parses options, calls `run` and renders what it returns. The
+documents are streamed: Kafka's strategy plans and formats a chunk of topics at a time, so neither the
+proposed assignment nor either JSON document is ever held whole (10M partitions fit in a fraction of
+the memory of the state itself). Files are written under a temporary name and renamed once complete,
+so an error or Ctrl-C never leaves a partial current.json or proposed.json.
+
+Strategies are pluggable: a `Strategy` yields the proposal in topic-name order, in chunks of any size
+(Kafka's, topic by topic, in bounded chunks; a whole-cluster optimiser may yield everything at once),
+and may add a block of its own statistics to the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, Protocol
+
+from reassign_cli import plan
+from reassign_cli.errors import OperationalError
+from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
+
+CURRENT_FILE = "current.json"
+PROPOSED_FILE = "proposed.json"
+DOC_HEAD = '{"version":1,"partitions":['
+DOC_TAIL = "]}"
+# Kafka partitions planned and formatted per step: big enough for numpy to pay off, small enough that a
+# chunk's objects and text (~8 MB) stay far below the state's own size.
+CHUNK_PARTITIONS = 100_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and outputs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where the cluster state comes from: a snapshot file, else ZooKeeper."""
+
+    snapshot_file: str | None = None
+    zookeeper: str | None = None
+    zk_timeout: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    topics: list[str]
+    broker_list: list[int] | None = None  # None: every registered broker
+    rack_aware: bool = True
+    seed: int | None = None  # None: a fresh random seed, reported through Reporter.seed_chosen
+    output_dir: str | None = None  # None: both documents on stdout, framed as in `frame`
+    # On stdout: the text before, between and after the two documents, given the seed.
+    frame: Callable[[int], tuple[str, str, str]] = lambda seed: ("", "\n", "\n")
+    engine: str = "local"  # or "spark"
+    spark_master: str = "local[*]"
+    verbose: bool = False
+    stats: bool = True  # count the summary statistics (skipped with -q)
+
+
+class Reporter(Protocol):
+    """What the pipeline tells its caller while it runs (on stderr, in the CLI)."""
+
+    def warning(self, text: str) -> None: ...
+
+    def detail(self, text: str) -> None: ...
+
+    def seed_chosen(self, seed: int) -> None: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    seed: int
+    brokers: list[Broker]
+    stats: plan.PlanStats | None  # None when not asked for
+    extra_stats: Mapping[str, Any] | None = None  # the strategy's own figures, if any
+    files: tuple[str, str] | None = None  # (current, proposed) paths with output_dir
+    kept: list[object] = field(default_factory=list)  # large objects the caller may free lazily
+
+
+class Strategy(Protocol):
+    """How the proposed assignment is made. `check` raises every error `proposals` could, before any
+    output is written; `proposals` yields the assignment of `specs` (sorted by name) in that order, in
+    chunks of any size; `extra_stats`, after the proposals are consumed, returns its own figures or None."""
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None: ...
+
+    def proposals(
+        self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
+    ) -> Iterator[Assignment]: ...
+
+    def extra_stats(self) -> Mapping[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaStrategy:
+    """Kafka's --generate: each topic anew, with the (seed, topic) draws of plan.topic_draws."""
+
+    seed: int
+    chunk_partitions: int = CHUNK_PARTITIONS
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
+        plan.check_specs(specs, brokers)
+
+    def proposals(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> Iterator[Assignment]:
+        for chunk in plan.chunked(specs, self.chunk_partitions):
+            yield plan.assign_topics(chunk, brokers, self.seed)
+
+    def extra_stats(self) -> Mapping[str, Any] | None:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline
+# ---------------------------------------------------------------------------------------------
+
+
+def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
+    """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
+    or planning check fails; Ctrl-C leaves no partial file."""
+    state = load_state(source, request.topics, reporter)
+    # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
+    brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
+    for w in warnings:
+        reporter.warning(w)
+    specs = plan.topic_specs(state, request.topics)
+    seed = plan.random_seed() if request.seed is None else request.seed
+    strategy = KafkaStrategy(seed)
+    strategy.check(specs, brokers)
+    if request.seed is None:
+        reporter.seed_chosen(seed)
+    current = {s.name: state.topics[s.name].replicas for s in specs}
+    frame = request.frame(seed)
+    if request.engine == "spark":
+        stats, files = _write_spark(request, frame, specs, brokers, seed, current)
+    else:
+        stats, files = _write_local(request, frame, specs, brokers, strategy, current)
+    # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
+    return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
+
+
+def load_state(source: Source, topics: list[str], reporter: Reporter) -> ClusterState:
+    if source.snapshot_file:
+        from reassign_cli import snapshot
+
+        if source.zookeeper:
+            reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
+        return snapshot.loads(read_bytes(source.snapshot_file, "snapshot file"), partition_state=False)
+    assert source.zookeeper is not None, "the CLI requires --zookeeper without --snapshot"
+    return _read_zookeeper(source.zookeeper, source.zk_timeout, topics)
+
+
+def _read_zookeeper(connect_string: str, timeout: float, topics: list[str]) -> ClusterState:
+    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.read import read_state
+
+    with connect(connect_string, timeout) as client:
+        return read_state(client, topics=topics, timeout=timeout)
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise OperationalError(f"cannot read {what} {path}: {e.strerror or e}") from None
+
+
+def _write_local(
+    request: Request,
+    frame: tuple[str, str, str],
+    specs: Sequence[plan.TopicSpec],
+    brokers: Sequence[Broker],
+    strategy: Strategy,
+    current: Assignment,
+) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
+    stats = plan.PlanStats() if request.stats else None
+
+    def current_slices() -> Iterator[str]:
+        for chunk in plan.chunked(specs, CHUNK_PARTITIONS):
+            yield format_partition_entries({s.name: current[s.name] for s in chunk})
+
+    def proposed_slices() -> Iterator[str]:
+        for proposed in strategy.proposals(specs, brokers):
+            if stats is not None:
+                stats.add(plan.plan_stats(current, proposed))
+            yield format_partition_entries(proposed)
+
+    with _Outputs(request.output_dir, frame) as outs:
+        outs.write_current(current_slices())
+        outs.write_proposed(proposed_slices())
+    return stats, outs.paths
+
+
+def _write_spark(
+    request: Request,
+    frame: tuple[str, str, str],
+    specs: Sequence[plan.TopicSpec],
+    brokers: Sequence[Broker],
+    seed: int,
+    current: Assignment,
+) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
+    """The proposed document from Spark (which, with an output dir, writes the file itself), then the
+    statistics from the document read back. Spark runs before anything is written: if it fails, nothing
+    is left behind."""
+    from reassign_cli import spark_engine
+
+    with _Outputs(request.output_dir, frame) as outs:
+        out_path = outs.reserve_proposed()
+        text = spark_engine.proposed_json(
+            specs, brokers, seed, master=request.spark_master, verbose=request.verbose, out_path=out_path
+        )
+        outs.write_current(iter([format_partition_entries(current)]))
+        if text is not None:
+            outs.write_proposed(iter([text[len(DOC_HEAD) : -len(DOC_TAIL)]]))
+        else:
+            outs.proposed_written()
+        stats = None
+        if request.stats:
+            if text is None:
+                assert out_path is not None
+                text = read_bytes(out_path, "proposed plan").decode()
+            stats = plan.plan_stats(current, _assignment_of(text))
+    return stats, outs.paths
+
+
+def _assignment_of(doc: str | bytes) -> Assignment:
+    import orjson
+
+    assignment: Assignment = {}
+    for e in orjson.loads(doc)["partitions"]:
+        assignment.setdefault(e["topic"], {})[e["partition"]] = e["replicas"]
+    return assignment
+
+
+class _Outputs:
+    """Where the two documents go. On stdout: frame[0], current, frame[1], proposed, frame[2]. With an
+    output dir: DIR/current.json and DIR/proposed.json, each document and a newline, written under
+    temporary names in DIR and renamed into place only once both are complete; removed on any error or
+    interrupt."""
+
+    def __init__(self, output_dir: str | None, frame: tuple[str, str, str]) -> None:
+        self.output_dir = output_dir
+        self.frame = frame
+        self.paths: tuple[str, str] | None = None
+        self._tmps: dict[str, str] = {}
+        self._open: list[IO[str]] = []
+
+    def __enter__(self) -> _Outputs:
+        if self.output_dir is not None:
+            _make_dir(self.output_dir)
+        return self
+
+    def _file(self, name: str) -> IO[str]:
+        assert self.output_dir is not None
+        tmp = self._reserve(name)
+        f = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        self._open.append(f)
+        return f
+
+    def _reserve(self, name: str) -> str:
+        """A new empty file DIR/.NAME.<random>.partial, created with the mode a plain open() gives."""
+        assert self.output_dir is not None
+        for _ in range(100):
+            tmp = os.path.join(self.output_dir, f".{name}.{secrets.token_hex(4)}.partial")
+            try:
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                continue
+            except OSError as e:
+                path = os.path.join(self.output_dir, name)
+                raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
+            self._tmps[name] = tmp
+            return tmp
+        raise OperationalError(f"cannot create a temporary file in {self.output_dir}")  # pragma: no cover
+
+    def write_current(self, slices: Iterator[str]) -> None:
+        if self.output_dir is None:
+            sys.stdout.write(self.frame[0])
+            _write_document(sys.stdout, slices)
+            sys.stdout.write(self.frame[1])
+        else:
+            f = self._file(CURRENT_FILE)
+            _write_document(f, slices)
+            f.write("\n")
+
+    def write_proposed(self, slices: Iterator[str]) -> None:
+        if self.output_dir is None:
+            _write_document(sys.stdout, slices)
+            sys.stdout.write(self.frame[2])
+        else:
+            f = self._file(PROPOSED_FILE)
+            _write_document(f, slices)
+            f.write("\n")
+
+    def reserve_proposed(self) -> str | None:
+        """With an output dir, the temporary path another writer (Spark) fills with the proposed
+        document, without the final newline (see proposed_written)."""
+        return None if self.output_dir is None else self._reserve(PROPOSED_FILE)
+
+    def proposed_written(self) -> None:
+        with open(self._tmps[PROPOSED_FILE], "a", encoding="utf-8") as f:
+            f.write("\n")
+
+    def final_paths(self) -> tuple[str, str]:
+        assert self.output_dir is not None
+        return (os.path.join(self.output_dir, CURRENT_FILE), os.path.join(self.output_dir, PROPOSED_FILE))
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if self.output_dir is None:
+            if exc is None:
+                sys.stdout.flush()
+            return
+        try:
+            for f in self._open:
+                f.close()
+            if exc is None:
+                final = dict(zip((CURRENT_FILE, PROPOSED_FILE), self.final_paths(), strict=True))
+                for name, tmp in list(self._tmps.items()):
+                    os.replace(tmp, final[name])
+                    del self._tmps[name]
+                self.paths = self.final_paths()
+        except OSError as e:
+            raise OperationalError(f"cannot write into {self.output_dir}: {e.strerror or e}") from None
+        finally:
+            for tmp in self._tmps.values():
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+
+
+def _write_document(f: IO[str], slices: Iterator[str]) -> None:
+    """Kafka's reassignment document from its comma-joined entry slices (empty slices skipped)."""
+    f.write(DOC_HEAD)
+    first = True
+    for text in slices:
+        if text:
+            if not first:
+                f.write(",")
+            f.write(text)
+            first = False
+    f.write(DOC_TAIL)
+
+
+def _make_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OperationalError(f"cannot create directory {path}: {e.strerror or e}") from None
