@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 from reassign_cli.assign import assign_replicas
-from reassign_cli.model import format_reassignment_json
 from reassign_cli.plan import TopicRng
 from reassign_cli.render.generate import plan_stats
 from tests.cli.test_snapshot import broker_v5, fill_synthetic, kazoo
@@ -45,32 +44,72 @@ def as_assignment(doc: dict[str, Any]) -> dict[str, dict[int, list[int]]]:
 # -- the live cluster ------------------------------------------------------------------------
 
 
-def test_generate_text_exact_current_and_kafka_proposal(make_topic: MakeTopic, run_cli: RunCli) -> None:
-    a = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]})
-    b = make_topic({0: [3, 2, 1]})
-    r = run_cli("generate", "--topic", b, "--topic", a, "--broker-list", "1,2,3", "--seed", "42", "-q")
+KAFKA_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kafka"
+# Kafka's jar on known draws, and Kafka's own --generate output (see tests/fixtures/kafka/README.md).
+KAFKA_CASES = orjson.loads((KAFKA_FIXTURES / "assign_cases.json").read_bytes())["cases"]
+KAFKA_LIVE_TEXT = (KAFKA_FIXTURES / "generate-live.txt").read_text()
+
+
+def test_generate_text_is_kafkas_own_output(make_topic: MakeTopic, run_cli: RunCli) -> None:
+    """The topics Kafka 3.9.2's kafka-reassign-partitions --generate was run on, re-created with the same
+    assignments: our whole stdout is Kafka's, with the proposed replicas that Kafka's jar gives for the
+    seed's draws (the only difference Kafka's random draws allow)."""
+    make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}, name="kafka-fixture-a")
+    make_topic({0: [3, 2, 1]}, name="kafka-fixture-b")
+    live = [c for c in KAFKA_CASES if c.get("live")]
+    seed = live[0]["seed"]
+    assert {c["seed"] for c in live} == {seed}
+    r = run_cli(
+        "generate", "--topic", "kafka-fixture-b", "--topic", "kafka-fixture-a", "--broker-list", "1,2,3",
+        "--seed", str(seed), "-q",
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
-    current_line = r.stdout.split("\n")[1]
-    # Kafka's exact bytes: sorted by (topic, partition), compact, log_dirs "any".
-    assert current_line == format_reassignment_json(
-        {a: {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}, b: {0: [3, 2, 1]}}
+    # Kafka's proposed line with its (random) replica lists replaced, in order, by the jar's.
+    jar_lists = [
+        c["kafka"][p] for c in sorted(live, key=lambda c: c["topic"]) for p in sorted(c["kafka"], key=int)
+    ]
+    lists = iter(jar_lists)
+    kafka_lines = KAFKA_LIVE_TEXT.split("\n")
+    kafka_lines[4] = re.sub(
+        r'"replicas":\[[0-9,]*\]',
+        lambda _: '"replicas":[' + ",".join(map(str, next(lists))) + "]",
+        kafka_lines[4],
     )
-    assert current_line.startswith(
-        f'{{"version":1,"partitions":[{{"topic":"{min(a, b)}","partition":0,"replicas":'
+    assert next(lists, None) is None
+    assert r.stdout == "\n".join(kafka_lines)
+
+
+@pytest.mark.parametrize(
+    "case", KAFKA_CASES, ids=lambda c: f"{c['topic']}-seed{c['seed']}-{len(c['brokers'])}b"
+)
+def test_generate_proposal_is_kafkas_jar_output(
+    case: dict[str, Any], run_cli: RunCli, tmp_path: Path
+) -> None:
+    """For seed S and topic T whose two draws are equal, Kafka's jar with that fixed start index gives
+    exactly Kafka's --generate assignment: the CLI must propose the same (from a snapshot)."""
+    snap = {
+        "version": 1,
+        "brokers": [{"id": b, "rack": r} for b, r in case["brokers"]],
+        "topics": [{"topic": case["topic"], "partitions": [
+            {"partition": p, "replicas": [b for b, _ in case["brokers"][: case["rf"]]]}
+            for p in range(case["partitions"])
+        ]}],
+    }  # fmt: skip
+    (tmp_path / "snap.json").write_bytes(orjson.dumps(snap))
+    r = run_cli(
+        "generate",
+        "--snapshot",
+        tmp_path / "snap.json",
+        "--topic",
+        case["topic"],
+        "--seed",
+        str(case["seed"]),
+        "-q",
     )
-    current, proposed = split_text(r.stdout)
-    assert as_assignment(current) == {a: {0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3]}, b: {0: [3, 2, 1]}}
-    prop = as_assignment(proposed)
-    # exactly Kafka's algorithm with the (seed, topic) draws, over the brokers sorted by id with racks
-    assert prop[a] == assign_replicas(LIVE_BROKERS, 4, 2, rng=TopicRng(42, a))
-    assert prop[b] == assign_replicas(LIVE_BROKERS, 1, 3, rng=TopicRng(42, b))
-    # structural properties: same partitions, same RF, distinct replicas, one per rack with 3 racks
-    for reps in prop[a].values():
-        assert len(reps) == 2 and len(set(reps)) == 2
-    assert sorted(prop[b][0]) == [1, 2, 3]
-    keys = [(e["topic"], e["partition"]) for e in proposed["partitions"]]
-    assert keys == sorted(keys)
+    assert r.returncode == 0, r.stderr
+    proposed = as_assignment(split_text(r.stdout)[1])
+    assert proposed == {case["topic"]: {int(p): reps for p, reps in case["kafka"].items()}}
 
 
 def test_generate_is_deterministic_by_seed(make_topic: MakeTopic, run_cli: RunCli) -> None:

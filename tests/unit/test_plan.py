@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -300,3 +303,19 @@ def test_generate_plan_rf_larger_than_selected_brokers():
         generate_plan(cluster(), GenerateRequest(["orders"], broker_list=[1, 5], seed=1))
     assert str(info.value) == "Replication factor: 2 larger than available brokers: 1."
     assert info.value.exit_code == ExitCode.INVALID
+
+
+KAFKA_CASES = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "kafka" / "assign_cases.json").read_text()
+)["cases"]
+
+
+@pytest.mark.parametrize("case", KAFKA_CASES, ids=lambda c: f"{c['topic']}-seed{c['seed']}")
+def test_seeded_plan_matches_kafka_jar_fixture(case: dict[str, Any]) -> None:
+    """For seed S and topic T, the pinned draws (start index = replica shift) and Kafka's jar output
+    for them (tests/fixtures/kafka/assign_cases.json) are exactly what assign_topics proposes."""
+    n = len(case["brokers"])
+    assert topic_draws(case["seed"], case["topic"], n) == (case["start_index"], case["replica_shift"])
+    spec = TopicSpec(case["topic"], case["partitions"], case["rf"])
+    got = assign_topics([spec], [(b, r) for b, r in case["brokers"]], case["seed"])
+    assert got == {case["topic"]: {int(p): reps for p, reps in case["kafka"].items()}}
