@@ -408,10 +408,19 @@ def _rows(
     return old_rows, new_rows
 
 
+BINCOUNT_MAX_ID = 1 << 20
+
+
 def _count(flat: np.ndarray) -> Counter[int]:
     if flat.size == 0:
         return Counter()
-    ids, counts = np.unique(flat, return_counts=True)
+    lo, hi = int(flat.min()), int(flat.max())
+    if lo >= 0 and hi < BINCOUNT_MAX_ID:  # usual broker ids: counting by index beats sorting
+        counts = np.bincount(flat, minlength=hi + 1)
+        ids = np.flatnonzero(counts)
+        counts = counts[ids]
+    else:
+        ids, counts = np.unique(flat, return_counts=True)
     return Counter(dict(zip(ids.tolist(), counts.tolist(), strict=True)))
 
 

@@ -319,3 +319,23 @@ def test_seeded_plan_matches_kafka_jar_fixture(case: dict[str, Any]) -> None:
     spec = TopicSpec(case["topic"], case["partitions"], case["rf"])
     got = assign_topics([spec], [(b, r) for b, r in case["brokers"]], case["seed"])
     assert got == {case["topic"]: {int(p): reps for p, reps in case["kafka"].items()}}
+
+
+def test_plan_stats_with_ids_beyond_the_bincount_range_and_added_in_parts() -> None:
+    from collections import Counter
+
+    from reassign_cli.plan import PlanStats, plan_stats
+
+    current = {"t": {0: [2_000_000, 1], 1: [1, 5]}, "u": {0: [7, 5]}}
+    proposed = {"t": {0: [1, 2_000_000], 1: [5, 7]}, "u": {0: [7, 5]}}
+    st = plan_stats(current, proposed)
+    # worked out by hand: t/0 only swaps its leader, t/1 gains broker 7, u is unchanged
+    assert (st.partitions, st.partitions_changed, st.replicas_moved, st.leaders_changed) == (3, 2, 1, 2)
+    assert st.replicas_before == Counter({1: 2, 5: 2, 2_000_000: 1, 7: 1})
+    assert st.replicas_after == Counter({1: 1, 2_000_000: 1, 5: 2, 7: 2})
+    assert st.leaders_before == Counter({2_000_000: 1, 1: 1, 7: 1})
+    assert st.leaders_after == Counter({1: 1, 5: 1, 7: 1})
+    parts = PlanStats()
+    for topic in ("t", "u"):  # the pipeline adds the statistics of each chunk of topics
+        parts.add(plan_stats(current, {topic: proposed[topic]}))
+    assert parts == st
