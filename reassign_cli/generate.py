@@ -136,11 +136,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
-    frame = request.frame(seed)
-    if request.engine == "spark":
-        stats, files = _write_spark(request, frame, specs, brokers, seed, current)
-    else:
-        stats, files = _write_local(request, frame, specs, brokers, strategy, current)
+    job = _Job(request, request.frame(seed), specs, brokers, current, seed)
+    stats, files = _write_spark(job) if request.engine == "spark" else _write_local(job, strategy)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
     return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
 
@@ -186,15 +183,21 @@ def read_bytes(path: str, what: str) -> bytes:
         raise OperationalError(f"cannot read {what} {path}: {e.strerror or e}") from None
 
 
-def _write_local(
-    request: Request,
-    frame: tuple[str, str, str],
-    specs: Sequence[plan.TopicSpec],
-    brokers: Sequence[Broker],
-    strategy: Strategy,
-    current: Assignment,
-) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
-    stats = plan.PlanStats() if request.stats else None
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What the writers need, once every check has passed."""
+
+    request: Request
+    frame: tuple[str, str, str]
+    specs: Sequence[plan.TopicSpec]
+    brokers: Sequence[Broker]
+    current: Assignment
+    seed: int
+
+
+def _write_local(job: _Job, strategy: Strategy) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
+    specs, brokers, current = job.specs, job.brokers, job.current
+    stats = plan.PlanStats() if job.request.stats else None
 
     def current_slices() -> Iterator[str]:
         for chunk in plan.chunked(specs, CHUNK_PARTITIONS):
@@ -206,29 +209,28 @@ def _write_local(
                 stats.add(plan.plan_stats(current, proposed))
             yield format_partition_entries(proposed)
 
-    with _Outputs(request.output_dir, frame) as outs:
+    with _Outputs(job.request.output_dir, job.frame) as outs:
         outs.write_current(current_slices())
         outs.write_proposed(proposed_slices())
     return stats, outs.paths
 
 
-def _write_spark(
-    request: Request,
-    frame: tuple[str, str, str],
-    specs: Sequence[plan.TopicSpec],
-    brokers: Sequence[Broker],
-    seed: int,
-    current: Assignment,
-) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
+def _write_spark(job: _Job) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
     """The proposed document from Spark (which, with an output dir, writes the file itself), then the
     statistics from the document read back. Spark runs before anything is written: if it fails, nothing
     is left behind."""
     from reassign_cli import spark_engine
 
-    with _Outputs(request.output_dir, frame) as outs:
+    request, current = job.request, job.current
+    with _Outputs(request.output_dir, job.frame) as outs:
         out_path = outs.reserve_proposed()
         text = spark_engine.proposed_json(
-            specs, brokers, seed, master=request.spark_master, verbose=request.verbose, out_path=out_path
+            job.specs,
+            job.brokers,
+            job.seed,
+            master=request.spark_master,
+            verbose=request.verbose,
+            out_path=out_path,
         )
         outs.write_current(iter([format_partition_entries(current)]))
         if text is not None:
@@ -295,23 +297,19 @@ class _Outputs:
         raise OperationalError(f"cannot create a temporary file in {self.output_dir}")  # pragma: no cover
 
     def write_current(self, slices: Iterator[str]) -> None:
-        if self.output_dir is None:
-            sys.stdout.write(self.frame[0])
-            _write_document(sys.stdout, slices)
-            sys.stdout.write(self.frame[1])
-        else:
-            f = self._file(CURRENT_FILE)
-            _write_document(f, slices)
-            f.write("\n")
+        self._write(CURRENT_FILE, self.frame[0], slices, self.frame[1])
 
     def write_proposed(self, slices: Iterator[str]) -> None:
-        if self.output_dir is None:
-            _write_document(sys.stdout, slices)
-            sys.stdout.write(self.frame[2])
-        else:
-            f = self._file(PROPOSED_FILE)
-            _write_document(f, slices)
-            f.write("\n")
+        self._write(PROPOSED_FILE, "", slices, self.frame[2])
+
+    def _write(self, name: str, before: str, slices: Iterator[str], after: str) -> None:
+        """On stdout, framed; in a file, the document and a newline."""
+        f = sys.stdout if self.output_dir is None else self._file(name)
+        if self.output_dir is not None:
+            before, after = "", "\n"
+        f.write(before)
+        _write_document(f, slices)
+        f.write(after)
 
     def reserve_proposed(self) -> str | None:
         """With an output dir, the temporary path another writer (Spark) fills with the proposed
