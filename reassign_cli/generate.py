@@ -2,9 +2,9 @@
 
 The CLI command (cli/generate.py) only parses options, calls `run` and renders what it returns. The
 documents are streamed: Kafka's strategy plans and formats a chunk of topics at a time, so neither the
-proposed assignment nor either JSON document is ever held whole (10M partitions fit in a fraction of
-the memory of the state itself). Files are written under a temporary name and renamed once complete,
-so an error or Ctrl-C never leaves a partial current.json or proposed.json.
+proposed assignment nor either JSON document is ever held whole: they add about one chunk of text to
+the memory of the state itself. Files are written under a temporary name and renamed once complete, so
+an error or Ctrl-C never leaves a partial current.json or proposed.json.
 
 Strategies are pluggable: a `Strategy` yields the proposal in topic-name order, in chunks of any size
 (Kafka's, topic by topic, in bounded chunks; a whole-cluster optimiser may yield everything at once),
@@ -56,12 +56,18 @@ class Request:
     rack_aware: bool = True
     seed: int | None = None  # None: a fresh random seed, reported through Reporter.seed_chosen
     output_dir: str | None = None  # None: both documents on stdout, framed as in `frame`
-    # On stdout: the text before, between and after the two documents, given the seed.
-    frame: Callable[[int], tuple[str, str, str]] = lambda seed: ("", "\n", "\n")
+    # On stdout: the text before, between and after the two documents, given the seed and the
+    # strategy's own statistics (None for Kafka's); called again for "after" once those are known.
+    frame: Callable[[int, Mapping[str, Any] | None], tuple[str, str, str]] = lambda seed, extra: (
+        "",
+        "\n",
+        "\n",
+    )
     engine: str = "local"  # or "spark"
     spark_master: str = "local[*]"
     verbose: bool = False
     stats: bool = True  # count the summary statistics (skipped with -q)
+    strategy: Callable[[int], Strategy] | None = None  # given the seed; None: Kafka's (KafkaStrategy)
 
 
 class Reporter(Protocol):
@@ -131,12 +137,12 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         reporter.warning(w)
     specs = plan.topic_specs(state, request.topics)
     seed = plan.random_seed() if request.seed is None else request.seed
-    strategy = KafkaStrategy(seed)
+    strategy = (request.strategy or KafkaStrategy)(seed)
     strategy.check(specs, brokers)
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
-    job = _Job(request, request.frame(seed), specs, brokers, current, seed)
+    job = _Job(request, request.frame(seed, None), specs, brokers, current, seed)
     stats, files = _write_spark(job) if request.engine == "spark" else _write_local(job, strategy)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
     return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
@@ -211,7 +217,7 @@ def _write_local(job: _Job, strategy: Strategy) -> tuple[plan.PlanStats | None, 
 
     with _Outputs(job.request.output_dir, job.frame) as outs:
         outs.write_current(current_slices())
-        outs.write_proposed(proposed_slices())
+        outs.write_proposed(proposed_slices(), lambda: job.request.frame(job.seed, strategy.extra_stats())[2])
     return stats, outs.paths
 
 
@@ -299,17 +305,18 @@ class _Outputs:
     def write_current(self, slices: Iterator[str]) -> None:
         self._write(CURRENT_FILE, self.frame[0], slices, self.frame[1])
 
-    def write_proposed(self, slices: Iterator[str]) -> None:
-        self._write(PROPOSED_FILE, "", slices, self.frame[2])
+    def write_proposed(self, slices: Iterator[str], after: Callable[[], str] | None = None) -> None:
+        """`after`, if given, replaces frame[2]; it is asked for once the slices are written."""
+        self._write(PROPOSED_FILE, "", slices, after or (lambda: self.frame[2]))
 
-    def _write(self, name: str, before: str, slices: Iterator[str], after: str) -> None:
+    def _write(self, name: str, before: str, slices: Iterator[str], after: str | Callable[[], str]) -> None:
         """On stdout, framed; in a file, the document and a newline."""
         f = sys.stdout if self.output_dir is None else self._file(name)
         if self.output_dir is not None:
             before, after = "", "\n"
         f.write(before)
         _write_document(f, slices)
-        f.write(after)
+        f.write(after if isinstance(after, str) else after())
 
     def reserve_proposed(self) -> str | None:
         """With an output dir, the temporary path another writer (Spark) fills with the proposed

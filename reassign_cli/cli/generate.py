@@ -137,7 +137,8 @@ def command(
             out.result(f"{CURRENT_HEADER} written to {current_path}")
             out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
     if result.stats is not None:
-        table = summary_table(result.stats, [b.id for b in result.brokers], every_broker=opts.verbose)
+        ids = [b.id for b in result.brokers]
+        table = summary_table(result.stats, ids, every_broker=opts.verbose, extra_stats=result.extra_stats)
         out.renderable(table)
     keep_until_exit(*result.kept)  # freeing a 1M-partition state object by object serves nothing at exit
 

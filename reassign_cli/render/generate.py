@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
+import orjson
 from rich.table import Table
 
 from reassign_cli.plan import PlanStats, plan_stats
@@ -15,29 +17,42 @@ CURRENT_HEADER = "Current partition replica assignment"
 PROPOSED_HEADER = "Proposed partition reassignment configuration"
 
 
-def output_frame(json_mode: bool, seed: int) -> tuple[str, str, str]:
+def output_frame(
+    json_mode: bool, seed: int, extra_stats: Mapping[str, Any] | None = None
+) -> tuple[str, str, str]:
     """What goes before the current document, between the two, and after the proposed one.
 
     Text: exactly Kafka's --generate output (a header, the JSON, a blank line, the second header, the JSON).
     JSON: one document {"seed":N,"current":<Kafka doc>,"proposed":<Kafka doc>}, the Kafka documents embedded
-    byte for byte as in the text output (they are compact JSON already)."""
+    byte for byte as in the text output (they are compact JSON already), plus "stats" when a strategy
+    reports figures of its own (extra_stats)."""
     if json_mode:
-        return f'{{"seed":{int(seed)},"current":', ',"proposed":', "}\n"
+        tail = "" if extra_stats is None else ',"stats":' + orjson.dumps(dict(extra_stats)).decode()
+        return f'{{"seed":{int(seed)},"current":', ',"proposed":', tail + "}\n"
     return f"{CURRENT_HEADER}\n", f"\n\n{PROPOSED_HEADER}\n", "\n"
 
 
 MAX_BROKER_ROWS = 30  # more brokers than this: a condensed table unless --verbose
 
 
-def summary_table(st: PlanStats, selected: Iterable[int], *, every_broker: bool = False) -> Table:
+def summary_table(
+    st: PlanStats,
+    selected: Iterable[int],
+    *,
+    every_broker: bool = False,
+    extra_stats: Mapping[str, Any] | None = None,
+) -> Table:
     """Per broker: replicas and preferred leaders before and after (brokers outside the plan marked).
-    With more than MAX_BROKER_ROWS brokers (and not every_broker): min / mean / max over the brokers."""
+    With more than MAX_BROKER_ROWS brokers (and not every_broker): min / mean / max over the brokers.
+    A strategy's own figures (extra_stats), if any, follow the caption as "name: value"."""
     chosen = set(selected)
     ids = sorted(chosen | set(st.replicas_before) | set(st.replicas_after))
     caption = (
         f"{st.partitions_changed} of {st.partitions} partitions change, {st.replicas_moved} replicas "
         f"move, {st.leaders_changed} preferred leaders change"
     )
+    if extra_stats:
+        caption += "".join(f"\n{name}: {value}" for name, value in extra_stats.items())
     condensed = len(ids) > MAX_BROKER_ROWS and not every_broker
     table = Table(
         title=f"Proposed plan over {len(chosen)} brokers" if condensed else "Proposed plan by broker",
