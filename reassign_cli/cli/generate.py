@@ -114,6 +114,8 @@ def command(
     topic as in Kafka, but drawn from --seed, so it can be reproduced exactly.
     """
     ctx = click.get_current_context()
+    if not topics_file and not topic_opts:
+        raise UsageError("one of --topics-to-move-json-file or --topic is required")
     if _from_command_line(ctx, "spark_master") and engine != "spark":
         raise UsageError("--spark-master needs --engine spark")
     if snapshot_file and _from_command_line(ctx, "zookeeper"):
@@ -144,8 +146,6 @@ def command(
 
 
 def _topics(topics_file: str | None, topic_opts: tuple[str, ...]) -> list[str]:
-    if not topics_file and not topic_opts:
-        raise UsageError("one of --topics-to-move-json-file or --topic is required")
     topics: list[str] = []
     if topics_file:
         topics += parse_topics_to_move(generate.read_bytes(topics_file, "topics-to-move file"))
