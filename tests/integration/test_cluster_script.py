@@ -208,14 +208,20 @@ def topic_works(bootstrap: str, zookeeper: str | None = None) -> bool:
                 f.get(timeout=60)
         finally:
             producer.close(timeout=10)
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=20000
-        )
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
         try:
             tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
             consumer.assign(tps)
             consumer.seek_to_beginning(*tps)
-            values = sorted(r.value for r in consumer)
+            records: list[Any] = []
+
+            def all_read() -> bool:
+                for batch in consumer.poll(timeout_ms=500).values():
+                    records.extend(batch)
+                return len(records) >= 10
+
+            wait_until(all_read, timeout=60, message=lambda: f"10 records in {topic}, got {len(records)}")
+            values = sorted(r.value for r in records)
         finally:
             consumer.close()
         assert values == sorted(f"v{i}".encode() for i in range(10))
