@@ -928,7 +928,9 @@ def write_env(c: Cluster) -> None:
         cports = c.controller_ports()
         lines["CLUSTER_CONTROLLER_PORTS"] = ",".join(str(cports[i]) for i in BROKER_IDS)
     # Kafka 4.x's own kafka-reassign-partitions (java -cp "$KAFKA_TOOLS_CLASSPATH" <main> ...)
-    lines["KAFKA_TOOLS_CLASSPATH"] = f"{ensure_jars(kafka4_version())}/*"
+    libs4 = jars_dir(kafka4_version())
+    if jars_present(libs4, kafka4_version()):
+        lines["KAFKA_TOOLS_CLASSPATH"] = f"{libs4}/*"
     tmp = c.env_file.with_suffix(".tmp")
     tmp.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
     tmp.replace(c.env_file)
@@ -1030,6 +1032,10 @@ def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None) -> int:
     version = version or kafka_version()
     check_mode(c, mode, version)
     ensure_jars(version)
+    try:  # fetched before anything starts, so that the env file can name it
+        ensure_jars(kafka4_version())
+    except ClusterError as e:
+        say(f"warning: KAFKA_TOOLS_CLASSPATH left out of the env file: {e}")
     running = [n for n in c.names() if c.alive(n)] if c.load_state() else []
     if running and len(running) == len(c.names()):
         with contextlib.suppress(ClusterError, OSError, ValueError, struct.error):

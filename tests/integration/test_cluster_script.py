@@ -23,22 +23,10 @@ from tests.clusters import (
     kafka_tool,
     read_jaas_client,
     read_properties,
+    script,
 )
 from tests.conftest import Cluster
-from tests.helpers import CLUSTER_SCRIPT, PYTHON, REPO, read_env_file, unique_name, wait_until
-
-
-def script(*args: str, directory: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUSTER_")}
-    env["CLUSTER_DIR"] = str(directory)
-    return subprocess.run(
-        [str(CLUSTER_SCRIPT), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-        stdin=subprocess.DEVNULL,
-    )
+from tests.helpers import PYTHON, REPO, read_env_file, unique_name, wait_until
 
 
 def listening(port: int) -> bool:
