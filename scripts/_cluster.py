@@ -507,17 +507,15 @@ def controller_id(port: int, tls: ssl.SSLContext | None = None) -> int | None:
 
 def kafka_metadata(port: int, timeout: float = 5.0) -> tuple[list[int], int]:
     """Metadata v1 (no topics) from one broker: (broker ids it knows, controller id)."""
-    racks, ctrl = kafka_brokers(port, 1, timeout)
+    racks, ctrl = kafka_brokers(port, timeout)
     return sorted(racks), ctrl
 
 
-def kafka_brokers(port: int, version: int = 4, timeout: float = 5.0) -> tuple[dict[int, str | None], int]:
-    """Metadata v1 or v4 (no topics) from one broker: ({broker id: rack}, controller id).
-    v4 for KRaft: Kafka 4.x no longer answers Metadata below v4 (KIP-896)."""
+def kafka_brokers(port: int, timeout: float = 5.0) -> tuple[dict[int, str | None], int]:
+    """Metadata v1 (no topics) from one broker: ({broker id: rack}, controller id). Kafka 3.9 and
+    4.3.1 both answer v1 (checked); in KRaft the "controller" is a live broker, not the active controller."""
     client = b"cluster-script"
-    req = struct.pack(">hhih", 3, version, 1, len(client)) + client + struct.pack(">i", 0)
-    if version >= 4:
-        req += b"\0"  # allow_auto_topic_creation=false
+    req = struct.pack(">hhih", 3, 1, 1, len(client)) + client + struct.pack(">i", 0)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(struct.pack(">i", len(req)) + req)
 
@@ -532,7 +530,7 @@ def kafka_brokers(port: int, version: int = 4, timeout: float = 5.0) -> tuple[di
 
         (n,) = struct.unpack(">i", recv_exact(4))
         body = recv_exact(n)
-    off = 4 + (4 if version >= 3 else 0)  # correlation id, throttle_time_ms
+    off = 4  # correlation id
     (count,) = struct.unpack_from(">i", body, off)
     off += 4
     racks: dict[int, str | None] = {}
@@ -544,9 +542,6 @@ def kafka_brokers(port: int, version: int = 4, timeout: float = 5.0) -> tuple[di
         (rl,) = struct.unpack_from(">h", body, off)
         racks[node] = body[off + 2 : off + 2 + rl].decode() if rl >= 0 else None
         off += 2 + max(rl, 0)  # rack (nullable)
-    if version >= 2:
-        (cl,) = struct.unpack_from(">h", body, off)
-        off += 2 + max(cl, 0)  # cluster_id (nullable)
     (ctrl,) = struct.unpack_from(">i", body, off)
     return racks, ctrl
 
