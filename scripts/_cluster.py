@@ -546,6 +546,31 @@ def kafka_brokers(port: int, timeout: float = 5.0) -> tuple[dict[int, str | None
     return racks, ctrl
 
 
+def pids_connected_to(port: int, pids: list[int]) -> set[int] | None:
+    """Which of pids hold an established TCP connection to 127.0.0.1:port (Linux /proc; None elsewhere).
+    After a ZooKeeper restart its restored sessions keep the brokers' ephemeral znodes, so registration
+    alone does not show that a broker is back: its connection does."""
+    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
+    if not tables[0].exists():
+        return None
+    inodes = set()
+    for table in tables:
+        with contextlib.suppress(OSError):
+            for line in table.read_text().splitlines()[1:]:
+                f = line.split()
+                if f[3] == "01" and int(f[2].rsplit(":", 1)[1], 16) == port:  # ESTABLISHED, remote port
+                    inodes.add(f"socket:[{f[9]}]")
+    out = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        out.add(pid)
+                        break
+    return out
+
+
 def listening(port: int) -> bool:
     try:
         with socket.create_connection((HOST, port), timeout=1):
@@ -1253,8 +1278,8 @@ def cmd_stop_zookeeper(c: Cluster) -> int:
 
 
 def cmd_start_zookeeper(c: Cluster) -> int:
-    """Start ZooKeeper again on its data; wait until every running broker is registered and a
-    controller is elected (brokers resume their sessions or re-register)."""
+    """Start ZooKeeper again on its data; wait until every running broker is connected to it again and
+    registered, and a controller is elected (brokers resume their sessions or re-register)."""
     zk_port = needs_zookeeper(c)
     if c.alive("zookeeper"):
         say("zookeeper is already running")
@@ -1265,12 +1290,18 @@ def cmd_start_zookeeper(c: Cluster) -> int:
             c.stop(["zookeeper"])
             raise
     live = {i for i in BROKER_IDS if c.alive(f"broker-{i}")}
+    pids = [p for p in (c.pid(f"broker-{i}") for i in sorted(live)) if p is not None]
     tls = c.tls()
-    wait_for(
-        lambda: set(registered_brokers(zk_port, tls)) == live and controller_id(zk_port, tls) is not None,
-        START_TIMEOUT,
-        f"brokers {sorted(live)} registered and a controller elected",
-    )
+
+    def back() -> bool:
+        connected = pids_connected_to(zk_port, pids)
+        return (
+            (connected is None or connected == set(pids))
+            and set(registered_brokers(zk_port, tls)) == live
+            and controller_id(zk_port, tls) is not None
+        )
+
+    wait_for(back, START_TIMEOUT, f"brokers {sorted(live)} reconnected and registered, a controller elected")
     say(f"zookeeper running; brokers {','.join(map(str, sorted(live)))} registered")
     return 0
 

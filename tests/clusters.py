@@ -21,8 +21,6 @@ import pytest
 
 from tests.helpers import CLUSTER_SCRIPT, REPO, read_env_file
 
-BROKER_IDS = [1, 2, 3]
-
 
 def script(*args: str, directory: Path, timeout: float = 400) -> subprocess.CompletedProcess[str]:
     """scripts/cluster ARGS with CLUSTER_DIR=directory; the caller's CLUSTER_* settings are dropped."""
