@@ -1,4 +1,10 @@
-"""Local ZooKeeper + 3 Kafka 3.9 brokers (ZooKeeper mode) from Maven jars. Standard library only.
+"""Local Kafka test clusters from Maven Central jars. Standard library only.
+
+Three modes, chosen at `up` and remembered in state.json:
+  zk      ZooKeeper + 3 Kafka 3.9 brokers in ZooKeeper mode (the default)
+  secure  the same, ZooKeeper with SASL DIGEST-MD5 and a TLS-only client port, brokers with
+          zookeeper.set.acl=true authenticating over TLS
+  kraft   3 combined KRaft nodes (broker+controller), Kafka 3.9.x or 4.x
 
 Called by scripts/cluster (see `scripts/cluster --help` and docs/cluster.md). Everything lives under the
 state directory ($CLUSTER_DIR, default <repo>/.cluster): configs, data, logs, pid files, the ports
@@ -7,6 +13,7 @@ chosen, and the `env` file the tests and the demo read.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -15,6 +22,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -25,6 +33,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 POM = REPO / "scripts" / "maven" / "kafka-pom.xml"
+# Kafka 4.x: Log4j 2 binding and the kafka-tools jar (its kafka-reassign-partitions is the tests' judge).
+POM4 = REPO / "scripts" / "maven" / "kafka4-pom.xml"
 BROKER_ENV_FILE = REPO / "docker" / "kafka-broker.env"
 
 BROKER_IDS = (1, 2, 3)
@@ -35,6 +45,10 @@ HOST = "127.0.0.1"
 
 ZK_HEAP = "-Xms128m -Xmx256m"
 BROKER_HEAP = "-Xms512m -Xmx768m"
+EXTRA_BROKER_HEAP = "-Xms256m -Xmx640m"  # brokers of the extra (secure, KRaft) test clusters
+MODES = ("zk", "secure", "kraft")
+SASL_USER = "kafka"
+REASSIGN_MAIN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 JVM_COMMON = ["-XX:-UsePerfData", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 START_TIMEOUT = float(os.environ.get("CLUSTER_TIMEOUT", "180"))
@@ -65,6 +79,34 @@ log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.org.apache.kafka.clients.NetworkClient=WARN
 """
 
+# Kafka 4.x logs through Log4j 2 (properties format: no extra jar needed).
+LOG4J2 = """\
+# Written by scripts/cluster. Console output goes to the process log file.
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.network.name = org.apache.kafka.clients.NetworkClient
+logger.network.level = WARN
+"""
+
+LOG4J2_TOOLS = """\
+# Written by scripts/cluster for Kafka 4.x tools: warnings and errors on stderr.
+status = error
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.stderr.ref = STDERR
+"""
+
 
 class ClusterError(Exception):
     pass
@@ -77,14 +119,25 @@ def say(msg: str) -> None:
 # --------------------------------------------------------------------------- settings
 
 
-def kafka_version() -> str:
-    env = os.environ.get("KAFKA_VERSION")
-    if env:
-        return env
-    m = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", POM.read_text())
+def pom_version(pom: Path) -> str:
+    m = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", pom.read_text())
     if not m:
-        raise ClusterError(f"no <kafka.version> in {POM}")
+        raise ClusterError(f"no <kafka.version> in {pom}")
     return m.group(1).strip()
+
+
+def kafka_version() -> str:
+    """The ZooKeeper-mode version (3.9.x): $KAFKA_VERSION or the pom's."""
+    return os.environ.get("KAFKA_VERSION") or pom_version(POM)
+
+
+def kafka4_version() -> str:
+    """The newest Kafka 4.x this project tests against (KRaft only; also the kafka-tools judge)."""
+    return os.environ.get("KAFKA4_VERSION") or pom_version(POM4)
+
+
+def is_kafka4(version: str) -> bool:
+    return int(version.split(".")[0]) >= 4
 
 
 def env_name_to_property(name: str) -> str:
@@ -138,6 +191,126 @@ def zk_config(data_dir: Path, port: int) -> dict[str, str]:
     }
 
 
+def kraft_properties(
+    node_id: int, port: int, controller_ports: dict[int, int], log_dirs: list[str], meta_dir: str
+) -> dict[str, str]:
+    """A combined broker+controller KRaft node with a static three-voter quorum."""
+    voters = ",".join(f"{i}@{HOST}:{p}" for i, p in sorted(controller_ports.items()))
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "broker.rack": RACKS[node_id],
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{controller_ports[node_id]}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": ",".join(log_dirs),
+        "metadata.log.dir": meta_dir,  # kept apart so that both log dirs hold partitions only
+    }
+    props.update({k: v for k, v in shared_broker_settings().items() if not k.startswith("zookeeper.")})
+    return props
+
+
+def zk_tls_client_properties(secrets: Path, key_password: str) -> dict[str, str]:
+    """TLS settings of a ZooKeeper client, in Kafka's names (server.properties and the
+    --zk-tls-config-file of Kafka's tools): PEM files, the key encrypted with key_password."""
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.keystore.location": str(secrets / "client.pem"),
+        "zookeeper.ssl.keystore.password": key_password,
+        "zookeeper.ssl.keystore.type": "PEM",
+        "zookeeper.ssl.truststore.location": str(secrets / "ca.pem"),
+        "zookeeper.ssl.truststore.type": "PEM",
+    }
+
+
+def secure_zk_config(data_dir: Path, port: int, secrets: Path, key_password: str) -> dict[str, str]:
+    """ZooKeeper with a TLS-only client port and SASL (DIGEST-MD5, see the server JAAS file).
+    Unknown zoo.cfg keys become zookeeper.* system properties, which is how authProvider is set."""
+    cfg = zk_config(data_dir, port)
+    del cfg["clientPort"], cfg["clientPortAddress"]
+    cfg.update(
+        {
+            "secureClientPort": str(port),
+            "secureClientPortAddress": HOST,
+            "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+            "ssl.keyStore.location": str(secrets / "server.pem"),
+            "ssl.keyStore.password": key_password,
+            "ssl.keyStore.type": "PEM",
+            "ssl.trustStore.location": str(secrets / "ca.pem"),
+            "ssl.trustStore.type": "PEM",
+            # No client certificates asked: with them ZooKeeper would add the certificate's x509 id to
+            # every creator ACL and let any holder of the certificate write without SASL.
+            "ssl.clientAuth": "none",
+            "authProvider.sasl": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+        }
+    )
+    return cfg
+
+
+def secure_broker_properties(
+    broker_id: int, port: int, zk_port: int, log_dirs: list[str], secrets: Path, key_password: str
+) -> dict[str, str]:
+    props = broker_properties(broker_id, port, zk_port, log_dirs)
+    props["zookeeper.set.acl"] = "true"  # znodes get sasl:<user> creator ACLs (+ world read if not sensitive)
+    props.update(zk_tls_client_properties(secrets, key_password))
+    return props
+
+
+def jaas_text(section: str, username: str, password: str) -> str:
+    if section == "Server":  # DigestLoginModule's server side: one user_<name>="<password>" per user
+        opts = f'user_{username}="{password}"'
+    else:
+        opts = f'username="{username}"\n  password="{password}"'
+    return f"{section} {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  {opts};\n}};\n"
+
+
+def make_secrets(secrets: Path) -> dict[str, str]:
+    """A throw-away CA, a server and a client certificate (SAN 127.0.0.1/localhost) with encrypted PEM
+    keys, and random passwords; returned as {"sasl_password", "key_password"}."""
+    import secrets as rnd
+
+    shutil.rmtree(secrets, ignore_errors=True)
+    secrets.mkdir(parents=True)
+    os.chmod(secrets, 0o700)
+    pw = {"sasl_password": rnd.token_urlsafe(18), "key_password": rnd.token_urlsafe(18)}
+    ext = secrets / "ext.cnf"
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
+        "basicConstraints=CA:FALSE\n"
+    )
+
+    def ossl(*args: str) -> None:
+        r = subprocess.run(["openssl", *args], cwd=secrets, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ClusterError(f"openssl {args[0]} failed: {r.stderr.strip()[-800:]}")
+
+    if not shutil.which("openssl"):
+        raise ClusterError("`up --secure` needs openssl on PATH to make the test certificates")
+    ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+         "-days", "30", "-subj", "/CN=reassign-cli test CA")  # fmt: skip
+    for name in ("server", "client"):
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", f"/CN=reassign-cli-{name}")  # fmt: skip
+        ossl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-days", "30", "-out", f"{name}.crt", "-extfile", "ext.cnf")  # fmt: skip
+        # PBE-SHA1-3DES: an encrypted PKCS#8 key both Java's PEM loader and Python's ssl read
+        ossl("pkcs8", "-topk8", "-v1", "PBE-SHA1-3DES", "-in", f"{name}.key", "-out", f"{name}.key.enc",
+             "-passout", f"pass:{pw['key_password']}")  # fmt: skip
+        pem = (secrets / f"{name}.key.enc").read_text() + (secrets / f"{name}.crt").read_text()
+        (secrets / f"{name}.pem").write_text(pem)
+    for junk in ("ca.key", "ca.srl", "ext.cnf", "server.key", "client.key", "server.csr", "client.csr",
+                 "server.key.enc", "client.key.enc", "server.crt", "client.crt"):  # fmt: skip
+        (secrets / junk).unlink(missing_ok=True)
+    (secrets / "zk-server-jaas.conf").write_text(jaas_text("Server", SASL_USER, pw["sasl_password"]))
+    (secrets / "zk-client-jaas.conf").write_text(jaas_text("Client", SASL_USER, pw["sasl_password"]))
+    write_properties(secrets / "zk-tls.properties", zk_tls_client_properties(secrets, pw["key_password"]))
+    return pw
+
+
 def write_properties(path: Path, props: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = "# Written by scripts/cluster\n" + "".join(f"{k}={v}\n" for k, v in props.items())
@@ -147,35 +320,39 @@ def write_properties(path: Path, props: dict[str, str]) -> None:
 # --------------------------------------------------------------------------- jars
 
 
-def jars_dir() -> Path:
+def jars_dir(version: str | None = None) -> Path:
+    version = version or kafka_version()
     env = os.environ.get("KAFKA_JARS_DIR")
-    if env:
+    if env and version == kafka_version():
         return Path(env)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "reassign_cli" / f"kafka-{kafka_version()}" / "libs"
+    return cache / "reassign_cli" / f"kafka-{version}" / "libs"
 
 
-def jars_present(libs: Path) -> bool:
-    v = kafka_version()
-    return (libs / f"kafka_2.13-{v}.jar").is_file() and any(libs.glob("slf4j-reload4j-*.jar"))
+def jars_present(libs: Path, version: str) -> bool:
+    if not (libs / f"kafka_2.13-{version}.jar").is_file():
+        return False
+    if is_kafka4(version):
+        return (libs / f"kafka-tools-{version}.jar").is_file() and any(libs.glob("log4j-slf4j-impl-*.jar"))
+    return any(libs.glob("slf4j-reload4j-*.jar"))
 
 
-def ensure_jars() -> Path:
-    libs = jars_dir()
-    if jars_present(libs):
+def ensure_jars(version: str | None = None) -> Path:
+    v = version or kafka_version()
+    libs = jars_dir(v)
+    if jars_present(libs, v):
         return libs
     if not shutil.which("mvn"):
         raise ClusterError(f"Kafka jars missing in {libs} and no `mvn` on PATH to fetch them")
-    v = kafka_version()
     say(f"fetching Kafka {v} jars from Maven Central into {libs} ...")
     libs.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="libs.", dir=libs.parent))
     cmd = [
-        "mvn", "-q", "-B", "-f", str(POM), f"-Dkafka.version={v}",
+        "mvn", "-q", "-B", "-f", str(POM4 if is_kafka4(v) else POM), f"-Dkafka.version={v}",
         "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={tmp}",
     ]  # fmt: skip
     r = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if r.returncode != 0 or not jars_present(tmp):
+    if r.returncode != 0 or not jars_present(tmp, v):
         shutil.rmtree(tmp, ignore_errors=True)
         tail = "\n".join((r.stdout + r.stderr).splitlines()[-20:])
         raise ClusterError(f"mvn could not fetch the Kafka {v} jars:\n{tail}")
@@ -186,6 +363,28 @@ def ensure_jars() -> Path:
     return libs
 
 
+def tools_log_config(libs: Path) -> Path:
+    """A Log4j 2 config for Kafka 4.x command-line tools: warnings and errors on stderr only."""
+    path = libs.parent / "tools-log4j2.properties"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J2_TOOLS)
+        tmp.replace(path)
+    return path
+
+
+def kafka_tool_command(tool: str, args: list[str]) -> list[str]:
+    """java command line for a Kafka 4.x tool (only reassign-partitions is wired up)."""
+    if tool != "reassign-partitions":
+        raise ClusterError(f"unknown kafka tool {tool!r} (known: reassign-partitions)")
+    libs = ensure_jars(kafka4_version())
+    java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
+    return [
+        java, "-Xmx256m", *JVM_COMMON, f"-Dlog4j2.configurationFile={tools_log_config(libs)}",
+        "-cp", f"{libs}/*", REASSIGN_MAIN, *args,
+    ]  # fmt: skip
+
+
 # --------------------------------------------------------------------------- tiny ZooKeeper client
 
 
@@ -194,8 +393,10 @@ class MiniZk:
 
     NONODE = -101
 
-    def __init__(self, port: int, timeout: float = 5.0) -> None:
+    def __init__(self, port: int, timeout: float = 5.0, tls: ssl.SSLContext | None = None) -> None:
         self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        if tls is not None:  # the secure cluster's TLS-only port (no SASL: world-readable znodes only)
+            self.sock = tls.wrap_socket(self.sock, server_hostname=HOST)
         self.xid = 0
         # ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd
         self._send(struct.pack(">iqiqi", 0, 0, 10000, 0, 16) + b"\0" * 16 + b"\0")  # readOnly=false
@@ -266,26 +467,26 @@ class MiniZk:
 
 
 @contextlib.contextmanager
-def zk_session(port: int) -> Iterator[MiniZk]:
-    zk = MiniZk(port)
+def zk_session(port: int, tls: ssl.SSLContext | None = None) -> Iterator[MiniZk]:
+    zk = MiniZk(port, tls=tls)
     try:
         yield zk
     finally:
         zk.close()
 
 
-def zk_ok(port: int) -> bool:
+def zk_ok(port: int, tls: ssl.SSLContext | None = None) -> bool:
     try:
-        with zk_session(port) as zk:
+        with zk_session(port, tls) as zk:
             zk.exists("/")
         return True
     except OSError:
         return False
 
 
-def registered_brokers(port: int) -> dict[int, dict[str, object]]:
+def registered_brokers(port: int, tls: ssl.SSLContext | None = None) -> dict[int, dict[str, object]]:
     """Broker id -> its registration JSON, under the chroot; {} if nothing is registered."""
-    with zk_session(port) as zk:
+    with zk_session(port, tls) as zk:
         ids = zk.children(f"{CHROOT}/brokers/ids") or []
         out: dict[int, dict[str, object]] = {}
         for i in ids:
@@ -295,8 +496,8 @@ def registered_brokers(port: int) -> dict[int, dict[str, object]]:
         return out
 
 
-def controller_id(port: int) -> int | None:
-    with zk_session(port) as zk:
+def controller_id(port: int, tls: ssl.SSLContext | None = None) -> int | None:
+    with zk_session(port, tls) as zk:
         data = zk.get(f"{CHROOT}/controller")
     return int(json.loads(data)["brokerid"]) if data else None
 
@@ -306,6 +507,13 @@ def controller_id(port: int) -> int | None:
 
 def kafka_metadata(port: int, timeout: float = 5.0) -> tuple[list[int], int]:
     """Metadata v1 (no topics) from one broker: (broker ids it knows, controller id)."""
+    racks, ctrl = kafka_brokers(port, timeout)
+    return sorted(racks), ctrl
+
+
+def kafka_brokers(port: int, timeout: float = 5.0) -> tuple[dict[int, str | None], int]:
+    """Metadata v1 (no topics) from one broker: ({broker id: rack}, controller id). Kafka 3.9 and
+    4.3.1 both answer v1 (checked); in KRaft the "controller" is a live broker, not the active controller."""
     client = b"cluster-script"
     req = struct.pack(">hhih", 3, 1, 1, len(client)) + client + struct.pack(">i", 0)
     with socket.create_connection((HOST, port), timeout=timeout) as s:
@@ -325,17 +533,42 @@ def kafka_metadata(port: int, timeout: float = 5.0) -> tuple[list[int], int]:
     off = 4  # correlation id
     (count,) = struct.unpack_from(">i", body, off)
     off += 4
-    ids = []
+    racks: dict[int, str | None] = {}
     for _ in range(count):
         (node,) = struct.unpack_from(">i", body, off)
         off += 4
         (hl,) = struct.unpack_from(">h", body, off)
         off += 2 + hl + 4  # host, port
         (rl,) = struct.unpack_from(">h", body, off)
+        racks[node] = body[off + 2 : off + 2 + rl].decode() if rl >= 0 else None
         off += 2 + max(rl, 0)  # rack (nullable)
-        ids.append(node)
     (ctrl,) = struct.unpack_from(">i", body, off)
-    return sorted(ids), ctrl
+    return racks, ctrl
+
+
+def pids_connected_to(port: int, pids: list[int]) -> set[int] | None:
+    """Which of pids hold an established TCP connection to 127.0.0.1:port (Linux /proc; None elsewhere).
+    After a ZooKeeper restart its restored sessions keep the brokers' ephemeral znodes, so registration
+    alone does not show that a broker is back: its connection does."""
+    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
+    if not tables[0].exists():
+        return None
+    inodes = set()
+    for table in tables:
+        with contextlib.suppress(OSError):
+            for line in table.read_text().splitlines()[1:]:
+                f = line.split()
+                if f[3] == "01" and int(f[2].rsplit(":", 1)[1], 16) == port:  # ESTABLISHED, remote port
+                    inodes.add(f"socket:[{f[9]}]")
+    out = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        out.add(pid)
+                        break
+    return out
 
 
 def listening(port: int) -> bool:
@@ -375,6 +608,34 @@ class Cluster:
     def broker_log_dirs(self, broker_id: int) -> list[str]:
         return [str(self.root / "data" / f"broker-{broker_id}" / f"d{i}") for i in range(LOG_DIRS_PER_BROKER)]
 
+    @property
+    def secrets(self) -> Path:
+        return self.root / "secrets"
+
+    # mode and version, fixed when a fresh cluster is created (state.json)
+    @property
+    def mode(self) -> str:
+        st = self.load_state() or {}
+        return str(st.get("mode", "zk"))
+
+    @property
+    def version(self) -> str:
+        st = self.load_state() or {}
+        return str(st.get("kafka_version") or kafka_version())
+
+    def names(self) -> list[str]:
+        brokers = [f"broker-{i}" for i in BROKER_IDS]
+        return brokers if self.mode == "kraft" else ["zookeeper", *brokers]
+
+    def tls(self) -> ssl.SSLContext | None:
+        """The client TLS context the script's own probes use on the secure cluster's ZooKeeper."""
+        if self.mode != "secure":
+            return None
+        st = self.load_state() or {}
+        ctx = ssl.create_default_context(cafile=str(self.secrets / "ca.pem"))
+        ctx.load_cert_chain(self.secrets / "client.pem", password=str(st["key_password"]))
+        return ctx
+
     # state
     def load_state(self) -> dict[str, object] | None:
         try:
@@ -388,7 +649,17 @@ class Cluster:
             raise ClusterError(f"no cluster state in {self.root} (run `scripts/cluster up` first)")
         brokers = st["broker_ports"]
         assert isinstance(brokers, dict)
-        return int(str(st["zk_port"])), {int(k): int(v) for k, v in brokers.items()}
+        return int(str(st.get("zk_port") or 0)), {int(k): int(v) for k, v in brokers.items()}
+
+    def controller_ports(self) -> dict[int, int]:
+        """KRaft controller listener ports ({} in the ZooKeeper modes)."""
+        ctrl = (self.load_state() or {}).get("controller_ports") or {}
+        assert isinstance(ctrl, dict)
+        return {int(k): int(v) for k, v in ctrl.items()}
+
+    def all_ports(self) -> list[int]:
+        zk_port, bports = self.ports()
+        return [p for p in [zk_port, *bports.values(), *self.controller_ports().values()] if p]
 
     # processes
     def pid(self, name: str) -> int | None:
@@ -416,7 +687,7 @@ class Cluster:
         return cmdline is not None and str(self.config_file(name)) in cmdline
 
     def spawn(self, name: str, main_class: str, heap: str, extra_jvm: list[str]) -> None:
-        libs = ensure_jars()
+        libs = ensure_jars(self.version)
         java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
         log = self.log_file(name)
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -424,7 +695,7 @@ class Cluster:
             log.replace(log.with_suffix(".log.1"))
         cmd = [
             java, *heap.split(), *JVM_COMMON,
-            f"-Dlog4j.configuration=file:{self.root / 'config' / 'log4j.properties'}",
+            *self.log_config_flags(),
             f"-Dkafka.logs.dir={log.parent}",
             *extra_jvm,
             "-cp", f"{libs}/*", main_class, str(self.config_file(name)),
@@ -443,6 +714,17 @@ class Cluster:
         self.pid_file(name).parent.mkdir(parents=True, exist_ok=True)
         self.pid_file(name).write_text(f"{proc.pid}\n")
         say(f"started {name} (pid {proc.pid}, log {log.relative_to(self.root)})")
+
+    def log_config_flags(self) -> list[str]:
+        if is_kafka4(self.version):
+            return [f"-Dlog4j2.configurationFile={self.root / 'config' / 'log4j2.properties'}"]
+        return [f"-Dlog4j.configuration=file:{self.root / 'config' / 'log4j.properties'}"]
+
+    def jaas_flags(self, name: str) -> list[str]:
+        if self.mode != "secure":
+            return []
+        conf = "zk-server-jaas.conf" if name == "zookeeper" else "zk-client-jaas.conf"
+        return [f"-Djava.security.auth.login.config={self.secrets / conf}"]
 
     def stop(self, names: list[str]) -> None:
         """TERM every live process among names, wait, KILL the ones left after STOP_TIMEOUT."""
@@ -589,20 +871,42 @@ def port_overrides() -> tuple[int | None, dict[int, int] | None]:
 
 
 def names() -> list[str]:
+    """The ZooKeeper-mode process names (KRaft clusters have no zookeeper: see Cluster.names)."""
     return ["zookeeper", *[f"broker-{i}" for i in BROKER_IDS]]
 
 
+def kraft_view(c: Cluster) -> dict[int, tuple[dict[int, str | None], int]]:
+    """Every answering broker's metadata: {broker id: ({broker id: rack}, controller id)}."""
+    _, bports = c.ports()
+    out = {}
+    for i, port in bports.items():
+        with contextlib.suppress(OSError, struct.error):
+            out[i] = kafka_brokers(port)
+    return out
+
+
 def broker_ready(c: Cluster, broker_id: int) -> bool:
+    if c.mode == "kraft":  # every live broker lists it (fenced brokers are left out of Metadata)
+        view = kraft_view(c)
+        live = [i for i in BROKER_IDS if c.alive(f"broker-{i}")]
+        return broker_id in view and all(i in view and broker_id in view[i][0] for i in live)
     zk_port, bports = c.ports()
-    if broker_id not in registered_brokers(zk_port):
+    regs = registered_brokers(zk_port, c.tls())
+    if broker_id not in regs:
         return False
     ids, ctrl = kafka_metadata(bports[broker_id])
-    return set(ids) >= set(registered_brokers(zk_port)) and ctrl >= 0
+    return set(ids) >= set(regs) and ctrl >= 0
 
 
 def cluster_ready(c: Cluster) -> bool:
+    if c.mode == "kraft":
+        view = kraft_view(c)
+        return set(view) == set(BROKER_IDS) and all(
+            set(racks) == set(BROKER_IDS) and ctrl >= 0 for racks, ctrl in view.values()
+        )
     zk_port, bports = c.ports()
-    if set(registered_brokers(zk_port)) != set(BROKER_IDS) or controller_id(zk_port) is None:
+    tls = c.tls()
+    if set(registered_brokers(zk_port, tls)) != set(BROKER_IDS) or controller_id(zk_port, tls) is None:
         return False
     for p in bports.values():
         ids, ctrl = kafka_metadata(p)
@@ -613,19 +917,40 @@ def cluster_ready(c: Cluster) -> bool:
 
 def write_env(c: Cluster) -> None:
     zk_port, bports = c.ports()
-    lines = {
-        "KAFKA_REASSIGN_ZOOKEEPER": f"{HOST}:{zk_port}{CHROOT}",
-        "KAFKA_BOOTSTRAP": ",".join(f"{HOST}:{bports[i]}" for i in BROKER_IDS),
-        "CLUSTER_ZK_HOSTS": f"{HOST}:{zk_port}",
-        "CLUSTER_ZK_CHROOT": CHROOT,
-        "CLUSTER_ZK_PORT": str(zk_port),
-        "CLUSTER_BROKER_IDS": ",".join(map(str, BROKER_IDS)),
-        "CLUSTER_BROKER_PORTS": ",".join(str(bports[i]) for i in BROKER_IDS),
-        **{f"CLUSTER_BROKER_{i}": f"{HOST}:{bports[i]}" for i in BROKER_IDS},
-        "CLUSTER_RACKS": ",".join(RACKS[i] for i in BROKER_IDS),
-        "CLUSTER_DIR": str(c.root),
-        "CLUSTER_KAFKA_VERSION": kafka_version(),
-    }
+    bootstrap = ",".join(f"{HOST}:{bports[i]}" for i in BROKER_IDS)
+    lines: dict[str, str] = {}
+    if c.mode == "kraft":
+        lines["KAFKA_REASSIGN_BOOTSTRAP"] = bootstrap
+    else:
+        lines["KAFKA_REASSIGN_ZOOKEEPER"] = f"{HOST}:{zk_port}{CHROOT}"
+    if c.mode == "secure":
+        lines["KAFKA_REASSIGN_ZK_JAAS_FILE"] = str(c.secrets / "zk-client-jaas.conf")
+        lines["KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE"] = str(c.secrets / "zk-tls.properties")
+    lines["KAFKA_BOOTSTRAP"] = bootstrap
+    if c.mode != "kraft":
+        lines.update(
+            CLUSTER_ZK_HOSTS=f"{HOST}:{zk_port}", CLUSTER_ZK_CHROOT=CHROOT, CLUSTER_ZK_PORT=str(zk_port)
+        )
+    if c.mode == "secure":
+        lines["CLUSTER_ZK_SASL_USER"] = SASL_USER
+    lines.update(
+        {
+            "CLUSTER_BROKER_IDS": ",".join(map(str, BROKER_IDS)),
+            "CLUSTER_BROKER_PORTS": ",".join(str(bports[i]) for i in BROKER_IDS),
+            **{f"CLUSTER_BROKER_{i}": f"{HOST}:{bports[i]}" for i in BROKER_IDS},
+            "CLUSTER_RACKS": ",".join(RACKS[i] for i in BROKER_IDS),
+            "CLUSTER_DIR": str(c.root),
+            "CLUSTER_KAFKA_VERSION": c.version,
+            "CLUSTER_MODE": c.mode,
+        }
+    )
+    if c.mode == "kraft":
+        cports = c.controller_ports()
+        lines["CLUSTER_CONTROLLER_PORTS"] = ",".join(str(cports[i]) for i in BROKER_IDS)
+    # Kafka 4.x's own kafka-reassign-partitions (java -cp "$KAFKA_TOOLS_CLASSPATH" <main> ...)
+    libs4 = jars_dir(kafka4_version())
+    if jars_present(libs4, kafka4_version()):
+        lines["KAFKA_TOOLS_CLASSPATH"] = f"{libs4}/*"
     tmp = c.env_file.with_suffix(".tmp")
     tmp.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
     tmp.replace(c.env_file)
@@ -634,35 +959,105 @@ def write_env(c: Cluster) -> None:
 def write_configs(c: Cluster, zk_port: int, bports: dict[int, int]) -> None:
     (c.root / "config").mkdir(parents=True, exist_ok=True)
     (c.root / "config" / "log4j.properties").write_text(LOG4J)
-    write_properties(c.config_file("zookeeper"), zk_config(c.root / "data" / "zookeeper", zk_port))
+    (c.root / "config" / "log4j2.properties").write_text(LOG4J2)
+    st = c.load_state() or {}
     for i in BROKER_IDS:
-        dirs = c.broker_log_dirs(i)
-        for d in dirs:
+        for d in c.broker_log_dirs(i):
             Path(d).mkdir(parents=True, exist_ok=True)
-        write_properties(c.config_file(f"broker-{i}"), broker_properties(i, bports[i], zk_port, dirs))
+    if c.mode == "kraft":
+        cports = c.controller_ports()
+        for i in BROKER_IDS:
+            meta = str(c.root / "data" / f"broker-{i}" / "meta")
+            props = kraft_properties(i, bports[i], cports, c.broker_log_dirs(i), meta)
+            write_properties(c.config_file(f"broker-{i}"), props)
+        return
+    zk_data = c.root / "data" / "zookeeper"
+    if c.mode == "secure":
+        pw = str(st["key_password"])
+        write_properties(c.config_file("zookeeper"), secure_zk_config(zk_data, zk_port, c.secrets, pw))
+        for i in BROKER_IDS:
+            props = secure_broker_properties(i, bports[i], zk_port, c.broker_log_dirs(i), c.secrets, pw)
+            write_properties(c.config_file(f"broker-{i}"), props)
+        return
+    write_properties(c.config_file("zookeeper"), zk_config(zk_data, zk_port))
+    for i in BROKER_IDS:
+        write_properties(
+            c.config_file(f"broker-{i}"), broker_properties(i, bports[i], zk_port, c.broker_log_dirs(i))
+        )
+
+
+def format_kraft_storage(c: Cluster, cluster_id: str) -> None:
+    """`kafka-storage format` for the three nodes (in parallel): KRaft needs it before the first start."""
+    libs = ensure_jars(c.version)
+    java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
+    procs = {}
+    for i in BROKER_IDS:
+        log = c.root / "logs" / f"format-{i}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            java, "-Xmx256m", *JVM_COMMON, *c.log_config_flags(), "-cp", f"{libs}/*", "kafka.tools.StorageTool",
+            "format", "-t", cluster_id, "-c", str(c.config_file(f"broker-{i}")),
+        ]  # fmt: skip
+        with open(log, "wb") as out:
+            procs[i] = (
+                subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT),
+                log,
+            )
+    failed = [(i, log) for i, (proc, log) in procs.items() if proc.wait(timeout=START_TIMEOUT) != 0]
+    if failed:
+        i, log = failed[0]
+        raise ClusterError(
+            f"kafka-storage format failed for node {i}:\n{log.read_text(errors='replace')[-2000:]}"
+        )
 
 
 def start_zookeeper(c: Cluster) -> None:
     zk_port, _ = c.ports()
     if listening(zk_port):
         raise ClusterError(f"port {zk_port} (ZooKeeper) is already in use by another process")
-    c.spawn("zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZK_HEAP, [])
-    wait_for(lambda: zk_ok(zk_port), START_TIMEOUT, "ZooKeeper", lambda: c.check_alive(["zookeeper"]))
+    c.spawn(
+        "zookeeper", "org.apache.zookeeper.server.quorum.QuorumPeerMain", ZK_HEAP, c.jaas_flags("zookeeper")
+    )
+    tls = c.tls()
+    wait_for(lambda: zk_ok(zk_port, tls), START_TIMEOUT, "ZooKeeper", lambda: c.check_alive(["zookeeper"]))
 
 
 def start_brokers(c: Cluster, ids: list[int]) -> None:
     _, bports = c.ports()
+    cports = c.controller_ports()
     for i in ids:
-        if listening(bports[i]):
-            raise ClusterError(f"port {bports[i]} (broker {i}) is already in use by another process")
+        for port in (bports[i], cports.get(i)):
+            if port and listening(port):
+                raise ClusterError(f"port {port} (broker {i}) is already in use by another process")
+    heap = os.environ.get("CLUSTER_BROKER_HEAP") or (BROKER_HEAP if c.mode == "zk" else EXTRA_BROKER_HEAP)
     for i in ids:
-        c.spawn(f"broker-{i}", "kafka.Kafka", os.environ.get("CLUSTER_BROKER_HEAP", BROKER_HEAP), [])
+        c.spawn(f"broker-{i}", "kafka.Kafka", heap, c.jaas_flags(f"broker-{i}"))
 
 
-def cmd_up(c: Cluster) -> int:
-    ensure_jars()
-    running = [n for n in names() if c.alive(n)]
-    if len(running) == len(names()) and c.load_state():
+def check_mode(c: Cluster, mode: str, version: str) -> None:
+    if mode != "kraft" and is_kafka4(version):
+        raise ClusterError(
+            f"Kafka {version} has no ZooKeeper mode: use `up --kraft --kafka-version {version}`"
+        )
+    if not c.load_state() or not any(c.alive(n) for n in c.names()):
+        return
+    if (c.mode, c.version) != (mode, version):
+        raise ClusterError(
+            f"a {c.mode} cluster (Kafka {c.version}) runs in {c.root}, not {mode} (Kafka {version}): "
+            "run `scripts/cluster down` first or use another CLUSTER_DIR"
+        )
+
+
+def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None) -> int:
+    version = version or kafka_version()
+    check_mode(c, mode, version)
+    ensure_jars(version)
+    try:  # fetched before anything starts, so that the env file can name it
+        ensure_jars(kafka4_version())
+    except ClusterError as e:
+        say(f"warning: KAFKA_TOOLS_CLASSPATH left out of the env file: {e}")
+    running = [n for n in c.names() if c.alive(n)] if c.load_state() else []
+    if running and len(running) == len(c.names()):
         with contextlib.suppress(ClusterError, OSError, ValueError, struct.error):
             if cluster_ready(c):
                 write_env(c)
@@ -672,19 +1067,17 @@ def cmd_up(c: Cluster) -> int:
     t0 = time.monotonic()
     try:
         if not running:
-            fresh_state(c)
+            fresh_state(c, mode, version)
         else:
             say(f"partly running ({', '.join(running)}); starting the rest")
-        zk_port, _ = c.ports()
-        if not c.alive("zookeeper"):
+        if c.mode != "kraft" and not c.alive("zookeeper"):
             start_zookeeper(c)
-        missing = [i for i in BROKER_IDS if not c.alive(f"broker-{i}")]
-        start_brokers(c, missing)
+        start_brokers(c, [i for i in BROKER_IDS if not c.alive(f"broker-{i}")])
         wait_for(
             lambda: cluster_ready(c),
             START_TIMEOUT,
             f"brokers {','.join(map(str, BROKER_IDS))} to register and see each other",
-            lambda: c.check_alive(names()),
+            lambda: c.check_alive(c.names()),
         )
     except (ClusterError, KeyboardInterrupt):
         started = list(c.children)
@@ -693,36 +1086,51 @@ def cmd_up(c: Cluster) -> int:
             c.stop(started[::-1])
         raise
     write_env(c)
-    say(
-        f"up in {time.monotonic() - t0:.1f}s: controller is broker {controller_id(zk_port)}; env in {c.env_file}"
-    )
+    say(f"up in {time.monotonic() - t0:.1f}s: {describe(c)}; env in {c.env_file}")
     print_env(c)
     return 0
 
 
-def fresh_state(c: Cluster) -> None:
-    """A new cluster: new ports, empty data directories."""
+def describe(c: Cluster) -> str:
+    if c.mode == "kraft":
+        return f"KRaft, Kafka {c.version}, three combined broker+controller nodes"
+    zk_port, _ = c.ports()
+    return f"{c.mode} mode, Kafka {c.version}, controller is broker {controller_id(zk_port, c.tls())}"
+
+
+def fresh_state(c: Cluster, mode: str = "zk", version: str | None = None) -> None:
+    """A new cluster: new ports, empty data directories (and new certificates for `secure`)."""
+    version = version or kafka_version()
     zk_port, bports = port_overrides()
     fixed = {p for p in [zk_port, *(bports or {}).values()] if p}
-    picked = iter(pick_ports(4, fixed))
-    zk_port = zk_port or next(picked)
+    picked = iter(pick_ports(7, fixed))
+    zk_port = None if mode == "kraft" else zk_port or next(picked)
     bports = bports or {i: next(picked) for i in BROKER_IDS}
     shutil.rmtree(c.root / "data", ignore_errors=True)
     c.env_file.unlink(missing_ok=True)
-    c.state_file.write_text(
-        json.dumps(
-            {
-                "zk_port": zk_port,
-                "broker_ports": {str(i): p for i, p in bports.items()},
-                "kafka_version": kafka_version(),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            },
-            indent=1,
-        )
-    )
-    write_configs(c, zk_port, bports)
+    state: dict[str, object] = {
+        "mode": mode,
+        "zk_port": zk_port,
+        "broker_ports": {str(i): p for i, p in bports.items()},
+        "kafka_version": version,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if mode == "kraft":
+        state["controller_ports"] = {str(i): next(picked) for i in BROKER_IDS}
+        # a random 16-byte id in Kafka's Uuid text form (URL-safe base64, no padding)
+        state["cluster_id"] = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    if mode == "secure":
+        state["key_password"] = make_secrets(c.secrets)["key_password"]
+    else:
+        shutil.rmtree(c.secrets, ignore_errors=True)
+    c.state_file.write_text(json.dumps(state, indent=1))
+    os.chmod(c.state_file, 0o600)
+    write_configs(c, zk_port or 0, bports)
+    if mode == "kraft":
+        format_kraft_storage(c, str(state["cluster_id"]))
+    where = f"ZooKeeper :{zk_port}, " if zk_port else ""
     say(
-        f"new cluster in {c.root}: ZooKeeper :{zk_port}, brokers "
+        f"new {mode} cluster (Kafka {version}) in {c.root}: {where}brokers "
         + ", ".join(f"{i}:{p}" for i, p in bports.items())
     )
 
@@ -733,7 +1141,7 @@ def print_env(c: Cluster) -> None:
 
 def cmd_down(c: Cluster) -> int:
     st = c.load_state()
-    running = [n for n in names() if c.alive(n)]
+    running = [n for n in c.names() if c.alive(n)] if st else [n for n in names() if c.alive(n)]
     c.env_file.unlink(missing_ok=True)
     if not running:
         say(f"nothing running in {c.root}")
@@ -741,8 +1149,7 @@ def cmd_down(c: Cluster) -> int:
     c.stop([n for n in running if n != "zookeeper"])
     c.stop([n for n in running if n == "zookeeper"])
     if st:
-        zk_port, bports = c.ports()
-        ports = [zk_port, *bports.values()]
+        ports = c.all_ports()
         try:
             wait_for(lambda: not any(listening(p) for p in ports), 15, "the ports to close")
         except ClusterError:
@@ -753,26 +1160,44 @@ def cmd_down(c: Cluster) -> int:
     return 0
 
 
-def cmd_status(c: Cluster) -> int:
-    st = c.load_state()
-    if not st:
-        print(f"no cluster in {c.root}")
-        return 3
+def status_rows(c: Cluster) -> tuple[bool, bool]:
+    """Print one line per process; (all alive, any alive)."""
     zk_port, bports = c.ports()
-    ok = True
-    any_alive = False
-    rows = [("zookeeper", zk_port)] + [(f"broker-{i}", bports[i]) for i in BROKER_IDS]
+    cports = c.controller_ports()
+    rows = [] if c.mode == "kraft" else [("zookeeper", zk_port)]
+    rows += [(f"broker-{i}", bports[i]) for i in BROKER_IDS]
+    ok, any_alive = True, False
     for name, port in rows:
         alive = c.alive(name)
         ok &= alive
         any_alive |= alive
         state = f"running pid {c.pid(name)}" if alive else "stopped"
-        print(f"{name:<10} {state:<20} port {port} {'listening' if listening(port) else 'not listening'}")
-    if c.alive("zookeeper"):
+        extra = f" controller port {cports[int(name[7:])]}" if cports and name.startswith("broker-") else ""
+        print(
+            f"{name:<10} {state:<20} port {port} {'listening' if listening(port) else 'not listening'}{extra}"
+        )
+    return ok, any_alive
+
+
+def cmd_status(c: Cluster) -> int:
+    st = c.load_state()
+    if not st:
+        print(f"no cluster in {c.root}")
+        return 3
+    print(f"mode: {c.mode}, Kafka {c.version}")
+    ok, any_alive = status_rows(c)
+    if c.mode == "kraft":
+        view = kraft_view(c)
+        for i in sorted(view)[:1]:  # what the first answering broker knows
+            for b, rack in sorted(view[i][0].items()):
+                print(f"registered broker {b} rack={rack}")
+        ok &= bool(view) and all(set(racks) == set(BROKER_IDS) for racks, _ in view.values())
+    elif c.alive("zookeeper"):
+        zk_port, _ = c.ports()
         try:
-            regs = registered_brokers(zk_port)
-            ctrl = controller_id(zk_port)
-        except OSError as e:
+            regs = registered_brokers(zk_port, c.tls())
+            ctrl = controller_id(zk_port, c.tls())
+        except (OSError, ssl.SSLError) as e:
             print(f"ZooKeeper does not answer: {e}")
             return 1
         for i, reg in sorted(regs.items()):
@@ -798,7 +1223,15 @@ def cmd_stop_broker(c: Cluster, arg: str | None) -> int:
     if not c.alive(name):
         say(f"{name} is not running")
     c.stop([name])
-    wait_for(lambda: i not in registered_brokers(zk_port), 40, f"broker {i} to leave /brokers/ids")
+    if c.mode == "kraft":
+        wait_for(
+            lambda: all(i not in racks for racks, _ in kraft_view(c).values()),
+            40,
+            f"broker {i} to leave the other brokers' metadata",
+        )
+    else:
+        tls = c.tls()
+        wait_for(lambda: i not in registered_brokers(zk_port, tls), 40, f"broker {i} to leave /brokers/ids")
     say(f"broker {i} stopped and unregistered")
     return 0
 
@@ -806,8 +1239,8 @@ def cmd_stop_broker(c: Cluster, arg: str | None) -> int:
 def cmd_start_broker(c: Cluster, arg: str | None) -> int:
     i = parse_broker(arg)
     name = f"broker-{i}"
-    if not c.alive("zookeeper"):
-        raise ClusterError("ZooKeeper is not running (use `scripts/cluster up`)")
+    if c.mode != "kraft" and not c.alive("zookeeper"):
+        raise ClusterError("ZooKeeper is not running (use `scripts/cluster up` or `start-zookeeper`)")
     if c.alive(name):
         say(f"{name} is already running")
     else:
@@ -826,27 +1259,123 @@ def cmd_start_broker(c: Cluster, arg: str | None) -> int:
     return 0
 
 
-def cmd_jars() -> int:
-    print(ensure_jars())
+def needs_zookeeper(c: Cluster) -> int:
+    zk_port, _ = c.ports()
+    if c.mode == "kraft":
+        raise ClusterError(f"the cluster in {c.root} is a KRaft cluster: it has no ZooKeeper")
+    return zk_port
+
+
+def cmd_stop_zookeeper(c: Cluster) -> int:
+    """Stop ZooKeeper alone (brokers keep running and retry): for fault tests."""
+    zk_port = needs_zookeeper(c)
+    if not c.alive("zookeeper"):
+        say("zookeeper is not running")
+    c.stop(["zookeeper"])
+    wait_for(lambda: not listening(zk_port), 15, f"ZooKeeper's port {zk_port} to close")
+    say("zookeeper stopped (brokers still running)")
     return 0
 
 
-USAGE = """\
-usage: scripts/cluster up|down|status|stop-broker N|start-broker N|jars|env
+def cmd_start_zookeeper(c: Cluster) -> int:
+    """Start ZooKeeper again on its data; wait until every running broker is connected to it again and
+    registered, and a controller is elected (brokers resume their sessions or re-register)."""
+    zk_port = needs_zookeeper(c)
+    if c.alive("zookeeper"):
+        say("zookeeper is already running")
+    else:
+        try:
+            start_zookeeper(c)
+        except ClusterError:
+            c.stop(["zookeeper"])
+            raise
+    live = {i for i in BROKER_IDS if c.alive(f"broker-{i}")}
+    pids = [p for p in (c.pid(f"broker-{i}") for i in sorted(live)) if p is not None]
+    tls = c.tls()
 
-  up              start ZooKeeper + brokers 1,2,3 (racks r1,r2,r3; chroot /kafka) and wait until all
-                  are registered; writes $CLUSTER_DIR/env (prints it on stdout). Harmless when up.
+    def back() -> bool:
+        connected = pids_connected_to(zk_port, pids)
+        return (
+            (connected is None or connected == set(pids))
+            and set(registered_brokers(zk_port, tls)) == live
+            and controller_id(zk_port, tls) is not None
+        )
+
+    wait_for(back, START_TIMEOUT, f"brokers {sorted(live)} reconnected and registered, a controller elected")
+    say(f"zookeeper running; brokers {','.join(map(str, sorted(live)))} registered")
+    return 0
+
+
+def cmd_jars() -> int:
+    """Every jar set the test suite needs: ZooKeeper-mode 3.9.x, and Kafka 4.x (KRaft + kafka-tools)."""
+    print(ensure_jars(kafka_version()))
+    libs4 = ensure_jars(kafka4_version())
+    tools_log_config(libs4)
+    print(libs4)
+    return 0
+
+
+def cmd_kafka_tool(args: list[str]) -> int:
+    if not args:
+        raise ClusterError("usage: scripts/cluster kafka-tool reassign-partitions ARGS...")
+    cmd = kafka_tool_command(args[0], args[1:])
+    sys.stdout.flush()
+    os.execv(cmd[0], cmd)  # the tool's own output and exit status
+
+
+def parse_up(args: list[str]) -> tuple[str, str | None]:
+    mode, version = "zk", None
+    it = iter(args)
+    for a in it:
+        if a in ("--secure", "--kraft"):
+            if mode != "zk":
+                raise ClusterError("choose one of --secure and --kraft")
+            mode = a[2:]
+        elif a == "--kafka-version":
+            version = next(it, None)
+            if not version:
+                raise ClusterError("--kafka-version needs a version, e.g. 3.9.2 or 4.3.1")
+        elif a.startswith("--kafka-version="):
+            version = a.partition("=")[2]
+        else:
+            raise ClusterError(f"up: unknown option {a!r}")
+    if version and not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        raise ClusterError(f"--kafka-version: expected X.Y.Z, got {version!r}")
+    return mode, version
+
+
+USAGE = """\
+usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | status | env | jars
+                       | stop-broker N | start-broker N | stop-zookeeper | start-zookeeper
+                       | kafka-tool reassign-partitions ARGS...
+
+  up              start ZooKeeper + brokers 1,2,3 (racks r1,r2,r3; chroot /kafka; Kafka 3.9 in ZooKeeper
+                  mode) and wait until all are registered; writes $CLUSTER_DIR/env (prints it on
+                  stdout). Harmless when up.
+  up --secure     the same with ZooKeeper on a TLS-only port (PEM files) with SASL DIGEST-MD5,
+                  brokers with zookeeper.set.acl=true authenticating to it; CA, certificates and
+                  passwords are made at `up` under $CLUSTER_DIR/secrets. The env file adds
+                  KAFKA_REASSIGN_ZK_JAAS_FILE and KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE.
+  up --kraft [--kafka-version V]
+                  three combined KRaft broker+controller nodes 1,2,3 (racks r1,r2,r3), Kafka V (default
+                  the ZooKeeper-mode version; 4.x supported); env has KAFKA_REASSIGN_BOOTSTRAP
   down            stop what `up` started (by pid: TERM, then KILL after a timeout)
-  status          processes, ports, registered brokers, controller; exit 0: all up,
+  status          mode, processes, ports, registered brokers, controller; exit 0: all up,
                   1: partly running, 3: nothing running
-  stop-broker N   stop broker N and wait until it left /brokers/ids
+  stop-broker N   stop broker N and wait until it left /brokers/ids (KRaft: the others' metadata)
   start-broker N  start broker N again and wait until it is registered
-  jars            fetch the Kafka jars into the cache if missing; print their directory
+  stop-zookeeper  stop ZooKeeper only (brokers keep running); not for KRaft
+  start-zookeeper start it again and wait until every running broker is registered again
+  jars            fetch every jar set the tests need into the cache if missing (Kafka 3.9 and the
+                  newest 4.x with kafka-tools); print their directories
   env             print $CLUSTER_DIR/env (exit 1 if the cluster is not up)
+  kafka-tool reassign-partitions ARGS...
+                  run Kafka 4.x's own kafka-reassign-partitions (also: java -cp "$KAFKA_TOOLS_CLASSPATH"
+                  org.apache.kafka.tools.reassign.ReassignPartitionsCommand ARGS...)
 
 environment: CLUSTER_DIR (state dir, default <repo>/.cluster), CLUSTER_ZK_PORT, CLUSTER_BROKER_PORTS
 (e.g. 19091,19092,19093), CLUSTER_TIMEOUT (startup wait, s), CLUSTER_STOP_TIMEOUT (s before KILL),
-CLUSTER_BROKER_HEAP, KAFKA_VERSION, KAFKA_JARS_DIR, JAVA
+CLUSTER_BROKER_HEAP, KAFKA_VERSION, KAFKA4_VERSION, KAFKA_JARS_DIR, JAVA
 """
 
 
@@ -860,6 +1389,8 @@ def main(argv: list[str]) -> int:
     try:
         if cmd == "jars":
             return cmd_jars()
+        if cmd == "kafka-tool":
+            return cmd_kafka_tool(argv[1:])
         if cmd == "status":
             return cmd_status(c)
         if cmd == "env":
@@ -869,10 +1400,12 @@ def main(argv: list[str]) -> int:
             print_env(c)
             return 0
         actions: dict[str, Callable[[], int]] = {
-            "up": lambda: cmd_up(c),
+            "up": lambda: cmd_up(c, *parse_up(argv[1:])),
             "down": lambda: cmd_down(c),
             "stop-broker": lambda: cmd_stop_broker(c, arg),
             "start-broker": lambda: cmd_start_broker(c, arg),
+            "stop-zookeeper": lambda: cmd_stop_zookeeper(c),
+            "start-zookeeper": lambda: cmd_start_zookeeper(c),
         }
         if cmd not in actions:
             print(USAGE, end="", file=sys.stderr)

@@ -349,3 +349,60 @@ def pytest_configure(config: pytest.Config) -> None:
     # kafka-python 3.0 loads its protocol schemas through deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore:read_text is deprecated:DeprecationWarning")
     config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")
+
+
+# ======================================================================= extra clusters (scripts/cluster)
+# One block, kept apart from the fixtures above: the secure and KRaft clusters (session scope, started
+# on first use, each in its own state dir derived from $CLUSTER_DIR, stopped at the end of the session,
+# never skipped: a cluster that cannot start fails the tests that want it), and ZooKeeper stop/start on
+# the main cluster. Helpers and raw clients: tests/clusters.py.
+
+from tests import clusters as _clusters  # noqa: E402
+
+# c.stop_zookeeper(), c.start_zookeeper(), `with c.zookeeper_stopped():` on the main `cluster` fixture
+Cluster.stop_zookeeper = _clusters.stop_zookeeper  # type: ignore[attr-defined]
+Cluster.start_zookeeper = _clusters.start_zookeeper  # type: ignore[attr-defined]
+Cluster.zookeeper_stopped = _clusters.zookeeper_stopped  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def secure_cluster() -> Iterator[_clusters.ExtraCluster]:
+    """ZooKeeper with SASL DIGEST-MD5 on a TLS-only port, brokers with zookeeper.set.acl=true
+    ($CLUSTER_DIR-secure). .zookeeper, .jaas_file, .tls_config_file, .env, .kazoo(authenticated=...),
+    .bootstrap, .broker_ids, .stop_broker(n)/.start_broker(n), .zookeeper_stopped(), ..."""
+    c = _clusters.start_extra(Path(f"{cluster_dir().resolve()}-secure"), "--secure")
+    try:
+        yield c
+    finally:
+        _clusters.stop_extra(c)
+
+
+@pytest.fixture(scope="session")
+def kraft_cluster() -> Iterator[Callable[..., _clusters.ExtraCluster]]:
+    """kraft_cluster(version=newest 4.x) -> a KRaft cluster of that Kafka version ($CLUSTER_DIR-kraft-V):
+    three combined broker+controller nodes 1-3, racks r1-r3. Started on the first call per version."""
+    started: dict[str, _clusters.ExtraCluster] = {}
+    failed: dict[str, str] = {}
+
+    def get(version: str = _clusters.KAFKA4_VERSION) -> _clusters.ExtraCluster:
+        if version in failed:  # one attempt per session
+            pytest.fail(failed[version], pytrace=False)
+        if version not in started:
+            directory = Path(f"{cluster_dir().resolve()}-kraft-{version}")
+            try:
+                started[version] = _clusters.start_extra(directory, "--kraft", "--kafka-version", version)
+            except pytest.fail.Exception as e:
+                failed[version] = str(e)
+                raise
+        return started[version]
+
+    try:
+        yield get
+    finally:
+        errors = []
+        for c in started.values():  # every cluster is stopped even if one `down` fails
+            try:
+                _clusters.stop_extra(c)
+            except AssertionError as e:
+                errors.append(str(e))
+        assert not errors, "\n".join(errors)

@@ -100,7 +100,7 @@ def brokers(compose: dict[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def test_services_and_images(compose: dict[str, Any]) -> None:
-    services = compose["services"]
+    services = {n: svc for n, svc in compose["services"].items() if "profiles" not in svc}
     assert set(services) == {"zookeeper"} | {f"kafka-{i}" for i in cl.BROKER_IDS}
     # Confluent Platform 7.9.x ships Kafka 3.9: the last line with ZooKeeper mode
     assert re.fullmatch(r"confluentinc/cp-zookeeper:7\.9\.\d+", services["zookeeper"]["image"])
@@ -176,10 +176,105 @@ def test_ports_published_on_localhost_and_advertised(compose: dict[str, Any]) ->
 
 def test_healthchecks_and_start_order(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    for name, svc in services.items():
+    for name, svc in services.items():  # the kraft profile's nodes too
         test = svc["healthcheck"]["test"]
         assert test[0] in ("CMD", "CMD-SHELL") and len(test) >= 2, name
     assert "srvr" in " ".join(services["zookeeper"]["healthcheck"]["test"])
     for svc in brokers(compose).values():
         assert svc["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
         assert "kafka-broker-api-versions" in " ".join(svc["healthcheck"]["test"])
+
+
+# ----------------------------------------------------------------------- the other scripts/cluster modes
+
+
+def test_kraft_nodes_take_the_shared_settings_except_zookeeper_ones() -> None:
+    ctrl = {1: 29001, 2: 29002, 3: 29003}
+    props = cl.kraft_properties(2, 19092, ctrl, ["/a/d0", "/a/d1"], "/a/meta")
+    assert props["process.roles"] == "broker,controller" and props["node.id"] == "2"
+    assert props["broker.rack"] == "r2" and "broker.id" not in props
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:29001,2@127.0.0.1:29002,3@127.0.0.1:29003"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:29002"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19092"
+    assert props["log.dirs"] == "/a/d0,/a/d1" and props["metadata.log.dir"] == "/a/meta"
+    shared = {cl.env_name_to_property(k): v for k, v in cl.read_env_file(cl.BROKER_ENV_FILE).items()}
+    for key, value in shared.items():
+        if key.startswith("zookeeper."):
+            assert key not in props  # no ZooKeeper in KRaft
+        else:
+            assert props[key] == value
+    assert props["auto.create.topics.enable"] == props["auto.leader.rebalance.enable"] == "false"
+
+
+def test_secure_mode_configs(tmp_path: Path) -> None:
+    zk = cl.secure_zk_config(tmp_path / "zk", 2182, tmp_path, "pw")
+    assert "clientPort" not in zk and zk["secureClientPort"] == "2182"  # TLS only
+    assert zk["ssl.keyStore.type"] == zk["ssl.trustStore.type"] == "PEM"
+    assert zk["authProvider.sasl"] == "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+    assert zk["ssl.clientAuth"] == "none"  # ACLs name the SASL user only
+    props = cl.secure_broker_properties(1, 19092, 2182, ["/d0", "/d1"], tmp_path, "pw")
+    assert props["zookeeper.set.acl"] == "true" and props["zookeeper.connect"] == "127.0.0.1:2182/kafka"
+    # the TLS file of Kafka's --zk-tls-config-file: exactly these property names
+    assert set(cl.zk_tls_client_properties(tmp_path, "pw")) == {
+        "zookeeper.ssl.client.enable",
+        "zookeeper.clientCnxnSocket",
+        "zookeeper.ssl.keystore.location",
+        "zookeeper.ssl.keystore.password",
+        "zookeeper.ssl.keystore.type",
+        "zookeeper.ssl.truststore.location",
+        "zookeeper.ssl.truststore.type",
+    }
+    for key, value in cl.zk_tls_client_properties(tmp_path, "pw").items():
+        assert props[key] == value
+    client = cl.jaas_text("Client", "kafka", "s3cret")
+    assert client.startswith("Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n")
+    assert 'username="kafka"' in client and 'password="s3cret";' in client
+    assert 'user_kafka="s3cret";' in cl.jaas_text("Server", "kafka", "s3cret")
+
+
+def test_up_options() -> None:
+    assert cl.parse_up([]) == ("zk", None)
+    assert cl.parse_up(["--secure"]) == ("secure", None)
+    assert cl.parse_up(["--kraft", "--kafka-version", "4.3.1"]) == ("kraft", "4.3.1")
+    assert cl.parse_up(["--kraft", "--kafka-version=3.9.2"]) == ("kraft", "3.9.2")
+    for bad in (["--secure", "--kraft"], ["--kraft", "--kafka-version"], ["--kafka-version", "4"], ["-x"]):
+        with pytest.raises(cl.ClusterError):
+            cl.parse_up(bad)
+
+
+def kraft_nodes(compose: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    services = compose["services"]
+    return {int(name.split("-")[1]): svc for name, svc in services.items() if name.startswith("kraft-")}
+
+
+def test_kraft_profile_matches_scripts_cluster_kraft(compose: dict[str, Any]) -> None:
+    nodes = kraft_nodes(compose)
+    assert sorted(nodes) == list(cl.BROKER_IDS)
+    shared = cl.read_env_file(cl.BROKER_ENV_FILE)
+    ctrl = {i: 29093 for i in cl.BROKER_IDS}
+    script_props = cl.kraft_properties(1, 29092, ctrl, ["/d0", "/d1"], "/meta")
+    images, cluster_ids, published = set(), set(), []
+    for i, svc in nodes.items():
+        env = svc["environment"]
+        assert svc["profiles"] == ["kraft"] and svc["env_file"] == [str(cl.BROKER_ENV_FILE.relative_to(REPO))]
+        assert not set(shared) & set(env), "the kraft nodes override shared settings"
+        images.add(svc["image"])
+        cluster_ids.add(env["CLUSTER_ID"])
+        assert env["KAFKA_NODE_ID"] == str(i) and env["KAFKA_BROKER_RACK"] == cl.RACKS[i]
+        assert env["KAFKA_PROCESS_ROLES"] == script_props["process.roles"]
+        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == ",".join(
+            f"{n}@kraft-{n}:29093" for n in cl.BROKER_IDS
+        )
+        assert len(env["KAFKA_LOG_DIRS"].split(",")) == cl.LOG_DIRS_PER_BROKER
+        assert env["KAFKA_METADATA_LOG_DIR"] not in env["KAFKA_LOG_DIRS"].split(",")
+        assert env["KAFKA_HEAP_OPTS"] == cl.EXTRA_BROKER_HEAP
+        (mapping,) = svc["ports"]
+        host_ip, host_port, container_port = mapping.split(":")
+        assert host_ip == "127.0.0.1" and host_port == container_port
+        assert f"PLAINTEXT_HOST://127.0.0.1:{host_port}" in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
+        published.append(int(host_port))
+    # the newest 4.x of scripts/maven/kafka4-pom.xml, one cluster id (22 characters: a 16-byte Uuid)
+    assert images == {f"apache/kafka:{cl.pom_version(cl.POM4)}"}
+    assert len(cluster_ids) == 1 and len(cluster_ids.pop()) == 22
+    zk_mode_ports = {int(svc["ports"][0].split(":")[1]) for svc in brokers(compose).values()}
+    assert len(set(published)) == 3 and not set(published) & zk_mode_ports
