@@ -14,6 +14,7 @@ and may add a block of its own statistics to the summary.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import mmap
 import os
 import secrets
@@ -68,6 +69,7 @@ class Request:
     verbose: bool = False
     stats: bool = True  # count the summary statistics (skipped with -q)
     strategy: Callable[[int], Strategy] | None = None  # given the seed; None: Kafka's (KafkaStrategy)
+    replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
 
 
 class Reporter(Protocol):
@@ -136,6 +138,9 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     for w in warnings:
         reporter.warning(w)
     specs = plan.topic_specs(state, request.topics)
+    if request.replication_factor is not None:
+        rf = request.replication_factor
+        specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
     seed = plan.random_seed() if request.seed is None else request.seed
     strategy = (request.strategy or KafkaStrategy)(seed)
     strategy.check(specs, brokers)

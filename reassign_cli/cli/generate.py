@@ -81,6 +81,12 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     help="Plan from a `kafka-reassign snapshot` file instead of ZooKeeper.",
 )
 @click.option(
+    "--replication-factor",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Give every selected topic N replicas per partition [default: keep each topic's].",
+)
+@click.option(
     "--engine",
     type=click.Choice(["local", "spark"]),
     default="local",
@@ -104,6 +110,7 @@ def command(
     seed: int | None,
     output_dir: str | None,
     snapshot_file: str | None,
+    replication_factor: int | None,
     engine: str,
     spark_master: str,
 ) -> None:
@@ -126,7 +133,7 @@ def command(
     source = generate.Source(snapshot_file, zookeeper, opts.zk_timeout)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
-        engine, spark_master, opts.verbose, stats=not opts.quiet,
+        engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
