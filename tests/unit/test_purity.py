@@ -17,6 +17,7 @@ PURE_MODULES = [
     "validate",
     "throttle",
     "progress",
+    "elect",
 ]
 FORBIDDEN = ["kazoo", "kafka", "click", "rich", "pyspark"]
 
