@@ -47,7 +47,7 @@ def _register() -> None:
     # Imported here so that each subcommand module can import `cli` helpers without cycles.
     import importlib
 
-    for name in ("generate", "snapshot", "execute", "verify", "listing", "elect_leaders"):
+    for name in ("generate", "snapshot", "execute", "verify", "listing", "elect_leaders", "cancel"):
         try:
             mod = importlib.import_module(f"reassign_cli.cli.{name}")
         except ModuleNotFoundError as e:

@@ -18,6 +18,7 @@ PURE_MODULES = [
     "throttle",
     "progress",
     "elect",
+    "cancel",
 ]
 FORBIDDEN = ["kazoo", "kafka", "click", "rich", "pyspark"]
 

@@ -1,0 +1,1 @@
+"""The Kafka admin-API edge (kafka-python's KafkaAdminClient)."""

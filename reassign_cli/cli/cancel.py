@@ -1,0 +1,74 @@
+"""`kafka-reassign cancel`: revert a running reassignment (Kafka's --cancel), then remove the throttles."""
+
+from __future__ import annotations
+
+import click
+
+from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+
+
+@click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
+@click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    required=True,
+    metavar="FILE",
+    help="The file that was given to execute.",
+)
+@click.option(
+    "--bootstrap-server",
+    required=True,
+    envvar="KAFKA_REASSIGN_BOOTSTRAP",
+    metavar="HOST:PORT[,...]",
+    help="Kafka brokers: the cancel goes through the admin API [env: KAFKA_REASSIGN_BOOTSTRAP].",
+)
+@click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for the controller to revert the partitions (exit 4 after).",
+)
+@connection_options
+def command(
+    opts: Options, reassignment_file: str, bootstrap_server: str, preserve_throttles: bool, timeout: float
+) -> int:
+    """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
+
+    Each reverts to its original replicas (AlterPartitionReassignments through the admin API; ZooKeeper-mode
+    controllers support it since Kafka 2.4). Refused (exit 3, nothing done) when a partition's original
+    replicas are all offline or out of the ISR, which would leave it without a leader. Then, unless
+    --preserve-throttles, the throttles come off as verify removes them.
+    """
+    from reassign_cli.cancel import cancelled_line
+    from reassign_cli.canceller import cancel
+    from reassign_cli.cli.execute import read_input_file
+    from reassign_cli.executor import clearing_lines
+    from reassign_cli.model import parse_reassignment
+    from reassign_cli.render import Output
+    from reassign_cli.zookeeper.connect import connect
+
+    targets = parse_reassignment(read_input_file(reassignment_file)).targets()
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
+        outcome = cancel(
+            client, bootstrap_server, targets, preserve_throttles=preserve_throttles, timeout=timeout
+        )
+    if opts.json:
+        cleared = outcome.cleared
+        out.result_json(
+            {
+                "cancelled": [{"topic": t, "partition": p} for t, p in outcome.cancelled],
+                "throttles_cleared": None
+                if cleared is None
+                else {"brokers": cleared.brokers, "topics": cleared.topics},
+            }
+        )
+        return 0
+    out.result(cancelled_line(outcome.cancelled))
+    if outcome.cleared is not None:
+        for line in clearing_lines(outcome.cleared):
+            out.result(line)
+    return 0
