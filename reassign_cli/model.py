@@ -109,16 +109,22 @@ def _check_version(doc: Mapping[str, Any], what: str) -> None:
         raise InvalidInputError(f"{what}: Not supported version field value {version}")
 
 
+def _top_list(data: bytes | str, what: str, key: str) -> list[Any]:
+    """The document's `key` list, after the checks both of Kafka's input files share."""
+    doc = _loads(data, what)
+    if not isinstance(doc, dict):
+        raise InvalidInputError(f'{what}: expected a JSON object with a "{key}" list')
+    _check_version(doc, what)
+    raw = doc.get(key, [])
+    if not isinstance(raw, list):
+        raise InvalidInputError(f'{what}: "{key}" must be a list')
+    return raw
+
+
 def parse_topics_to_move(data: bytes | str) -> list[str]:
     """Kafka's --topics-to-move-json-file: {"topics":[{"topic":"foo"}],"version":1}."""
     what = "topics-to-move file"
-    doc = _loads(data, what)
-    if not isinstance(doc, dict):
-        raise InvalidInputError(f'{what}: expected a JSON object with a "topics" list')
-    _check_version(doc, what)
-    raw = doc.get("topics", [])
-    if not isinstance(raw, list):
-        raise InvalidInputError(f'{what}: "topics" must be a list')
+    raw = _top_list(data, what, "topics")
     topics: list[str] = []
     for i, item in enumerate(raw):
         if not isinstance(item, dict) or "topic" not in item:
@@ -136,13 +142,7 @@ def parse_topics_to_move(data: bytes | str) -> list[str]:
 def parse_reassignment(data: bytes | str) -> ReassignmentFile:
     """Kafka's --reassignment-json-file. Shape errors only; semantic checks live in validate.py."""
     what = "reassignment file"
-    doc = _loads(data, what)
-    if not isinstance(doc, dict):
-        raise InvalidInputError(f'{what}: expected a JSON object with a "partitions" list')
-    _check_version(doc, what)
-    raw = doc.get("partitions", [])
-    if not isinstance(raw, list):
-        raise InvalidInputError(f'{what}: "partitions" must be a list')
+    raw = _top_list(data, what, "partitions")
     entries: list[PlanEntry] = []
     for i, item in enumerate(raw):
         where = f"{what}: partitions[{i}]"
