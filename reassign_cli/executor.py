@@ -38,10 +38,11 @@ from reassign_cli.model import (
 )
 from reassign_cli.progress import PartitionProgress, Status, anything_reassigning, classify, overall_exit
 from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
+from reassign_cli.znodes import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS
 from reassign_cli.znodes import encode_reassignment
 from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, ConfigUpdate, PlannedWrite
 from reassign_cli.zookeeper.read import read_state
-from reassign_cli.zookeeper.reassign import REASSIGN_PATH, create_trigger
+from reassign_cli.zookeeper.reassign import create_trigger
 
 if TYPE_CHECKING:
     from reassign_cli.render import Output
@@ -475,7 +476,7 @@ def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, Cluster
     if len(batches) > 1 and req.batch_size is None:
         size = len(encode_reassignment(sorted_entries(plan)))
         raise InvalidInputError(
-            f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PATH}, "
+            f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PARTITIONS}, "
             f"more than one znode holds ({limit} bytes)",
             hint=f"Use --batch-size N to submit it in batches (each must finish before the next); "
             f"{len(batches)} batches would fit.",
@@ -544,7 +545,7 @@ def _execute(
                 if state.reassignment is not None and not req.dry_run:
                     raise BusyError(
                         f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
-                        f"{REASSIGN_PATH}; batches 1-{i} are complete",
+                        f"{REASSIGN_PARTITIONS}; batches 1-{i} are complete",
                         hint="Run execute again with the remaining partitions once it has finished.",
                     )
             submit_batch(client, store, state, batch, req, report, mover, first=(i == 0))
@@ -603,7 +604,7 @@ def submit_batch(
 
     data = encode_reassignment(batch)
     if req.dry_run:
-        store.planned.append(PlannedWrite("create", REASSIGN_PATH, data))
+        store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
     elif not create_trigger(client, data):
         undo_throttles(store, writes)
         raise BusyError(

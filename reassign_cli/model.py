@@ -63,6 +63,8 @@ class ClusterState:
     deleting: frozenset[str] = frozenset()  # children of /admin/delete_topics
     # Content of /admin/reassign_partitions; None when the znode does not exist.
     reassignment: dict[TopicPartition, list[int]] | None = None
+    # Why the controller cannot use that znode (invalid JSON, unknown fields such as log_dirs), or None.
+    trigger_problem: str | None = None
 
     @property
     def broker_ids(self) -> list[int]:

@@ -90,7 +90,12 @@ def command(opts: Options) -> int:
         out.result("Current partition reassignments:")
         for r in rows:
             out.result(list_line(r.topic, r.partition, r.replicas, r.adding, r.removing))
-    if state.reassignment is not None and not state.reassignment:
+    if state.trigger_problem is not None:
+        out.warn(
+            f"/admin/reassign_partitions cannot be used by the controller ({state.trigger_problem}); "
+            "it blocks new reassignments until it is deleted"
+        )
+    elif state.reassignment is not None and not state.reassignment:
         out.warn(
             "/admin/reassign_partitions exists but holds no entries the controller can read; "
             "it blocks new reassignments until it is deleted"

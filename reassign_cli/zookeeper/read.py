@@ -35,6 +35,7 @@ from reassign_cli.znodes import (
     decode_reassignment,
     decode_topic,
     partition_state_path,
+    reassignment_problem,
     topic_path,
 )
 
@@ -256,6 +257,18 @@ def legal_topic_name(name: str) -> bool:
     return name not in (".", "..") and _LEGAL_TOPIC.fullmatch(name) is not None
 
 
+def _trigger(data: bytes | None) -> tuple[dict[TopicPartition, list[int]] | None, str | None]:
+    """The trigger's entries (None: no znode) and why the controller cannot use it (None: it can)."""
+    if data is None:
+        return None, None
+    problem = reassignment_problem(data)
+    try:
+        return decode_reassignment(data), problem
+    except ZnodeFormatError:
+        # The controller ignores such a znode too; it still exists and blocks new reassignments.
+        return {}, problem
+
+
 def read_state(
     client: Any,
     *,
@@ -295,13 +308,7 @@ def read_state(
     broker_ids = sorted(int(c) for c in ids_children if c.isdigit())
     topic_names = wanted if wanted is not None else sorted(answers1[3] or [])
     deleting = frozenset(deleting_children or [])
-    reassignment: dict[TopicPartition, list[int]] | None = None
-    if reassign_data is not None:
-        try:
-            reassignment = decode_reassignment(reassign_data)
-        except ZnodeFormatError:
-            # The controller ignores such a znode too; it still exists and blocks new reassignments.
-            reassignment = {}
+    reassignment, trigger_problem = _trigger(reassign_data)
 
     # -- wave 2 ----------------------------------------------------------------------------
     nb = len(broker_ids)
@@ -344,4 +351,5 @@ def read_state(
         topics=topic_map,
         deleting=deleting,
         reassignment=reassignment,
+        trigger_problem=trigger_problem,
     )

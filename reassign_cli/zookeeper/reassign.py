@@ -1,41 +1,16 @@
-"""`/admin/reassign_partitions`: create (never set) and read.
+"""`/admin/reassign_partitions`: create, never set.
 
 The controller only reacts to the *creation* of this znode (KAFKA-SPEC §1.11), so we never write to an
-existing one: a set would leave zombie entries that block every later reassignment.
+existing one: a set would leave zombie entries that block every later reassignment. Reading and decoding
+it is `zookeeper.read` + `znodes.decode_reassignment`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from reassign_cli.errors import OperationalError
-from reassign_cli.model import TopicPartition
-
-REASSIGN_PATH = "/admin/reassign_partitions"
-
-
-def read_trigger(client: Any) -> dict[TopicPartition, list[int]] | None:
-    """The znode's entries, or None when it does not exist. Unreadable JSON counts as no entries."""
-    from kazoo.exceptions import NoNodeError
-
-    try:
-        data, _ = client.get(REASSIGN_PATH)
-    except NoNodeError:
-        return None
-    return decode_trigger(data)
-
-
-def decode_trigger(data: bytes | None) -> dict[TopicPartition, list[int]]:
-    if not data:
-        return {}
-    try:
-        doc = orjson.loads(data)
-        return {(e["topic"], int(e["partition"])): [int(b) for b in e["replicas"]] for e in doc["partitions"]}
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        # The controller ignores such a znode too ("Ignoring partition reassignment due to invalid json").
-        return {}
+from reassign_cli.znodes import REASSIGN_PARTITIONS
 
 
 def create_trigger(client: Any, data: bytes) -> bool:
@@ -43,9 +18,9 @@ def create_trigger(client: Any, data: bytes) -> bool:
     from kazoo.exceptions import NodeExistsError, ZookeeperError
 
     try:
-        client.create(REASSIGN_PATH, data, makepath=True)
+        client.create(REASSIGN_PARTITIONS, data, makepath=True)
     except NodeExistsError:
         return False
     except ZookeeperError as e:
-        raise OperationalError(f"cannot create {REASSIGN_PATH}: {type(e).__name__}") from None
+        raise OperationalError(f"cannot create {REASSIGN_PARTITIONS}: {type(e).__name__}") from None
     return True
