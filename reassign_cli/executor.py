@@ -504,6 +504,7 @@ def _execute(
     batched = req.batch_size is not None
     wait = req.wait or batched
     store = ConfigStore(client, dry_run=req.dry_run)
+    store.ensure_zk_controller()  # a migrating cluster: nothing goes through ZooKeeper any more
 
     # A running reassignment: refuse, unless it is this very file and only the speed changes.
     if busy_partitions(state, targets):

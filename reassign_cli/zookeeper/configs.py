@@ -106,7 +106,7 @@ class ConfigStore:
                 epoch = -1
         if epoch > 0:
             raise OperationalError(
-                f"refusing to write configs: a KRaft controller has taken over (/controller has "
+                f"refusing to write to ZooKeeper: a KRaft controller has taken over (/controller has "
                 f"kraftControllerEpoch {epoch}); use Kafka's own tools against the KRaft cluster"
             )
         self._zk_checked = True

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
@@ -165,8 +167,9 @@ def test_throttles_cleared_only_when_nothing_reassigns(
     assert {p: fake.get(p)[0] for p in dump} == dump
 
 
+@pytest.mark.parametrize("throttle", [["--throttle", "1000"], []], ids=["throttled", "unthrottled"])
 def test_config_writes_refused_after_kraft_takeover(
-    fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path
+    fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path, throttle: list[str]
 ) -> None:
     fake_cluster(fake, {1: None, 2: None}, {"foo": {"partitions": {0: [1, 2]}}})
     fake.create("/controller", b'{"version":2,"brokerid":3000,"timestamp":"1","kraftControllerEpoch":7}')
@@ -175,13 +178,14 @@ def test_config_writes_refused_after_kraft_takeover(
         "execute",
         "--reassignment-json-file",
         str(plan),
-        "--throttle",
-        "1000",
+        *throttle,
         env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot},
         cwd=str(tmp_path),
     )
     assert r.returncode == 1
+    assert "refusing to write to ZooKeeper: a KRaft controller has taken over" in r.stderr
     assert "kraftControllerEpoch 7" in r.stderr
+    assert not list(tmp_path.glob("rollback-*.json"))
     assert not fake.exists("/admin/reassign_partitions")
     assert not fake.exists("/config/brokers/1")
 
