@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from reassign_cli import plan
-from reassign_cli.errors import OperationalError
+from reassign_cli.errors import InvalidInputError, OperationalError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 
 CURRENT_FILE = "current.json"
@@ -175,7 +175,7 @@ def _load_snapshot(path: str) -> ClusterState:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
                 return snapshot.loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
     except OSError as e:
-        raise OperationalError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
+        raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
 def _read_zookeeper(connect_string: str, timeout: float, topics: list[str]) -> ClusterState:

@@ -64,7 +64,7 @@ def command(
         raise UsageError("give exactly one of --reassignment-json-file, --topic or --all")
     req = ElectRequest(None, list(topics) if topics else None, timeout, poll_interval)
     if reassignment_file is not None:
-        from reassign_cli.cli.execute import read_input_file
+        from reassign_cli.inputs import read_input_file
 
         req.partitions = sorted(parse_reassignment(read_input_file(reassignment_file)).targets())
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)

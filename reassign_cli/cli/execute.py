@@ -7,15 +7,8 @@ from typing import Any
 import click
 
 from reassign_cli.cli.common import Options, connection_options, require_zookeeper
-from reassign_cli.errors import InvalidInputError, UsageError
-
-
-def read_input_file(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise InvalidInputError(f"cannot read {path}: {e.strerror}") from None
+from reassign_cli.errors import UsageError
+from reassign_cli.inputs import read_input_file
 
 
 def _rate(value: int | None) -> int | None:

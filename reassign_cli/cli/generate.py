@@ -9,6 +9,7 @@ import click
 from reassign_cli import generate
 from reassign_cli.cli.common import Options, connection_options, keep_until_exit, require_zookeeper
 from reassign_cli.errors import InvalidInputError, UsageError
+from reassign_cli.inputs import read_input_file
 from reassign_cli.model import duplicates, parse_topics_to_move
 from reassign_cli.render import Output
 from reassign_cli.render.generate import CURRENT_HEADER, PROPOSED_HEADER, output_frame, summary_table
@@ -47,7 +48,7 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
 @click.option(
     "--topics-to-move-json-file",
     "topics_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(dir_okay=False),
     metavar="FILE",
     help='Kafka\'s topics file: {"topics":[{"topic":"foo"}],"version":1}.',
 )
@@ -76,7 +77,7 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
 @click.option(
     "--snapshot",
     "snapshot_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(dir_okay=False),
     metavar="FILE",
     help="Plan from a `kafka-reassign snapshot` file instead of ZooKeeper.",
 )
@@ -155,7 +156,7 @@ def command(
 def _topics(topics_file: str | None, topic_opts: tuple[str, ...]) -> list[str]:
     topics: list[str] = []
     if topics_file:
-        topics += parse_topics_to_move(generate.read_bytes(topics_file, "topics-to-move file"))
+        topics += parse_topics_to_move(read_input_file(topics_file, "topics-to-move file"))
     topics += topic_opts
     dups = duplicates(topics)
     if dups:

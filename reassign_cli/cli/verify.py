@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from reassign_cli.cli.common import Options, connection_options, require_zookeeper
-from reassign_cli.cli.execute import read_input_file
+from reassign_cli.inputs import read_input_file
 
 
 @click.command("verify")

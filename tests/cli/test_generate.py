@@ -341,7 +341,6 @@ def test_unregistered_broker_only_warns_when_plan_is_possible(make_topic: MakeTo
         (["--seed", "-1"], "--seed"),
         (["--engine", "gpu"], "--engine"),
         (["--spark-master", "local[2]"], "--spark-master needs --engine spark"),
-        (["--snapshot", "/nonexistent-h3.json"], "/nonexistent-h3.json"),
     ],
 )
 def test_usage_errors(run_cli: RunCli, args: list[str], message: str) -> None:
