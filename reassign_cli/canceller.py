@@ -16,8 +16,8 @@ from typing import Any
 from reassign_cli.admin.client import admin_client, cancel_reassignments
 from reassign_cli.cancel import cancel_plan
 from reassign_cli.errors import BusyError, InvalidInputError
-from reassign_cli.executor import ClearResult, clear_throttles
 from reassign_cli.model import TopicPartition, tp_str
+from reassign_cli.unthrottle import ClearResult, clear_throttles
 from reassign_cli.zookeeper.configs import ConfigStore
 from reassign_cli.zookeeper.read import read_state
 

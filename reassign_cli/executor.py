@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,8 @@ from reassign_cli.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.progress import PartitionProgress, Status, anything_reassigning, classify, overall_exit
+from reassign_cli.progress import PartitionProgress, Status, classify, overall_exit
+from reassign_cli.unthrottle import clear_throttles
 from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
 from reassign_cli.znodes import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS
 from reassign_cli.znodes import encode_reassignment
@@ -46,6 +47,7 @@ from reassign_cli.zookeeper.reassign import create_trigger
 
 if TYPE_CHECKING:
     from reassign_cli.render import Output
+    from reassign_cli.render.progress import ExecuteReport
 
 BUSY_MESSAGE = (
     "Cannot execute because there is an existing partition assignment.  This tool has no --additional: "
@@ -77,14 +79,6 @@ class ExecuteRequest:
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
 
 
-@dataclass(slots=True)
-class ClearResult:
-    brokers: list[int]
-    topics: list[str]
-    changes: list[ConfigChange] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)  # throttle keys set by someone else, left alone
-
-
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
@@ -110,14 +104,6 @@ def rollback_json(entries: Iterable[PlanEntry], state: ClusterState) -> str:
         topic = state.topics[e.topic]
         current.setdefault(e.topic, {})[e.partition] = list(topic.replicas[e.partition])
     return format_reassignment_json(current, log_dirs=True)
-
-
-def rollback_block(js: str) -> str:
-    return (
-        "Current partition replica assignment\n\n"
-        f"{js}\n\n"
-        "Save this to use as the --reassignment-json-file option during rollback\n"
-    )
 
 
 def default_rollback_path(now: datetime | None = None) -> str:
@@ -259,12 +245,6 @@ def _setter(updates: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str
     return lambda cur: th.apply_config(cur, updates)
 
 
-def _restorer(
-    keys: Sequence[str], priors: dict[str, str | None] | None
-) -> Callable[[dict[str, str]], dict[str, str]]:
-    return lambda cur: th.restore_config(cur, keys, priors)
-
-
 def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
     """Put back exactly what this run changed (keys it set), and the record as it was before the run."""
     for ch in reversed(writes.changes):
@@ -281,69 +261,6 @@ def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
         store.update_config(ch.entity, ch.name, revert, create=False)
     before = writes.record_before
     store.update_priors(lambda _rec: th.load_record(th.dump_record(before)))
-
-
-def clear_throttles(
-    client: Any, store: ConfigStore, targets: dict[TopicPartition, list[int]]
-) -> ClearResult | None:
-    """Remove this tool's throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
-
-    Entities looked at: Kafka's (registered brokers ∪ the file's target brokers; the file's topics) and
-    every entity in our prior-values record. Only keys this tool set (those in the record) are touched:
-    a recorded prior value is put back, a recorded absence removes the key. Throttle keys that someone
-    else set (not in the record) are left alone and reported in `kept`; that keeps an operator's
-    standing throttle and makes a second verify write nothing. A znode is written (with its
-    notification) only when its content changes.
-    """
-    full = read_state(client)
-    if anything_reassigning(full):
-        return None
-    record = store.read_priors()
-    kafka_brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
-    kafka_topics = {t for t, _ in targets}
-    brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
-    topics = kafka_topics | set(record.get("topics", {}))
-    result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
-    done_b: list[int] = []
-    done_t: list[str] = []
-    updates: list[ConfigUpdate] = []
-    for t in sorted(topics):
-        priors = th.record_entry(record, "topics", t)
-        if priors:
-            if t in full.topics:  # a deleted topic's config went with it
-                updates.append(("topics", t, _restorer(list(priors), priors)))
-            done_t.append(t)
-        elif t in full.topics:
-            cur = store.get_config("topics", t) or {}
-            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
-    for b in sorted(brokers):
-        priors = th.record_entry(record, "brokers", b)
-        if priors:
-            updates.append(("brokers", str(b), _restorer(list(priors), priors)))
-            done_b.append(b)
-        else:
-            cur = store.get_config("brokers", str(b)) or {}
-            result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
-    result.changes = store.update_configs(updates, create=False)
-
-    def forget(rec: dict[str, Any]) -> dict[str, Any]:
-        for b in done_b:
-            rec = th.record_forget(rec, "brokers", b)
-        for t in done_t:
-            rec = th.record_forget(rec, "topics", t)
-        return rec
-
-    if done_b or done_t:
-        store.update_priors(forget)
-    return result
-
-
-def clearing_lines(result: ClearResult) -> list[str]:
-    b, t = result.brokers, result.topics
-    return [
-        f"Clearing broker-level throttles on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))}",
-        f"Clearing topic-level throttles on topic{'' if len(t) == 1 else 's'} {','.join(t)}",
-    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,11 +401,8 @@ def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, Cluster
     return plan, state, batches
 
 
-def execute(client: Any, req: ExecuteRequest, out: Output, *, json: bool = False) -> int:
+def execute(client: Any, req: ExecuteRequest, report: ExecuteReport) -> int:
     """Run the whole execute command; returns the exit code (raises ReassignError on failures)."""
-    from reassign_cli.render.progress import ExecuteReport
-
-    report = ExecuteReport(out, json=json)
     code, results = _execute(client, req, report)
     report.finished(results)
     return code
@@ -680,7 +594,3 @@ def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str
     if len(moving) > limit:
         parts.append(f"and {len(moving) - limit} more")
     return ", ".join(parts)
-
-
-if TYPE_CHECKING:
-    from reassign_cli.render.progress import ExecuteReport

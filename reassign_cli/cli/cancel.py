@@ -44,10 +44,10 @@ def command(
     """
     from reassign_cli.cancel import cancelled_line
     from reassign_cli.canceller import cancel
-    from reassign_cli.executor import clearing_lines
     from reassign_cli.inputs import read_input_file
     from reassign_cli.model import parse_reassignment
     from reassign_cli.render import Output
+    from reassign_cli.render.progress import clearing_lines
     from reassign_cli.zookeeper.connect import connect
 
     targets = parse_reassignment(read_input_file(reassignment_file)).targets()

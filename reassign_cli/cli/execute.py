@@ -93,6 +93,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     """
     from reassign_cli.executor import ExecuteRequest, execute
     from reassign_cli.render import Output
+    from reassign_cli.render.progress import ExecuteReport
     from reassign_cli.zookeeper.connect import connect
 
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
@@ -114,4 +115,4 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with connect(zk, opts.zk_timeout) as client:
-        return execute(client, req, out, json=opts.json)
+        return execute(client, req, ExecuteReport(out, json=opts.json))

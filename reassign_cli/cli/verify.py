@@ -29,11 +29,11 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     that this tool recorded are put back) unless --preserve-throttles is given.
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
-    from reassign_cli.executor import clear_throttles, clearing_lines
     from reassign_cli.model import parse_reassignment
     from reassign_cli.progress import classify, overall_exit, report_json
     from reassign_cli.render import Output
-    from reassign_cli.render.progress import kept_lines, reason_lines, verify_lines
+    from reassign_cli.render.progress import clearing_lines, kept_lines, reason_lines, verify_lines
+    from reassign_cli.unthrottle import clear_throttles
     from reassign_cli.zookeeper.configs import ConfigStore
     from reassign_cli.zookeeper.connect import connect
     from reassign_cli.zookeeper.read import read_state

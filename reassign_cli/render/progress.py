@@ -13,8 +13,8 @@ import orjson
 from reassign_cli.progress import PartitionProgress, Status, caught_up, kafka_line, report_json
 
 if TYPE_CHECKING:
-    from reassign_cli.executor import ClearResult
     from reassign_cli.render import Output
+    from reassign_cli.unthrottle import ClearResult
     from reassign_cli.zookeeper.configs import PlannedWrite
 
 PLAIN_EVERY = 30.0  # seconds between plain progress lines when nothing changes
@@ -108,8 +108,6 @@ class ExecuteReport:
         if self.json:
             self.doc["rollback"] = orjson.loads(js)
             return
-        from reassign_cli.executor import rollback_block
-
         self.out.result(rollback_block(js))
 
     def rollback_saved(self, path: str) -> None:
@@ -134,8 +132,6 @@ class ExecuteReport:
             self.out.result(w.describe())
 
     def cleared(self, result: ClearResult | None) -> None:
-        from reassign_cli.executor import clearing_lines
-
         if result is None:
             self.info("Throttles kept: another reassignment is still running in the cluster.")
             self.doc["throttles_cleared"] = None
@@ -185,3 +181,19 @@ def list_line(
 
 def kept_lines(result: ClearResult) -> list[str]:
     return [f"Kept a throttle this tool did not set: {k}" for k in result.kept]
+
+
+def rollback_block(js: str) -> str:
+    return (
+        "Current partition replica assignment\n\n"
+        f"{js}\n\n"
+        "Save this to use as the --reassignment-json-file option during rollback\n"
+    )
+
+
+def clearing_lines(result: ClearResult) -> list[str]:
+    b, t = result.brokers, result.topics
+    return [
+        f"Clearing broker-level throttles on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))}",
+        f"Clearing topic-level throttles on topic{'' if len(t) == 1 else 's'} {','.join(t)}",
+    ]

@@ -8,7 +8,7 @@ import json
 import os
 import signal
 import subprocess
-import time
+import threading
 from typing import Any
 
 import pytest
@@ -211,7 +211,12 @@ def test_dry_run_writes_nothing(make_topic: Any, zk: Any, zk_dump: Any, mover: M
         f'create (sequential) /config/changes/config_change_ {{"version":2,"entity_path":"topics/{topic}"}}'
         in lines
     )
-    assert any(line.startswith(f"create {RECORD} ") or line.startswith("set (if version") for line in lines)
+    # The prior-values record this run would write: every throttle key it sets, noted as absent.
+    (rec_line,) = [line for line in lines if f" {RECORD} " in line]
+    assert rec_line.startswith((f"create {RECORD} ", "set (if version"))
+    rec = json.loads(rec_line.split(f"{RECORD} ", 1)[1])
+    assert rec["topics"][topic] == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
+    assert {LEADER_RATE, FOLLOWER_RATE} <= set(rec["brokers"]["3"])
 
 
 def test_wait_with_timeout(cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover) -> None:
@@ -255,10 +260,17 @@ def test_ctrl_c_while_waiting(cluster: Any, make_topic: Any, zk: Any, mover: Mov
         text=True,
         cwd=mover.tmp,
     )
-    wait_until(lambda: reassigning(zk, topic), timeout=30, message="move started")
-    time.sleep(1)
+    # The first plain progress line on stderr means the wait loop is running: interrupt it there.
+    assert proc.stderr is not None
+    head: list[str] = []
+    reader = threading.Thread(target=_read_until, args=(proc.stderr, "partitions done", head), daemon=True)
+    reader.start()
+    reader.join(timeout=60)
+    assert head and "partitions done" in head[-1], "".join(head)
+    assert reassigning(zk, topic)
     proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
+    _out, rest = proc.communicate(timeout=30)
+    err = "".join(head) + rest
     assert proc.returncode == 130, err
     assert "the reassignment keeps running" in err
     assert f"kafka-reassign verify --reassignment-json-file {plan}" in err
@@ -308,7 +320,11 @@ def test_lost_race_undoes_this_runs_throttle_writes(
             assert after[p] is None or json.loads(after[p]).get("config") == {}, p
         else:
             assert json.loads(after[p]) == json.loads(before[p]), p
-    assert not zk.exists(REASSIGN) or not reassigning(zk, topic)
+    # The create that lost was asked for exactly this trigger, and the partition never moved.
+    assert calls == [
+        f'{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"replicas":[3,2]}}]}}'.encode()
+    ]
+    assert get_json(zk, f"/brokers/topics/{topic}")["partitions"]["0"] == [1, 2]
 
 
 def test_prior_value_taken_from_the_versioned_write(
@@ -351,3 +367,10 @@ def test_prior_value_taken_from_the_versioned_write(
         assert config(zk, "brokers", 2)[LEADER_RATE] == "888"
     finally:
         set_config(zk, "brokers", 2, before)
+
+
+def _read_until(stream: Any, marker: str, lines: list[str]) -> None:
+    for line in stream:
+        lines.append(line)
+        if marker in line:
+            return
