@@ -44,16 +44,10 @@ def cli() -> None:
 
 
 def _register() -> None:
-    # Imported here so that each subcommand module can import `cli` helpers without cycles.
-    import importlib
+    # Imported here, after `cli` exists: each subcommand module imports the shared helpers of this package.
+    from reassign_cli.cli import cancel, elect_leaders, execute, generate, listing, snapshot, verify
 
-    for name in ("generate", "snapshot", "execute", "verify", "listing", "elect_leaders", "cancel"):
-        try:
-            mod = importlib.import_module(f"reassign_cli.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"reassign_cli.cli.{name}":
-                continue  # subcommand not built yet
-            raise
+    for mod in (generate, snapshot, execute, verify, listing, elect_leaders, cancel):
         cli.add_command(mod.command)
 
 

@@ -163,8 +163,10 @@ def _fetch_multi(
     window: int,
     timeout: float,
 ) -> None:
-    from kazoo.exceptions import KazooException
+    from kazoo.exceptions import BadArgumentsError, KazooException, UnimplementedError
 
+    # What a server answers to an operation it does not know (ZooKeeper < 3.6 and multiRead).
+    _UNSUPPORTED = (UnimplementedError, BadArgumentsError)
     timeout_exc = client.handler.timeout_exception
     prefix = getattr(client, "chroot", "") or ""
     inflight: deque[tuple[int, int, Any]] = deque()
@@ -186,8 +188,8 @@ def _fetch_multi(
                 f"ZooKeeper did not answer a read of {count} znodes within {timeout:g}s"
             ) from None
         except (KazooException, ValueError) as e:
-            if first:
-                # Not understood (ZooKeeper < 3.6), or the connection dropped on it: drain, then fall back.
+            if first and isinstance(e, _UNSUPPORTED):
+                # Not understood (ZooKeeper < 3.6): drain what is in flight, then fall back.
                 for _, _, other in inflight:
                     with contextlib.suppress(Exception):
                         other.get(timeout=timeout)

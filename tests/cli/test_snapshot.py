@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from reassign_cli.errors import OperationalError
 from reassign_cli.model import Broker
 from reassign_cli.zookeeper.connect import connect
 from reassign_cli.zookeeper.read import read_state
@@ -240,6 +241,31 @@ def test_unwritable_output(zk_chroot: str, run_cli: RunCli, tmp_path: Path) -> N
     r = run_cli("snapshot", "--zookeeper", zk_chroot, "-o", target)
     assert r.returncode == 1
     assert r.stderr.startswith(f"Error: cannot write {target}: ")
+
+
+class BrokenMultiRead:
+    """A kazoo client whose multiRead fails with a connection loss: not "unsupported"."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _call(self, request: Any, async_object: Any) -> None:
+        from kazoo.exceptions import ConnectionLoss
+
+        if request.type == 22:
+            async_object.set_exception(ConnectionLoss())
+            return
+        self._client._call(request, async_object)
+
+
+def test_first_multiread_failing_otherwise_is_that_error(zk_chroot: str) -> None:
+    fill_synthetic(zk_chroot)
+    with connect(zk_chroot) as client, pytest.raises(OperationalError) as e:
+        read_state(BrokenMultiRead(client))
+    assert str(e.value) == "reading from ZooKeeper failed: ConnectionLoss"
 
 
 class NoMultiRead:
