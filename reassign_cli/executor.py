@@ -290,12 +290,9 @@ class LogDirMover:
 
     def _client(self) -> Any:
         if self._admin is None:
-            import logging
-
             from kafka.admin import KafkaAdminClient
             from kafka.errors import KafkaError
 
-            logging.getLogger("kafka").setLevel(logging.CRITICAL)
             try:
                 self._admin = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap.split(","), client_id="kafka-reassign"

@@ -59,6 +59,7 @@ def connection_options(f: F) -> F:
     ]
 
     def wrapper(**kwargs: Any) -> Any:
+        route_library_logs(kwargs["verbose"])
         opts = Options(
             zookeeper=kwargs.pop("zookeeper"),
             zk_timeout=kwargs.pop("zk_timeout"),
@@ -75,6 +76,19 @@ def connection_options(f: F) -> F:
     for d in reversed(decorators):
         out = d(out)
     return cast(F, out)
+
+
+def route_library_logs(verbose: bool) -> None:
+    """kazoo's and kafka-python's own log lines (connection retries, broker errors) go to stderr with -v, and
+    nowhere otherwise: our one-line errors say what failed. A process-wide choice, so made here, in the CLI."""
+    import logging
+    import sys
+
+    for name in ("kazoo", "kafka"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [logging.StreamHandler(sys.stderr) if verbose else logging.NullHandler()]
+        logger.propagate = False
+        logger.setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
 
 
 def require_zookeeper(opts: Options) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,11 +32,13 @@ def connect(connect_string: str, timeout: float = 10.0, *, require_chroot: bool 
     from kazoo.client import KazooClient
     from kazoo.exceptions import AuthFailedError, NoAuthError
     from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.retry import KazooRetry
 
     hosts, chroot = split_connect_string(connect_string)
-    # kazoo logs connection retries at WARNING to the root logger; our one-line error says it all.
-    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
-    client = KazooClient(hosts=hosts, timeout=timeout, connection_retry={"max_tries": 1})
+    # Reconnect after a dropped connection or a ZooKeeper leader change (the session survives if it
+    # comes back within its timeout); reads retry across it (zookeeper.read), writes check what landed.
+    retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
+    client = KazooClient(hosts=hosts, timeout=timeout, connection_retry=retry)
     try:
         try:
             client.start(timeout=timeout)

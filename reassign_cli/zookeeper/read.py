@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import re
 import struct
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from reassign_cli.errors import OperationalError
@@ -41,6 +43,7 @@ from reassign_cli.znodes import (
 
 DEFAULT_BATCH = 500  # reads per multiRead request
 DEFAULT_WINDOW = 8  # multiRead requests in flight
+READ_RETRY_SECONDS = 60.0  # how long a read waits for a dropped connection to come back
 DEFAULT_TIMEOUT = 30.0  # seconds to wait for any single answer (they come in order, so this is generous)
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -127,6 +130,19 @@ class _MultiReadUnsupported(Exception):
     pass
 
 
+class Disconnected(OperationalError):
+    """The connection dropped under a read: worth waiting for and reading again (reads are idempotent)."""
+
+
+def _failed(what: str, e: Exception) -> OperationalError:
+    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
+
+    msg = f"{what} failed: {type(e).__name__} {e}".rstrip()
+    if isinstance(e, ConnectionLoss | ConnectionClosedError | SessionExpiredError):
+        return Disconnected(msg)
+    return OperationalError(msg)
+
+
 def fetch(
     client: Any,
     requests: Sequence[Request],
@@ -194,9 +210,7 @@ def _fetch_multi(
                     with contextlib.suppress(Exception):
                         other.get(timeout=timeout)
                 raise _MultiReadUnsupported from e
-            raise OperationalError(
-                f"reading from ZooKeeper failed: {type(e).__name__} {e}".rstrip()
-            ) from None
+            raise _failed("reading from ZooKeeper", e) from None
         first = False
         if len(answers) != count:
             raise OperationalError(f"ZooKeeper answered {len(answers)} of {count} reads in a multiRead")
@@ -248,9 +262,7 @@ def _fetch_single(
         except timeout_exc:
             raise OperationalError(f"ZooKeeper did not answer a read of {path} within {timeout:g}s") from None
         except KazooException as e:
-            raise OperationalError(
-                f"reading {path} from ZooKeeper failed: {type(e).__name__} {e}".rstrip()
-            ) from None
+            raise _failed(f"reading {path} from ZooKeeper", e) from None
         handle(i, answer[0] if is_get else answer)
 
 
@@ -271,6 +283,15 @@ def _trigger(data: bytes | None) -> tuple[dict[TopicPartition, list[int]] | None
         return {}, problem
 
 
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """How one read_state pipelines its requests."""
+
+    batch: int
+    window: int
+    timeout: float
+
+
 def read_state(
     client: Any,
     *,
@@ -279,47 +300,89 @@ def read_state(
     batch: int = DEFAULT_BATCH,
     window: int = DEFAULT_WINDOW,
     timeout: float = DEFAULT_TIMEOUT,
+    retry_for: float = READ_RETRY_SECONDS,
 ) -> ClusterState:
     """Read brokers, topics (all, or only those named), deletions and the running reassignment.
 
     A named topic that does not exist is absent from `state.topics`. With partition_state=True each
     topic also gets leader and ISR per partition (a partition without a state znode gets neither).
+    Reads are idempotent: a connection dropped on the way (ZooKeeper restarted, a leader change) is waited
+    out and the whole read made again, for up to `retry_for` seconds.
     """
     wanted = None if topics is None else sorted({t for t in topics if legal_topic_name(t)})
+    reads = _Reads(batch, window, timeout)
+    deadline = time.monotonic() + retry_for
+    while True:
+        try:
+            return _read_once(client, wanted, partition_state, reads)
+        except Disconnected as e:
+            time.sleep(0.2)
+            if time.monotonic() >= deadline or not _await_connected(client, deadline):
+                raise OperationalError(
+                    f"lost the connection to ZooKeeper and could not get it back within {retry_for:g}s ({e})"
+                ) from None
 
-    # -- wave 1 ----------------------------------------------------------------------------
-    wave1: list[Request] = [
-        ("children", BROKER_IDS),
-        ("children", DELETE_TOPICS),
-        ("get", REASSIGN_PARTITIONS),
-    ]
-    if wanted is None:
-        wave1.append(("children", BROKER_TOPICS))
-    answers1: list[Any] = [None] * len(wave1)
 
-    def keep(i: int, answer: Any) -> None:
-        answers1[i] = answer
+def _await_connected(client: Any, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        if getattr(client, "connected", True):
+            return True
+        time.sleep(0.2)
+    return False
 
-    fetch(client, wave1, keep, batch=batch, window=window, timeout=timeout)
-    ids_children, deleting_children, reassign_data = answers1[0], answers1[1], answers1[2]
+
+def _read_once(client: Any, wanted: list[str] | None, partition_state: bool, reads: _Reads) -> ClusterState:
+    ids_children, deleting_children, reassign_data, all_topics = _wave1(client, wanted is None, reads)
     if ids_children is None:
         raise OperationalError(
             f"ZooKeeper has no {BROKER_IDS}{_where(client)}: this is not a Kafka cluster's ZooKeeper root",
             hint="Use the same chroot as the brokers' zookeeper.connect.",
         )
     broker_ids = sorted(int(c) for c in ids_children if c.isdigit())
-    topic_names = wanted if wanted is not None else sorted(answers1[3] or [])
-    deleting = frozenset(deleting_children or [])
+    topic_names = wanted if wanted is not None else sorted(all_topics or [])
     reassignment, trigger_problem = _trigger(reassign_data)
+    brokers, topic_map = _wave2(client, broker_ids, topic_names, reads)
+    if partition_state:
+        _wave3(client, [t for name in topic_names if (t := topic_map.get(name))], reads)
+    return ClusterState(
+        brokers=brokers,  # already sorted: requested in id order, answered in order
+        topics=topic_map,
+        deleting=frozenset(deleting_children or []),
+        reassignment=reassignment,
+        trigger_problem=trigger_problem,
+    )
 
-    # -- wave 2 ----------------------------------------------------------------------------
+
+def _wave1(client: Any, all_topics: bool, reads: _Reads) -> list[Any]:
+    """The lists (/brokers/ids, /admin/delete_topics, /brokers/topics when every topic is wanted) and the
+    trigger znode."""
+    wave: list[Request] = [
+        ("children", BROKER_IDS),
+        ("children", DELETE_TOPICS),
+        ("get", REASSIGN_PARTITIONS),
+    ]
+    if all_topics:
+        wave.append(("children", BROKER_TOPICS))
+    answers: list[Any] = [None] * 4
+
+    def keep(i: int, answer: Any) -> None:
+        answers[i] = answer
+
+    fetch(client, wave, keep, batch=reads.batch, window=reads.window, timeout=reads.timeout)
+    return answers
+
+
+def _wave2(
+    client: Any, broker_ids: list[int], topic_names: list[str], reads: _Reads
+) -> tuple[list[Broker], dict[str, Topic]]:
+    """Every broker registration and every topic znode."""
     nb = len(broker_ids)
-    wave2: list[Request] = [("get", broker_path(b)) for b in broker_ids]
-    wave2 += [("get", topic_path(t)) for t in topic_names]
+    wave: list[Request] = [("get", broker_path(b)) for b in broker_ids]
+    wave += [("get", topic_path(t)) for t in topic_names]
     brokers: list[Broker] = []
     topic_map: dict[str, Topic] = {}
 
-    def on_wave2(i: int, data: Any) -> None:
+    def on_answer(i: int, data: Any) -> None:
         if data is None:
             return  # a broker that went down meanwhile, or a topic that does not exist
         if i < nb:
@@ -329,29 +392,21 @@ def read_state(
             topic_map[name] = decode_topic(name, data)
 
     # Topic znodes can be large (~20 bytes per partition): smaller multiReads keep each answer a few MB.
-    fetch(client, wave2, on_wave2, batch=max(1, batch // 5), window=window, timeout=timeout)
+    fetch(client, wave, on_answer, batch=max(1, reads.batch // 5), window=reads.window, timeout=reads.timeout)
+    return brokers, topic_map
 
-    # -- wave 3 ----------------------------------------------------------------------------
-    if partition_state:
-        tps: list[tuple[Topic, int]] = [
-            (t, p) for name in topic_names if (t := topic_map.get(name)) for p in sorted(t.replicas)
-        ]
-        wave3: list[Request] = [("get", partition_state_path(t.name, p)) for t, p in tps]
 
-        def on_wave3(i: int, data: Any) -> None:
-            if data is None:
-                return
-            t, p = tps[i]
-            st = decode_partition_state(t.name, p, data)
-            t.leader[p] = st.leader
-            t.isr[p] = st.isr
+def _wave3(client: Any, topics: list[Topic], reads: _Reads) -> None:
+    """Every partition's state znode (leader, ISR), set on its topic."""
+    tps = [(t, p) for t in topics for p in sorted(t.replicas)]
+    wave: list[Request] = [("get", partition_state_path(t.name, p)) for t, p in tps]
 
-        fetch(client, wave3, on_wave3, batch=batch, window=window, timeout=timeout)
+    def on_answer(i: int, data: Any) -> None:
+        if data is None:
+            return
+        t, p = tps[i]
+        st = decode_partition_state(t.name, p, data)
+        t.leader[p] = st.leader
+        t.isr[p] = st.isr
 
-    return ClusterState(
-        brokers=brokers,  # already sorted: requested in id order, answered in order
-        topics=topic_map,
-        deleting=deleting,
-        reassignment=reassignment,
-        trigger_problem=trigger_problem,
-    )
+    fetch(client, wave, on_answer, batch=reads.batch, window=reads.window, timeout=reads.timeout)
