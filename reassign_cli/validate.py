@@ -10,7 +10,7 @@ Also the batching of large plans: one `/admin/reassign_partitions` znode must fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -52,43 +52,41 @@ def validate_reassignment(
     entries = plan.entries
     if not entries:
         return [Violation(None, "Partition reassignment list cannot be empty")]
-    out: list[Violation] = []
-
-    for e in entries:
-        if not e.replicas:
-            tp = (e.topic, e.partition)
-            out.append(Violation(tp, f"Partition replica list cannot be empty: {tp_str(tp)}"))
-
-    for tp in duplicates((e.topic, e.partition) for e in entries):
-        out.append(Violation(tp, f"Partition reassignment contains duplicate topic partitions: {tp_str(tp)}"))
-
-    for e in entries:
-        dup_brokers = duplicates(e.replicas)
-        if dup_brokers:
-            tp = (e.topic, e.partition)
-            out.append(
-                Violation(
-                    tp,
-                    "Partition replica lists may not contain duplicate entries: "
-                    f"{tp_str(tp)} contains multiple entries for {_ints(dup_brokers)}",
-                )
-            )
-
-    for e in entries:
-        negative = sorted({b for b in e.replicas if b < 0})
-        if negative:
-            tp = (e.topic, e.partition)
-            out.append(
-                Violation(
-                    tp, f"Invalid broker id in replica list of partition {tp_str(tp)}: {_ints(negative)}"
-                )
-            )
-
+    out = _shape_violations(entries)
     if not bootstrap_server and plan.has_log_dir_moves():
         out.append(
             Violation(None, "bootstrap-server needs to be provided when replica reassignments are present.")
         )
+    return out + _state_violations(entries, state)
 
+
+def _shape_violations(entries: Sequence[PlanEntry]) -> list[Violation]:
+    """What is wrong with the file on its own: empty lists, duplicates, negative ids."""
+    out: list[Violation] = []
+    for e in entries:
+        if not e.replicas:
+            tp = (e.topic, e.partition)
+            out.append(Violation(tp, f"Partition replica list cannot be empty: {tp_str(tp)}"))
+    for tp in duplicates((e.topic, e.partition) for e in entries):
+        out.append(Violation(tp, f"Partition reassignment contains duplicate topic partitions: {tp_str(tp)}"))
+    for e in entries:
+        dup_brokers = duplicates(e.replicas)
+        if dup_brokers:
+            tp = (e.topic, e.partition)
+            msg = f"{tp_str(tp)} contains multiple entries for {_ints(dup_brokers)}"
+            out.append(Violation(tp, f"Partition replica lists may not contain duplicate entries: {msg}"))
+    for e in entries:
+        negative = sorted({b for b in e.replicas if b < 0})
+        if negative:
+            tp = (e.topic, e.partition)
+            msg = f"Invalid broker id in replica list of partition {tp_str(tp)}: {_ints(negative)}"
+            out.append(Violation(tp, msg))
+    return out
+
+
+def _state_violations(entries: Sequence[PlanEntry], state: ClusterState) -> list[Violation]:
+    """What is wrong against the cluster: missing partitions, unregistered brokers, deleting topics."""
+    out: list[Violation] = []
     for e in entries:
         topic = state.topics.get(e.topic)
         if topic is None or e.partition not in topic.replicas:
@@ -97,39 +95,35 @@ def validate_reassignment(
             out.append(
                 Violation(tp, f"The proposed assignment contains non-existent partitions: {tp_str(tp)}{why}")
             )
+    unregistered = _unregistered(entries, set(state.broker_ids))
+    if unregistered is not None:
+        out.append(unregistered)
+    for topic_name in dict.fromkeys(e.topic for e in entries if e.topic in state.deleting):
+        out.append(
+            Violation(
+                None,
+                f"Topic {topic_name} is queued for deletion (/admin/delete_topics/{topic_name}): "
+                "the controller would drop its reassignment",
+            )
+        )
+    return out
 
-    registered = set(state.broker_ids)
+
+def _unregistered(entries: Sequence[PlanEntry], registered: set[int]) -> Violation | None:
     holders: dict[int, set[TopicPartition]] = {}
     for e in entries:
         for b in e.replicas:
             if b >= 0 and b not in registered:
                 holders.setdefault(b, set()).add((e.topic, e.partition))
-    if holders:
-        # Kafka's line names only the brokers; we also say where they are used, so the fix is obvious.
-        tps = sorted(set().union(*holders.values()))
-        where = ", ".join(tp_str(tp) for tp in tps[:5]) + (
-            f" and {len(tps) - 5} more" if len(tps) > 5 else ""
-        )
-        out.append(
-            Violation(
-                None,
-                f"The proposed assignment contains non-existent brokerIDs: {_ints(sorted(holders))} "
-                f"(in {where})",
-            )
-        )
-
-    seen_deleting: set[str] = set()
-    for e in entries:
-        if e.topic in state.deleting and e.topic not in seen_deleting:
-            seen_deleting.add(e.topic)
-            out.append(
-                Violation(
-                    None,
-                    f"Topic {e.topic} is queued for deletion (/admin/delete_topics/{e.topic}): "
-                    "the controller would drop its reassignment",
-                )
-            )
-    return out
+    if not holders:
+        return None
+    # Kafka's line names only the brokers; we also say where they are used, so the fix is obvious.
+    tps = sorted(set().union(*holders.values()))
+    where = ", ".join(tp_str(tp) for tp in tps[:5]) + (f" and {len(tps) - 5} more" if len(tps) > 5 else "")
+    return Violation(
+        None,
+        f"The proposed assignment contains non-existent brokerIDs: {_ints(sorted(holders))} (in {where})",
+    )
 
 
 def _ints(ids: Iterable[int]) -> str:
