@@ -167,6 +167,29 @@ class ThrottleWrites:
     topics: list[str]
 
 
+def throttle_configs(
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    rate: int | None,
+    log_dir_rate: int | None,
+    topics_too: bool = True,
+) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
+    """The throttle keys to set: per broker (rates) and per topic (replica lists, only with a rate)."""
+    targets = {(e.topic, e.partition): e.replicas for e in entries}
+    broker_cfgs: dict[int, dict[str, str]] = {}
+    topic_cfgs: dict[str, dict[str, str]] = {}
+    if rate is not None:
+        moves = th.move_map(targets, state)
+        if topics_too:
+            topic_cfgs = th.topic_throttles(moves)
+        for b in th.throttled_brokers(moves):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(rate, None))
+    if log_dir_rate is not None:
+        for b in th.log_dir_move_brokers(entries):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
+    return broker_cfgs, topic_cfgs
+
+
 def apply_throttles(
     store: ConfigStore,
     state: ClusterState,
@@ -180,32 +203,23 @@ def apply_throttles(
 
     topics_too=False: only the broker rates (changing the speed of a running move).
     """
-    targets = {(e.topic, e.partition): e.replicas for e in entries}
-    broker_cfgs: dict[int, dict[str, str]] = {}
-    topic_cfgs: dict[str, dict[str, str]] = {}
-    if rate is not None:
-        moves = th.move_map(targets, state)
-        if topics_too:
-            topic_cfgs = th.topic_throttles(moves)
-        for b in th.throttled_brokers(moves):
-            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(rate, None))
-    if log_dir_rate is not None:
-        for b in th.log_dir_move_brokers(entries):
-            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
+    broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
     if not broker_cfgs and not topic_cfgs:
         return ThrottleWrites([], store.read_priors(), [], [])
     store.ensure_zk_controller()
 
     # 1. the prior values, from the configs as they are now (only keys not yet recorded are noted)
-    existing_topics = {t: store.get_config("topics", t) or {} for t in topic_cfgs}
-    existing_brokers = {b: store.get_config("brokers", str(b)) or {} for b in broker_cfgs}
+    seen: dict[tuple[str, str], dict[str, str]] = {
+        ("topics", t): store.get_config("topics", t) or {} for t in topic_cfgs
+    }
+    seen.update({("brokers", str(b)): store.get_config("brokers", str(b)) or {} for b in broker_cfgs})
     record_before = store.read_priors()
 
     def note(rec: dict[str, Any]) -> dict[str, Any]:
         for t, cfg in topic_cfgs.items():
-            rec = th.record_priors(rec, "topics", t, existing_topics[t], cfg.keys())
+            rec = th.record_priors(rec, "topics", t, seen[("topics", t)], cfg.keys())
         for b, cfg in broker_cfgs.items():
-            rec = th.record_priors(rec, "brokers", b, existing_brokers[b], cfg.keys())
+            rec = th.record_priors(rec, "brokers", b, seen[("brokers", str(b))], cfg.keys())
         return rec
 
     store.update_priors(note)
@@ -215,30 +229,35 @@ def apply_throttles(
     updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
     updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
     changes = store.update_configs(updates)
+    _correct_priors(store, changes, record_before, seen)
+    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
 
-    # 3. If a config changed between the first read and its versioned write (the write re-read it), the
-    #    value really replaced is the prior: correct the keys this run recorded first.
+
+def _correct_priors(
+    store: ConfigStore,
+    changes: Sequence[ConfigChange],
+    record_before: dict[str, Any],
+    seen: dict[tuple[str, str], dict[str, str]],
+) -> None:
+    """If a config changed between the first read and its versioned write (the write re-read it), the
+    value really replaced is the prior: correct the keys this run recorded first."""
     fixes: list[tuple[th.Entity, str, str, str | None]] = []
     for ch in changes:
         had = th.record_entry(record_before, ch.entity, ch.name) or {}
-        seen = (
-            existing_topics.get(ch.name, {})
-            if ch.entity == "topics"
-            else existing_brokers.get(int(ch.name), {})
-        )
+        before = seen.get((ch.entity, ch.name), {})
         fixes += [
-            (ch.entity, ch.name, k, v) for k, v in ch.before.items() if k not in had and v != seen.get(k)
+            (ch.entity, ch.name, k, v) for k, v in ch.before.items() if k not in had and v != before.get(k)
         ]
-    if fixes:
+    if not fixes:
+        return
 
-        def fix(rec: dict[str, Any]) -> dict[str, Any]:
-            rec = th.load_record(th.dump_record(rec))
-            for entity, name, k, v in fixes:
-                rec[entity].setdefault(name, {})[k] = v
-            return rec
+    def fix(rec: dict[str, Any]) -> dict[str, Any]:
+        rec = th.load_record(th.dump_record(rec))
+        for entity, name, k, v in fixes:
+            rec[entity].setdefault(name, {})[k] = v
+        return rec
 
-        store.update_priors(fix)
-    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
+    store.update_priors(fix)
 
 
 def _setter(updates: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -408,12 +427,10 @@ def execute(client: Any, req: ExecuteRequest, report: ExecuteReport) -> int:
 def _execute(
     client: Any, req: ExecuteRequest, report: ExecuteReport
 ) -> tuple[int, list[PartitionProgress] | None]:
-
     plan, state, batches = prepare(client, req)
     entries = sorted_entries(plan)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
-    batched = req.batch_size is not None
-    wait = req.wait or batched
+    wait = req.wait or req.batch_size is not None
     store = ConfigStore(client, dry_run=req.dry_run)
     store.ensure_zk_controller()  # a migrating cluster: nothing goes through ZooKeeper any more
 
@@ -424,30 +441,52 @@ def _execute(
             return change_running_throttle(store, state, entries, req, report), None
         raise BusyError(BUSY_MESSAGE)
 
-    # Rollback: printed and saved before anything is written.
-    rb = rollback_json(entries, state)
-    report.rollback(rb)
-    if not req.dry_run:
-        path = req.rollback_file or default_rollback_path()
-        try:
-            Path(path).write_text(rb + "\n")
-        except OSError as e:
-            raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
-        report.rollback_saved(path)
-    else:
-        report.info(
-            "Dry run: the rollback JSON would be saved to " + (req.rollback_file or "rollback-<time>.json")
-        )
-
+    _save_rollback(rollback_json(entries, state), req, report)
     throttled = req.throttle is not None or req.log_dir_throttle is not None
     if throttled and not wait:
         report.result(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
+    results = _run_batches(client, store, state, batches, req, report, wait)
+    if req.dry_run:
+        report.dry_run(store.planned)
+        return ExitCode.OK, None
+    if not wait:
+        return ExitCode.OK, None
+    # Everything finished: take the throttles off as verify does.
+    cleared = clear_throttles(client, store, targets)
+    report.cleared(cleared)
+    return overall_exit(results), results
 
+
+def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:
+    """Printed and saved before anything is written."""
+    report.rollback(rb)
+    if req.dry_run:
+        where = req.rollback_file or "rollback-<time>.json"
+        report.info(f"Dry run: the rollback JSON would be saved to {where}")
+        return
+    path = req.rollback_file or default_rollback_path()
+    try:
+        Path(path).write_text(rb + "\n")
+    except OSError as e:
+        raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
+    report.rollback_saved(path)
+
+
+def _run_batches(
+    client: Any,
+    store: ConfigStore,
+    state: ClusterState,
+    batches: list[list[PlanEntry]],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    wait: bool,
+) -> list[PartitionProgress]:
+    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
     mover = LogDirMover(req.bootstrap_server, req.log_dir_timeout) if req.bootstrap_server else None
-    all_results: list[PartitionProgress] = []
+    results: list[PartitionProgress] = []
     try:
         for i, batch in enumerate(batches):
             if len(batches) > 1:
@@ -461,25 +500,12 @@ def _execute(
                         hint="Run execute again with the remaining partitions once it has finished.",
                     )
             submit_batch(client, store, state, batch, req, report, mover, first=(i == 0))
-            if req.dry_run:
-                continue
-            if wait:
-                all_results.extend(
-                    wait_for(client, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
-                )
+            if wait and not req.dry_run:
+                results += wait_for(client, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
     finally:
         if mover is not None:
             mover.close()
-
-    if req.dry_run:
-        report.dry_run(store.planned)
-        return ExitCode.OK, None
-    if not wait:
-        return ExitCode.OK, None
-    # Everything finished: take the throttles off as verify does.
-    cleared = clear_throttles(client, store, targets)
-    report.cleared(cleared)
-    return overall_exit(all_results), all_results
+    return results
 
 
 def submit_batch(
