@@ -29,6 +29,7 @@ from reassign_cli.znodes import (
     encode_entity_config,
     entity_config_path,
 )
+from reassign_cli.zookeeper.landed import await_reconnect, unknown_outcome
 
 Entity = Literal["topics", "brokers"]
 PRIORS_PATH = "/reassign_cli/throttles"  # under the chroot, like every other path here
@@ -204,7 +205,13 @@ class ConfigStore:
 
     def _commit(self, writes: Sequence[_Write]) -> bool:
         """One transaction: each config write followed by its notification. False: lost a race, re-read."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+        from kazoo.exceptions import (
+            BadVersionError,
+            ConnectionLoss,
+            NodeExistsError,
+            NoNodeError,
+            RolledBackError,
+        )
 
         t = self.client.transaction()
         for w in writes:
@@ -213,7 +220,14 @@ class ConfigStore:
             else:
                 t.set_data(w.path, w.payload, version=w.version)
             t.create(CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), sequence=True)
-        results = t.commit()
+        try:
+            results = t.commit()
+        except ConnectionLoss:
+            # Landed or not, the versioned read-modify-write finds out: re-read and recompute (the update
+            # functions are idempotent, and a landed write makes them change nothing).
+            if not await_reconnect(self.client):
+                raise unknown_outcome(writes[0].path) from None
+            return False
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
         if not errors:
             return True
@@ -236,7 +250,7 @@ class ConfigStore:
 
     def update_priors(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
         """Read-modify-write of the record against its version; an empty record deletes the znode."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+        from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
 
         for _ in range(MAX_ATTEMPTS):
             data, version = self._get(PRIORS_PATH)
@@ -264,6 +278,10 @@ class ConfigStore:
                     self.client.set(PRIORS_PATH, payload, version=version)
             except (BadVersionError, NodeExistsError, NoNodeError):
                 continue
+            except ConnectionLoss:
+                if not await_reconnect(self.client):
+                    raise unknown_outcome(PRIORS_PATH) from None
+                continue  # re-read: a landed write makes `fn` change nothing
             return new
         raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
 
