@@ -26,6 +26,7 @@ from reassign_cli.errors import (
     InvalidInputError,
     OperationalError,
 )
+from reassign_cli.leaders import ElectRequest, elect_leaders
 from reassign_cli.model import (
     Broker,
     ClusterState,
@@ -76,6 +77,7 @@ class ExecuteRequest:
     rollback_file: str | None = None
     batch_size: int | None = None
     log_dir_timeout: float = 10.0
+    elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
 
 
@@ -457,7 +459,12 @@ def _execute(
     # Everything finished: take the throttles off as verify does.
     cleared = clear_throttles(client, store, targets)
     report.cleared(cleared)
-    return overall_exit(results), results
+    code = overall_exit(results)
+    if req.elect_leaders and code == ExitCode.OK:
+        election = elect_leaders(client, ElectRequest(partitions=sorted(targets)))
+        report.election(election.initial, election.final)
+        code = election.exit_code
+    return code, results
 
 
 def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:

@@ -83,6 +83,11 @@ def _rate(value: int | None) -> int | None:
     metavar="SECONDS",
     help="How long to retry starting the log-dir moves (Kafka's --timeout).",
 )
+@click.option(
+    "--elect-leaders",
+    is_flag=True,
+    help="With --wait: at the end, elect the preferred replicas as leaders (as elect-leaders does).",
+)
 @connection_options
 def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions).
@@ -98,6 +103,8 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
 
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
+    if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
+        raise UsageError("--elect-leaders needs --wait (or --batch-size, which waits)")
     zk = require_zookeeper(opts)
     req = ExecuteRequest(
         file_name=reassignment_file,
@@ -112,6 +119,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         rollback_file=kw["rollback_file"],
         batch_size=kw["batch_size"],
         log_dir_timeout=kw["log_dir_timeout"],
+        elect_leaders=kw["elect_leaders"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with connect(zk, opts.zk_timeout) as client:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from reassign_cli.elect import LeaderStatus, result_lines, status_json
 from reassign_cli.progress import PartitionProgress, Status, caught_up, kafka_line, report_json
 
 if TYPE_CHECKING:
@@ -141,6 +142,11 @@ class ExecuteReport:
             self.result(line)
         for line in kept_lines(result):
             self.info(line)
+
+    def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None:
+        self.doc["leader_election"] = status_json(final)
+        for line in result_lines(initial, final):
+            self.result(line)
 
     def finished(self, results: Sequence[PartitionProgress] | None) -> None:
         if results is not None:

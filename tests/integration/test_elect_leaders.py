@@ -69,3 +69,18 @@ def test_refused_while_an_election_is_pending(zk_chroot: str) -> None:
         both = run_cli("elect-leaders", "--topic", "t", "--all", zookeeper=zk_chroot)
         assert both.returncode == 2
         assert "exactly one of --reassignment-json-file, --topic or --all" in both.stderr
+
+
+def test_execute_wait_elect_leaders(make_topic: Any, consume_all: Any, zk: Any, mover: Mover) -> None:
+    topic = make_topic({0: [1, 2], 1: [2, 3]}, messages=12)
+    plan = mover.plan("reorder.json", {(topic, 0): [2, 1], (topic, 1): [3, 2]})
+    refused = mover.execute(plan, "--elect-leaders")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert "--elect-leaders needs --wait" in refused.stderr
+    r = mover.execute(plan, "--wait", "--elect-leaders", "--timeout", "60", "--poll-interval", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == (
+        f"Successfully completed leader election (PREFERRED) for partitions {topic}-0, {topic}-1"
+    )
+    assert _leaders(zk, topic, 2) == [2, 3]
+    assert sorted(consume_all(topic)) == sorted(f"{topic}-value-{i}".encode() for i in range(12))
