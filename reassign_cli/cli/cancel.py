@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, executed_file_option, require_zookeeper
 
 
 @click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
-@click.option(
-    "--reassignment-json-file",
-    "reassignment_file",
-    required=True,
-    metavar="FILE",
-    help="The file that was given to execute.",
-)
+@executed_file_option
 @click.option(
     "--bootstrap-server",
     required=True,

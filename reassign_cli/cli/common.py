@@ -91,6 +91,16 @@ def route_library_logs(verbose: bool) -> None:
         logger.setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
 
 
+# verify and cancel take the plan that execute was given.
+executed_file_option = click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    required=True,
+    metavar="FILE",
+    help="The file that was given to execute.",
+)
+
+
 def require_zookeeper(opts: Options) -> str:
     from reassign_cli.errors import UsageError
 

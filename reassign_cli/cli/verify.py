@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, executed_file_option, require_zookeeper
 from reassign_cli.inputs import read_input_file
 
 
 @click.command("verify")
-@click.option(
-    "--reassignment-json-file",
-    "reassignment_file",
-    required=True,
-    metavar="FILE",
-    help="The file that was given to execute.",
-)
+@executed_file_option
 @click.option(
     "--preserve-throttles",
     is_flag=True,
