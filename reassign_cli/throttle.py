@@ -228,6 +228,15 @@ def record_entry(record: Mapping[str, Any], entity: Entity, name: str | int) -> 
     return dict(entry) if entry is not None else None
 
 
+def recorded_entities(record: Mapping[str, Any]) -> tuple[list[int], list[str]]:
+    """The brokers and topics that carry throttle keys this tool set (those in its record)."""
+    brokers = sorted(
+        int(b) for b, keys in record.get("brokers", {}).items() if keys and b.lstrip("-").isdigit()
+    )
+    topics = sorted(t for t, keys in record.get("topics", {}).items() if keys)
+    return brokers, topics
+
+
 def record_is_empty(record: Mapping[str, Any]) -> bool:
     return not record.get("brokers") and not record.get("topics")
 

@@ -4,11 +4,14 @@ znodes, in Kafka 3.9's --list format."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import click
 
 from reassign_cli.cli.common import Options, connection_options, require_zookeeper
 from reassign_cli.model import ClusterState
+from reassign_cli.progress import anything_reassigning
+from reassign_cli.throttle import recorded_entities
 
 
 @dataclass(slots=True)
@@ -57,7 +60,7 @@ def active_reassignments(state: ClusterState) -> list[Row]:
 def command(opts: Options) -> int:
     """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR)."""
     from reassign_cli.render import Output
-    from reassign_cli.render.progress import list_line
+    from reassign_cli.zookeeper.configs import ConfigStore
     from reassign_cli.zookeeper.connect import connect
     from reassign_cli.zookeeper.read import read_state
 
@@ -65,25 +68,41 @@ def command(opts: Options) -> int:
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with connect(zk, opts.zk_timeout) as client:
         state = read_state(client)
+        record = ConfigStore(client).read_priors()
     rows = active_reassignments(state)
+    orphans = None if anything_reassigning(state) else recorded_entities(record)
+    if orphans is not None and not (orphans[0] or orphans[1]):
+        orphans = None
     if opts.json:
-        out.result_json(
-            {
-                "znode": state.reassignment is not None,
-                "reassignments": [
-                    {
-                        "topic": r.topic,
-                        "partition": r.partition,
-                        "replicas": r.replicas,
-                        "adding": r.adding,
-                        "removing": r.removing,
-                        "source": r.source,
-                    }
-                    for r in rows
-                ],
-            }
-        )
+        out.result_json(_list_json(state, rows, orphans))
         return 0
+    _list_text(out, state, rows, orphans)
+    return 0
+
+
+def _list_json(state: ClusterState, rows: list[Row], orphans: tuple[list[int], list[str]] | None) -> dict:
+    return {
+        "znode": state.reassignment is not None,
+        "reassignments": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "replicas": r.replicas,
+                "adding": r.adding,
+                "removing": r.removing,
+                "source": r.source,
+            }
+            for r in rows
+        ],
+        "orphaned_throttles": None if orphans is None else {"brokers": orphans[0], "topics": orphans[1]},
+    }
+
+
+def _list_text(
+    out: Any, state: ClusterState, rows: list[Row], orphans: tuple[list[int], list[str]] | None
+) -> None:
+    from reassign_cli.render.progress import list_line
+
     if not rows:
         out.result("No partition reassignments found.")
     else:
@@ -100,4 +119,13 @@ def command(opts: Options) -> int:
             "/admin/reassign_partitions exists but holds no entries the controller can read; "
             "it blocks new reassignments until it is deleted"
         )
-    return 0
+    if orphans is not None:
+        brokers, topics = orphans
+        where = " and ".join(
+            x for x in (f"brokers {','.join(map(str, brokers))}" if brokers else "",
+                        f"topics {','.join(topics)}" if topics else "") if x
+        )  # fmt: skip
+        out.warn(
+            f"throttles set by kafka-reassign are still in place on {where}, and nothing is reassigning "
+            "(an interrupted execute?); kafka-reassign verify with the plan removes them"
+        )

@@ -64,7 +64,7 @@ def test_nothing_reassigning(fake: Any, zk_chroot: str, run_cli: Any) -> None:
     r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
     assert (r.returncode, r.stdout) == (0, "No partition reassignments found.\n")
     j = run_cli("list", "--format", "json", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
-    assert json.loads(j.stdout) == {"znode": False, "reassignments": []}
+    assert json.loads(j.stdout) == {"znode": False, "reassignments": [], "orphaned_throttles": None}
 
 
 @pytest.mark.parametrize(
@@ -97,3 +97,23 @@ def test_unusable_trigger_is_reported(
     assert "/admin/reassign_partitions cannot be used by the controller (" in r.stderr
     assert problem in r.stderr
     assert "it blocks new reassignments until it is deleted" in r.stderr
+
+
+def test_orphaned_throttles_are_named(fake: Any, zk_chroot: str, run_cli: Any) -> None:
+    """Our record survives a killed execute: with nothing reassigning, list names where our throttles are."""
+    fake_cluster(fake, {1: None, 2: None}, {"t": {"partitions": {0: [1, 2]}}})
+    fake.create(
+        "/reassign_cli/throttles",
+        b'{"version":1,"brokers":{"2":{"leader.replication.throttled.rate":null},"1":{"leader.replication.'
+        b'throttled.rate":"5"}},"topics":{"t":{"leader.replication.throttled.replicas":null}}}',
+        makepath=True,
+    )
+    r = run_cli("list", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert (r.returncode, r.stdout) == (0, "No partition reassignments found.\n")
+    assert "throttles set by kafka-reassign are still in place on brokers 1,2 and topics t" in r.stderr
+    j = run_cli("list", "--format", "json", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert json.loads(j.stdout)["orphaned_throttles"] == {"brokers": [1, 2], "topics": ["t"]}
+    # While something reassigns, the record belongs to that reassignment: nothing is called orphaned.
+    fake.set("/brokers/topics/t", b'{"version":3,"partitions":{"0":[2,1,3]},"adding_replicas":{"0":[3]}}')
+    busy = run_cli("list", "--format", "json", env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
+    assert json.loads(busy.stdout)["orphaned_throttles"] is None
