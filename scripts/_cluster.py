@@ -79,33 +79,34 @@ log4j.logger.org.apache.zookeeper=WARN
 log4j.logger.org.apache.kafka.clients.NetworkClient=WARN
 """
 
-# Kafka 4.x logs through Log4j 2 (properties format: no extra jar needed).
-LOG4J2 = """\
-# Written by scripts/cluster. Console output goes to the process log file.
-status = warn
-appender.stdout.type = Console
-appender.stdout.name = STDOUT
-appender.stdout.layout.type = PatternLayout
-appender.stdout.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.network.name = org.apache.kafka.clients.NetworkClient
-logger.network.level = WARN
-"""
 
-LOG4J2_TOOLS = """\
-# Written by scripts/cluster for Kafka 4.x tools: warnings and errors on stderr.
-status = error
-appender.stderr.type = Console
-appender.stderr.name = STDERR
-appender.stderr.target = SYSTEM_ERR
-appender.stderr.layout.type = PatternLayout
-appender.stderr.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stderr.ref = STDERR
-"""
+# Kafka 4.x logs through Log4j 2 (properties format: no extra jar needed).
+def _log4j2(comment: str, status: str, target: str, level: str, extra: str = "") -> str:
+    """A Log4j 2 properties file with one console appender (SYSTEM_OUT or SYSTEM_ERR) for the root logger."""
+    return (
+        f"# Written by scripts/cluster{comment}\n"
+        f"status = {status}\n"
+        "appender.console.type = Console\n"
+        "appender.console.name = CONSOLE\n"
+        f"appender.console.target = {target}\n"
+        "appender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = [%d] %p %m (%c)%n\n"
+        f"rootLogger.level = {level}\n"
+        "rootLogger.appenderRef.console.ref = CONSOLE\n" + extra
+    )
+
+
+LOG4J2 = _log4j2(
+    ". Console output goes to the process log file.",
+    "warn",
+    "SYSTEM_OUT",
+    "INFO",
+    "logger.request.name = kafka.request.logger\n"
+    "logger.request.level = WARN\n"
+    "logger.network.name = org.apache.kafka.clients.NetworkClient\n"
+    "logger.network.level = WARN\n",
+)
+LOG4J2_TOOLS = _log4j2(" for Kafka 4.x tools: warnings and errors on stderr.", "error", "SYSTEM_ERR", "WARN")
 
 
 class ClusterError(Exception):

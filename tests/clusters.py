@@ -22,9 +22,12 @@ import pytest
 from tests.helpers import CLUSTER_SCRIPT, REPO, read_env_file
 
 
-def script(*args: str, directory: Path, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    """scripts/cluster ARGS with CLUSTER_DIR=directory; the caller's CLUSTER_* settings are dropped."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CLUSTER_")}
+def script(
+    *args: str, directory: Path, timeout: float = 400, keep_settings: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """scripts/cluster ARGS with CLUSTER_DIR=directory. The caller's other CLUSTER_* settings (ports,
+    timeouts) are kept only for the main cluster (keep_settings): an extra cluster must not reuse its ports."""
+    env = {k: v for k, v in os.environ.items() if keep_settings or not k.startswith("CLUSTER_")}
     env["CLUSTER_DIR"] = str(directory)
     return subprocess.run(
         [str(CLUSTER_SCRIPT), *args],
@@ -45,24 +48,50 @@ def checked(*args: str, directory: Path) -> subprocess.CompletedProcess[str]:
     return r
 
 
-def stop_zookeeper(c: Any) -> None:
-    """Stop the cluster's ZooKeeper only; its brokers keep running (and retry)."""
-    checked("stop-zookeeper", directory=c.directory)
+class ServerControl:
+    """Stopping and starting one cluster's servers through scripts/cluster, for the cluster fixtures.
 
+    Needs `directory` (the cluster's state dir) and `stopped` (the brokers a test stopped, restarted at
+    the end of the session if still down)."""
 
-def start_zookeeper(c: Any) -> None:
-    """Start it again; returns once every running broker is registered and a controller elected."""
-    checked("start-zookeeper", directory=c.directory)
+    directory: Path
+    stopped: set[int]
 
+    def stop_broker(self, broker_id: int) -> None:
+        """Stop one broker (controlled shutdown); returns once it has left the cluster."""
+        self.stopped.add(broker_id)
+        checked("stop-broker", str(broker_id), directory=self.directory)
 
-@contextlib.contextmanager
-def zookeeper_stopped(c: Any) -> Iterator[None]:
-    """with c.zookeeper_stopped(): ...  (ZooKeeper restarted afterwards, even if the block fails)"""
-    stop_zookeeper(c)
-    try:
-        yield
-    finally:
-        start_zookeeper(c)
+    def start_broker(self, broker_id: int) -> None:
+        """Start a stopped broker; returns once it is registered again and serving metadata."""
+        checked("start-broker", str(broker_id), directory=self.directory)
+        self.stopped.discard(broker_id)
+
+    @contextlib.contextmanager
+    def broker_stopped(self, broker_id: int) -> Iterator[None]:
+        """with c.broker_stopped(3): ...  (restarted afterwards, even if the block fails)"""
+        self.stop_broker(broker_id)
+        try:
+            yield
+        finally:
+            self.start_broker(broker_id)
+
+    def stop_zookeeper(self) -> None:
+        """Stop the cluster's ZooKeeper only; its brokers keep running (and retry)."""
+        checked("stop-zookeeper", directory=self.directory)
+
+    def start_zookeeper(self) -> None:
+        """Start it again; returns once every running broker is registered and a controller elected."""
+        checked("start-zookeeper", directory=self.directory)
+
+    @contextlib.contextmanager
+    def zookeeper_stopped(self) -> Iterator[None]:
+        """with c.zookeeper_stopped(): ...  (ZooKeeper restarted afterwards, even if the block fails)"""
+        self.stop_zookeeper()
+        try:
+            yield
+        finally:
+            self.start_zookeeper()
 
 
 def pom_version(name: str) -> str:
@@ -78,7 +107,7 @@ KRAFT_VERSIONS = (ZK_MODE_VERSION, KAFKA4_VERSION)
 
 
 @dataclass
-class ExtraCluster:
+class ExtraCluster(ServerControl):
     """A cluster of scripts/cluster started for the session: `env` is its env file."""
 
     directory: Path
@@ -107,6 +136,9 @@ class ExtraCluster:
         ports = [int(p) for p in self.env["CLUSTER_BROKER_PORTS"].split(",")]
         return dict(zip(self.broker_ids, ports, strict=True))
 
+    def bootstrap_for(self, broker_id: int) -> str:
+        return f"127.0.0.1:{self.broker_ports[broker_id]}"
+
     @property
     def zookeeper(self) -> str | None:
         """ZooKeeper connect string with the chroot (None for KRaft)."""
@@ -129,29 +161,6 @@ class ExtraCluster:
     def tls_config_file(self) -> Path | None:
         f = self.env.get("KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE")
         return Path(f) if f else None
-
-    def bootstrap_for(self, broker_id: int) -> str:
-        return f"127.0.0.1:{self.broker_ports[broker_id]}"
-
-    def stop_broker(self, broker_id: int) -> None:
-        self.stopped.add(broker_id)
-        checked("stop-broker", str(broker_id), directory=self.directory)
-
-    def start_broker(self, broker_id: int) -> None:
-        checked("start-broker", str(broker_id), directory=self.directory)
-        self.stopped.discard(broker_id)
-
-    @contextlib.contextmanager
-    def broker_stopped(self, broker_id: int) -> Iterator[None]:
-        self.stop_broker(broker_id)
-        try:
-            yield
-        finally:
-            self.start_broker(broker_id)
-
-    stop_zookeeper = stop_zookeeper
-    start_zookeeper = start_zookeeper
-    zookeeper_stopped = zookeeper_stopped
 
     def kazoo(self, chroot: bool = True, authenticated: bool = True) -> Any:
         """A started KazooClient; on the secure cluster it speaks TLS and, if authenticated, SASL."""
@@ -218,6 +227,17 @@ def started_kazoo(hosts: str, **kwargs: Any) -> Any:
         client.close()
         raise
     return client
+
+
+@contextlib.contextmanager
+def kazoo_session(hosts: str, **kwargs: Any) -> Iterator[Any]:
+    """with kazoo_session("127.0.0.1:2181/chroot") as zk: ...  (a started raw KazooClient, closed after)"""
+    client = started_kazoo(hosts, **kwargs)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
 
 
 def secure_kazoo(hosts: str, jaas_file: Path | None, tls_config_file: Path) -> Any:

@@ -35,7 +35,8 @@ from typing import Any
 import pytest
 
 from tests import helpers
-from tests.helpers import CLUSTER_SCRIPT, REPO, read_env_file, unique_name, wait_until
+from tests.clusters import ServerControl, kazoo_session, script, started_kazoo
+from tests.helpers import REPO, read_env_file, unique_name, wait_until
 
 __all__ = ["Cluster", "wait_until"]
 
@@ -55,20 +56,8 @@ def zk_answers(hosts: str, timeout: float = 3.0) -> bool:
         return False
 
 
-def _script(*args: str, directory: Path, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, CLUSTER_DIR=str(directory))
-    return subprocess.run(
-        [str(CLUSTER_SCRIPT), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @dataclass
-class Cluster:
+class Cluster(ServerControl):
     zookeeper: str  # connect string with chroot, e.g. 127.0.0.1:2181/kafka
     zk_hosts: str  # without chroot
     chroot: str
@@ -99,29 +88,6 @@ class Cluster:
     def bootstrap_for(self, broker_id: int) -> str:
         return f"127.0.0.1:{self.broker_ports[broker_id]}"
 
-    def stop_broker(self, broker_id: int) -> None:
-        """Stop one broker (controlled shutdown) and wait until it left /brokers/ids."""
-        self.stopped.add(broker_id)
-        r = _script("stop-broker", str(broker_id), directory=self.directory)
-        if r.returncode != 0:
-            pytest.fail(f"scripts/cluster stop-broker {broker_id} failed:\n{r.stderr}", pytrace=False)
-
-    def start_broker(self, broker_id: int) -> None:
-        """Start a stopped broker and wait until it is registered again and serving metadata."""
-        r = _script("start-broker", str(broker_id), directory=self.directory)
-        if r.returncode != 0:
-            pytest.fail(f"scripts/cluster start-broker {broker_id} failed:\n{r.stderr}", pytrace=False)
-        self.stopped.discard(broker_id)
-
-    @contextlib.contextmanager
-    def broker_stopped(self, broker_id: int) -> Iterator[None]:
-        """with cluster.broker_stopped(3): ...  (restarted afterwards even if the block fails)"""
-        self.stop_broker(broker_id)
-        try:
-            yield
-        finally:
-            self.start_broker(broker_id)
-
     def registered_brokers(self) -> list[int]:
         from kazoo.client import KazooClient
 
@@ -143,7 +109,7 @@ def cluster() -> Iterator[Cluster]:
     if not (
         env.get("KAFKA_REASSIGN_ZOOKEEPER") and zk_answers(env["KAFKA_REASSIGN_ZOOKEEPER"].split("/")[0])
     ):
-        r = _script("up", directory=directory)
+        r = script("up", directory=directory, keep_settings=True)
         if r.returncode != 0:
             pytest.fail(
                 f"could not start the cluster (scripts/cluster up):\n{r.stderr[-4000:]}", pytrace=False
@@ -162,36 +128,24 @@ def cluster() -> Iterator[Cluster]:
         yield c
     finally:
         if started:
-            _script("down", directory=directory)
+            script("down", directory=directory, keep_settings=True)
         else:
             for broker_id in sorted(c.stopped):  # never leave the shared cluster short of a broker
-                _script("start-broker", str(broker_id), directory=directory)
-
-
-def _kazoo(hosts: str) -> Any:
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=hosts, timeout=10)
-    client.start(timeout=15)
-    return client
+                script("start-broker", str(broker_id), directory=directory, keep_settings=True)
 
 
 @pytest.fixture
 def zk(cluster: Cluster) -> Iterator[Any]:
     """A started KazooClient on the cluster chroot."""
-    client = _kazoo(cluster.zookeeper)
-    try:
+    with kazoo_session(cluster.zookeeper) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 @pytest.fixture
 def zk_chroot(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh, empty chroot connect string on the cluster's ZooKeeper, deleted afterwards."""
     path = "/" + unique_name("t", request.node.name)
-    root = _kazoo(cluster.zk_hosts)
+    root = started_kazoo(cluster.zk_hosts)
     try:
         root.create(path)
         yield f"{cluster.zk_hosts}{path}"
@@ -232,7 +186,7 @@ def make_topic(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cal
 
     created: list[str] = []
     admin: list[Any] = []
-    client = _kazoo(cluster.zookeeper)
+    client = started_kazoo(cluster.zookeeper)
 
     def make(
         assignment: dict[int, list[int]],
@@ -358,11 +312,6 @@ def pytest_configure(config: pytest.Config) -> None:
 # the main cluster. Helpers and raw clients: tests/clusters.py.
 
 from tests import clusters as _clusters  # noqa: E402
-
-# c.stop_zookeeper(), c.start_zookeeper(), `with c.zookeeper_stopped():` on the main `cluster` fixture
-Cluster.stop_zookeeper = _clusters.stop_zookeeper  # type: ignore[attr-defined]
-Cluster.start_zookeeper = _clusters.start_zookeeper  # type: ignore[attr-defined]
-Cluster.zookeeper_stopped = _clusters.zookeeper_stopped  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")

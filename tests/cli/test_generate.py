@@ -15,7 +15,8 @@ import pytest
 from reassign_cli.assign import assign_replicas
 from reassign_cli.plan import TopicRng
 from reassign_cli.render.generate import plan_stats
-from tests.cli.test_snapshot import broker_v5, fill_synthetic, kazoo
+from tests.cli.test_snapshot import broker_v5, fill_synthetic
+from tests.clusters import kazoo_session
 
 RunCli = Callable[..., Any]
 MakeTopic = Callable[..., str]
@@ -240,7 +241,7 @@ def test_generate_during_reassignment_live_equals_snapshot(
     """Topic v2 is mid-reassignment (RS [10,1,2], adding [10], removing [2]): current shows the RS as
     Kafka does, the RF is the target's (2), and the snapshot plans byte-identically."""
     fill_synthetic(zk_chroot)
-    with kazoo(zk_chroot) as zk:  # racks for all, so the default rack-aware mode applies
+    with kazoo_session(zk_chroot) as zk:  # racks for all, so the default rack-aware mode applies
         zk.set("/brokers/ids/2", broker_v5(2, "r2"))
         zk.set("/brokers/ids/10", broker_v5(10, "r1"))
     args = ["generate", "--topic", "v2", "--topic", "v1", "--seed", "8", "-q"]
@@ -257,7 +258,7 @@ def test_generate_during_reassignment_live_equals_snapshot(
 
 
 def test_generate_v1_znodes_and_rack_less_brokers(zk_chroot: str, run_cli: RunCli) -> None:
-    with kazoo(zk_chroot) as zk:
+    with kazoo_session(zk_chroot) as zk:
         zk.ensure_path("/brokers/topics")
         for b in (1, 2, 3, 4):
             zk.create(f"/brokers/ids/{b}", b'{"version":1,"host":"h","port":1,"jmx_port":-1}', makepath=True)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +13,9 @@ from reassign_cli.errors import OperationalError
 from reassign_cli.model import Broker
 from reassign_cli.zookeeper.connect import connect
 from reassign_cli.zookeeper.read import read_state
+from tests.clusters import kazoo_session
 
 RunCli = Callable[..., Any]
-
-
-@contextlib.contextmanager
-def kazoo(connect_string: str) -> Iterator[Any]:
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=connect_string, timeout=10)
-    client.start(timeout=15)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def broker_v5(broker_id: int, rack: str | None) -> bytes:
@@ -56,7 +43,7 @@ def state_znode(leader: int, isr: list[int]) -> bytes:
 def fill_synthetic(connect_string: str) -> None:
     """A fake cluster (no real brokers): v1, v2 and v3 topic znodes, a v1 broker (no rack field), a rack
     given as null, a reassignment in flight, a topic queued for deletion."""
-    with kazoo(connect_string) as zk:
+    with kazoo_session(connect_string) as zk:
         for path in ("/brokers/ids", "/brokers/topics", "/admin/delete_topics"):
             zk.ensure_path(path)
         zk.create("/brokers/ids/1", broker_v5(1, "r1"))
@@ -185,7 +172,7 @@ def test_read_state_window_and_filter(zk_chroot: str) -> None:
 
 def test_read_state_unparseable_reassignment_reads_as_empty(zk_chroot: str) -> None:
     fill_synthetic(zk_chroot)
-    with kazoo(zk_chroot) as zk:
+    with kazoo_session(zk_chroot) as zk:
         zk.set("/admin/reassign_partitions", b"not json")
     with connect(zk_chroot) as client:
         assert read_state(client).reassignment == {}
@@ -220,7 +207,7 @@ def test_chroot_without_brokers_ids(zk_chroot: str, run_cli: RunCli) -> None:
 
 def test_malformed_topic_znode_is_named(zk_chroot: str, run_cli: RunCli) -> None:
     fill_synthetic(zk_chroot)
-    with kazoo(zk_chroot) as zk:
+    with kazoo_session(zk_chroot) as zk:
         zk.create("/brokers/topics/bad", b'{"version":3,"partitions":{"x":[1]}}')
     r = run_cli("snapshot", "--zookeeper", zk_chroot)
     assert r.returncode == 1
@@ -306,7 +293,7 @@ def test_read_state_falls_back_without_multiread(zk_chroot: str) -> None:
 @pytest.mark.parametrize(("batch", "window"), [(1, 5), (7, 2), (500, 8)])
 def test_read_state_many_topics_pipelined(zk_chroot: str, batch: int, window: int) -> None:
     """200 topics x 3 partitions read through small windows: every partition's state lands on its topic."""
-    with kazoo(zk_chroot) as zk:
+    with kazoo_session(zk_chroot) as zk:
         zk.ensure_path("/brokers/ids")
         zk.create("/brokers/ids/1", broker_v5(1, None))
         ops = []

@@ -8,18 +8,15 @@ from typing import Any
 
 import pytest
 
-from tests.integration.reassign_support import Mover, kazoo
+from tests.clusters import kazoo_session
+from tests.integration.reassign_support import Mover
 
 
 @pytest.fixture
 def fake(zk_chroot: str) -> Iterator[Any]:
     """A kazoo client on a fresh chroot, for tests that build a synthetic cluster's znodes."""
-    client = kazoo(zk_chroot)
-    try:
+    with kazoo_session(zk_chroot) as client:
         yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 @pytest.fixture

@@ -309,11 +309,3 @@ def fake_cluster(
                 "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in trigger.items()],
             },
         )
-
-
-def kazoo(connect: str) -> Any:
-    from kazoo.client import KazooClient
-
-    client = KazooClient(hosts=connect, timeout=10)
-    client.start(timeout=15)
-    return client

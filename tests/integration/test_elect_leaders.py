@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.cli.test_snapshot import broker_v5, kazoo
+from tests.cli.test_snapshot import broker_v5
+from tests.clusters import kazoo_session
 from tests.helpers import run_cli, wait_until
 from tests.integration.reassign_support import Mover, get_json
 
@@ -47,7 +48,7 @@ def test_reorder_then_elect(make_topic: Any, consume_all: Any, zk: Any, mover: M
 
 def test_refused_while_an_election_is_pending(zk_chroot: str) -> None:
     # A synthetic cluster (no controller in this chroot): the trigger stays, so the refusal is observable.
-    with kazoo(zk_chroot) as z:
+    with kazoo_session(zk_chroot) as z:
         z.create("/brokers/ids/1", broker_v5(1, None), makepath=True)
         z.create("/brokers/ids/2", broker_v5(2, None))
         z.create("/brokers/topics/t", b'{"version":3,"partitions":{"0":[2,1]}}', makepath=True)
