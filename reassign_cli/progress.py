@@ -8,13 +8,13 @@ reassignments and a trigger znode deleted by hand.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from reassign_cli.errors import ExitCode
-from reassign_cli.model import ClusterState, TopicPartition
+from reassign_cli.model import ClusterState, PlanEntry, TopicPartition
 
 
 class Status(StrEnum):
@@ -211,3 +211,63 @@ def report_json(results: Iterable[PartitionProgress]) -> dict[str, Any]:
     """The --format json verify document: overall status plus one object per partition, in order."""
     items = list(results)
     return {"status": str(overall_status(items)), "partitions": [partition_json(p) for p in items]}
+
+
+@dataclass(slots=True)
+class Resume:
+    """A plan run again (`execute --batch-size` or `--resume` after an interruption), split by where each
+    partition stands: `done` already on its target with nothing moving, `running` moving right now to the
+    target this plan gives it (a batch the interrupted run had started), `todo` the rest."""
+
+    done: list[PlanEntry]
+    running: list[PlanEntry]
+    todo: list[PlanEntry]
+
+
+def resume_split(entries: Sequence[PlanEntry], state: ClusterState) -> Resume:
+    """Split `entries` (in order) for a resumed run. The caller has checked that whatever is running is
+    this plan's (executor.same_reassignment); a partition moving elsewhere counts as todo."""
+    znode = state.reassignment or {}
+    out = Resume([], [], [])
+    for e in entries:
+        topic = state.topics.get(e.topic)
+        moving = (e.topic, e.partition) in znode or (topic is not None and topic.is_reassigning(e.partition))
+        if moving:
+            target = znode.get((e.topic, e.partition)) or (topic.target(e.partition) if topic else None)
+            (out.running if target == e.replicas else out.todo).append(e)
+        elif topic is not None and list(topic.replicas.get(e.partition) or ()) == e.replicas:
+            out.done.append(e)
+        else:
+            out.todo.append(e)
+    return out
+
+
+class StuckWatch:
+    """Notices moves that cannot finish because a target broker is not registered, once that has lasted
+    `limit` seconds; each (partition, broker) is reported once. Time is passed in (pure)."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self._since: dict[tuple[TopicPartition, int], float] = {}
+        self._told: set[tuple[TopicPartition, int]] = set()
+
+    def update(
+        self, results: Iterable[PartitionProgress], registered: Iterable[int], now: float
+    ) -> list[tuple[PartitionProgress, int, float]]:
+        """(partition, missing broker, seconds missing) for every pair that has just passed the limit."""
+        live = set(registered)
+        missing: dict[tuple[TopicPartition, int], PartitionProgress] = {}
+        for r in results:
+            if r.status is Status.IN_PROGRESS:
+                for b in r.target:
+                    if b not in live:
+                        missing[((r.topic, r.partition), b)] = r
+        self._since = {k: self._since.get(k, now) for k in missing}
+        self._told &= set(missing)  # a broker that came back and left again is reported again
+        out = []
+        for key, r in missing.items():
+            gone = now - self._since[key]
+            if gone >= self.limit and key not in self._told:
+                self._told.add(key)
+                out.append((r, key[1], gone))
+        return out
