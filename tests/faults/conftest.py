@@ -1,0 +1,34 @@
+"""The fault suite runs on a cluster of its own ($CLUSTER_DIR-faults, ZooKeeper mode, started once per
+session): it stops ZooKeeper, the controller and target brokers, and kills the CLI with SIGKILL, none of
+which other tests may see. Overriding `cluster` here points every shared fixture (zk, make_topic,
+run_cli, consume_all) at that cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import clusters
+from tests.conftest import Cluster, cluster_dir
+from tests.integration.reassign_support import Mover
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    extra = clusters.start_extra(Path(f"{cluster_dir().resolve()}-faults"))
+    c = Cluster.from_env(extra.directory, extra.env)
+    try:
+        yield c
+    finally:
+        extra.stopped |= c.stopped
+        clusters.stop_extra(extra)
+
+
+@pytest.fixture
+def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Iterator[Mover]:
+    m = Mover(run_cli, zk, tmp_path)
+    yield m
+    m.close()
