@@ -202,7 +202,7 @@ class _Job:
     frame: tuple[str, str, str]
     specs: Sequence[plan.TopicSpec]
     brokers: Sequence[Broker]
-    current: Assignment
+    current: plan.AssignmentLike
     seed: int
 
 

@@ -1,22 +1,41 @@
 """Plain data for the pure core, and Kafka's JSON file formats (read and write). Pure: no I/O.
 
-Shapes are chosen for 1M-partition clusters: a topic's assignment is a dict of partition id to a
-list of broker ids, never an object per partition.
+Shapes are chosen for 1M-partition clusters: a topic's assignment is a mapping of partition id to a
+list of broker ids, never an object per partition (a dict, or replicas.TopicReplicas over one numpy
+array when a snapshot is loaded for planning).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
 from reassign_cli.errors import InvalidInputError
+from reassign_cli.replicas import stack
 
 # topic -> partition -> replicas. The universal "assignment" shape (current, proposed, targets).
 Assignment = dict[str, dict[int, list[int]]]
 TopicPartition = tuple[str, int]
+
+
+class _NoEntries(dict[Any, Any]):
+    """An empty dict that cannot be filled: the one shared default of topics loaded for planning, where
+    a million topics would otherwise carry four empty dicts each (256 MB). Filling it raises."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("this empty mapping is shared and read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, ())
+
+
+NO_ENTRIES: dict[Any, Any] = _NoEntries()
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +50,8 @@ class Topic:
 
     name: str
     # partitions[p] exactly as in the znode: during a reassignment this is RS (target first, then origin).
-    replicas: dict[int, list[int]]
+    # Read-only: a dict, or a replicas.TopicReplicas when loaded from a snapshot for planning.
+    replicas: Mapping[int, list[int]]
     adding: dict[int, list[int]] = field(default_factory=dict)  # AR, only non-empty entries
     removing: dict[int, list[int]] = field(default_factory=dict)  # RR, only non-empty entries
     isr: dict[int, list[int]] = field(default_factory=dict)  # from .../partitions/<p>/state, when read
@@ -214,7 +234,7 @@ def format_reassignment_json(
 # whose partitions are 0..P-1, with "%s" for each partition's comma-joined replica ids and _TOPIC where
 # the quoted name goes.
 _TOPIC = "\x00"
-_TEMPLATES: dict[tuple[bool, tuple[int, ...]], str] = {}
+_TEMPLATES: dict[tuple[bool, tuple[int, ...]], str] = {}  # also the %d templates of _regular_template
 
 
 def _topic_template(log_dirs: bool, shape: tuple[int, ...]) -> str:
@@ -233,6 +253,20 @@ def _topic_template(log_dirs: bool, shape: tuple[int, ...]) -> str:
     return t
 
 
+def _regular_template(log_dirs: bool, n: int, rf: int) -> str:
+    """The entries of a topic of partitions 0..n-1 with rf replicas each, "%d" for each replica id."""
+    key = (log_dirs, (-1, n, rf))  # not a tuple of replica counts: no clash with _topic_template's keys
+    t = _TEMPLATES.get(key)
+    if t is None:
+        reps = ",".join(["%d"] * rf)
+        dirs = ',"log_dirs":[' + ",".join(['"any"'] * rf) + "]" if log_dirs else ""
+        t = ",".join(f'{{"topic":{_TOPIC},"partition":{p},"replicas":[{reps}]{dirs}}}' for p in range(n))
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[key] = t
+    return t
+
+
 def format_partition_entries(
     assignment: Mapping[str, Mapping[int, Sequence[int]]], *, log_dirs: bool = True
 ) -> str:
@@ -246,12 +280,26 @@ def format_partition_entries(
     plain = joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
     percent = "%" in joined
     dumps = orjson.dumps
+    # Regular TopicReplicas (a loaded snapshot): the ids of all of them as one list, from one numpy call.
+    block = stack([assignment[t] for t in topics])
+    ids: list[int] = [] if block is None else block.ravel().tolist()
+    pos = 0
     r: list[int] = []  # 0..P-1 for the last P seen
     shape: tuple[int, ...] = ()
     template = ""  # the template of the last shape seen (consecutive topics mostly share it)
     for topic in topics:
         parts = assignment[topic]
         if not parts:
+            continue
+        tq = '"' + topic + '"' if plain else dumps(topic).decode()
+        if percent:
+            tq = tq.replace("%", "%%")
+        if block is not None:
+            n, rf = len(parts), block.shape[1]
+            out.append(
+                _regular_template(log_dirs, n, rf).replace(_TOPIC, tq) % tuple(ids[pos : pos + n * rf])
+            )
+            pos += n * rf
             continue
         keys = list(parts)
         if len(keys) != len(r):
@@ -264,9 +312,6 @@ def format_partition_entries(
                 out.append(_entries_slow(topic, parts, keys, log_dirs))
                 continue
             vals = [parts[p] for p in r]
-        tq = '"' + topic + '"' if plain else dumps(topic).decode()
-        if percent:
-            tq = tq.replace("%", "%%")
         # orjson writes all replica lists at C speed ('[[1,2],[3,4]]'); split into one "1,2" per partition.
         try:
             body = dumps(vals)

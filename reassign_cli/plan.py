@@ -34,6 +34,7 @@ import numpy as np
 from reassign_cli.assign import MIXED_RACKS_MESSAGE, assign_many, check_arguments
 from reassign_cli.errors import AdminOperationError, InvalidInputError, InvalidReplicationFactorError
 from reassign_cli.model import Assignment, Broker, ClusterState, Topic, duplicates
+from reassign_cli.replicas import TopicReplicas, stack
 
 __all__ = [
     "GenerateRequest",
@@ -234,22 +235,8 @@ def _specs_of(names: list[str], chosen: list[Topic]) -> list[TopicSpec]:
     empty = [t.name for t in chosen if not t.replicas]
     if empty:
         raise InvalidInputError(f"Topic {empty[0]} has no partitions")
-    # Replica-list lengths of every partition of every topic in one C-level pass, then each
-    # topic's min and max with reduceat: RF per topic, and mixed RFs found without a Python loop.
-    counts = np.fromiter((len(t.replicas) for t in chosen), dtype=np.int64, count=len(chosen))
-    lens = np.fromiter(
-        map(len, itertools.chain.from_iterable(t.replicas.values() for t in chosen)),
-        dtype=np.int64,
-        count=int(counts.sum()),
-    )
-    offsets = np.zeros(len(chosen), dtype=np.int64)
-    np.cumsum(counts[:-1], out=offsets[1:])
-    lo = np.minimum.reduceat(lens, offsets).tolist()
-    hi = np.maximum.reduceat(lens, offsets).tolist()
-    for i in [i for i, t in enumerate(chosen) if t.removing]:
-        t = chosen[i]  # RF of the target replicas (RS minus RR), not of the inflated RS
-        target = [len(t.target(p)) for p in t.replicas]
-        lo[i], hi[i] = min(target), max(target)
+    counts = [len(t.replicas) for t in chosen]
+    lo, hi = _rf_bounds(chosen)
     if lo != hi:
         t = next(t for t, a, b in zip(chosen, lo, hi, strict=True) if a != b)
         if t.removing:
@@ -260,7 +247,36 @@ def _specs_of(names: list[str], chosen: list[Topic]) -> list[TopicSpec]:
             f"Topic {t.name} has partitions with different replication factors "
             f"({','.join(map(str, found))}); generate needs one replication factor per topic"
         )
-    return [TopicSpec(n, c, r) for n, c, r in zip(names, counts.tolist(), lo, strict=True)]
+    return [TopicSpec(n, c, r) for n, c, r in zip(names, counts, lo, strict=True)]
+
+
+def _rf_bounds(chosen: list[Topic]) -> tuple[list[int], list[int]]:
+    """The smallest and largest replica count of each topic's partitions (of its target replicas, RS
+    minus RR, when it is being reassigned)."""
+    # A regular TopicReplicas knows its one count; the others are measured below.
+    lo = [t.replicas.rf if isinstance(t.replicas, TopicReplicas) and not t.removing else -1 for t in chosen]
+    hi = list(lo)
+    rest = [i for i, r in enumerate(lo) if r < 0]
+    # Replica-list lengths of every partition of every other topic in one C-level pass, then each
+    # topic's min and max with reduceat: RF per topic, and mixed RFs found without a Python loop.
+    others = [chosen[i] for i in rest]
+    counts = np.fromiter((len(t.replicas) for t in others), dtype=np.int64, count=len(others))
+    lens = np.fromiter(
+        map(len, itertools.chain.from_iterable(t.replicas.values() for t in others)),
+        dtype=np.int64,
+        count=int(counts.sum()),
+    )
+    if rest:
+        offsets = np.zeros(len(others), dtype=np.int64)
+        np.cumsum(counts[:-1], out=offsets[1:])
+        mins, maxs = np.minimum.reduceat(lens, offsets).tolist(), np.maximum.reduceat(lens, offsets).tolist()
+        for i, a, b in zip(rest, mins, maxs, strict=True):
+            lo[i], hi[i] = a, b
+    for i in [i for i, t in enumerate(chosen) if t.removing]:
+        t = chosen[i]  # RF of the target replicas (RS minus RR), not of the inflated RS
+        target = [len(t.target(p)) for p in t.replicas]
+        lo[i], hi[i] = min(target), max(target)
+    return lo, hi
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,7 +358,7 @@ class GenerateRequest:
 
 @dataclass(slots=True)
 class GenerateResult:
-    current: Assignment  # each topic's replicas exactly as in its znode
+    current: AssignmentLike  # each topic's replicas exactly as in its znode
     proposed: Assignment
     seed: int
     brokers: list[Broker]
@@ -358,7 +374,7 @@ def generate_plan(state: ClusterState, request: GenerateRequest) -> GenerateResu
     seed = random_seed() if request.seed is None else request.seed
     proposed = assign_topics(specs, brokers, seed)
     topics = state.topics
-    current: Assignment = {s.name: topics[s.name].replicas for s in specs}
+    current: AssignmentLike = {s.name: topics[s.name].replicas for s in specs}
     return GenerateResult(current, proposed, seed, brokers, warnings, specs)
 
 
@@ -429,26 +445,43 @@ def _flat(rows: list[Sequence[int]]) -> np.ndarray:
     return np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=total)
 
 
+def _old_block(current: AssignmentLike, proposed: AssignmentLike) -> np.ndarray | None:
+    """The old replicas of the proposal's partitions as one matrix, when the current assignment is regular
+    replicas.TopicReplicas (a loaded snapshot) and each proposed topic has the same partitions 0..n-1."""
+    olds = [current.get(t) for t in proposed]
+    if not olds or not isinstance(olds[0], TopicReplicas):
+        return None
+    r: list[int] = []
+    for old, new in zip(olds, proposed.values(), strict=True):
+        if old is None or len(old) != len(new):
+            return None
+        if len(r) != len(new):
+            r = list(range(len(new)))
+        if list(new) != r:
+            return None
+    return stack(olds)  # type: ignore[arg-type]
+
+
 def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
     """Per-broker replica and preferred-leader counts before and after, and how much would move.
     Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
-    old_rows, new_rows = _rows(current, proposed)
+    old_block = _old_block(current, proposed)
+    if old_block is None:
+        old_rows, new_rows = _rows(current, proposed)
+    else:
+        old_rows, new_rows = [], [r for parts in proposed.values() for r in parts.values()]
     st = PlanStats(partitions=len(new_rows))
     if not new_rows:
         return st
-    old_lens, new_lens = set(map(len, old_rows)), set(map(len, new_rows))
+    old_lens = {old_block.shape[1]} if old_block is not None else set(map(len, old_rows))
+    new_lens = set(map(len, new_rows))
     if len(old_lens) == 1 and len(new_lens) == 1 and 0 not in old_lens and 0 not in new_lens:
         n = len(new_rows)
-        o = _flat(old_rows).reshape(n, old_lens.pop())
-        m = _flat(new_rows).reshape(n, new_lens.pop())
-        st.replicas_before, st.replicas_after = _count(o.ravel()), _count(m.ravel())
-        st.leaders_before, st.leaders_after = _count(o[:, 0]), _count(m[:, 0])
-        changed = (o != m).any(axis=1) if o.shape == m.shape else np.ones(n, dtype=bool)
-        st.partitions_changed = int(np.count_nonzero(changed))
-        st.leaders_changed = int(np.count_nonzero(o[:, 0] != m[:, 0]))
-        # a new replica "moves" when no old replica of its partition is on that broker
-        st.replicas_moved = int((m[:, :, None] != o[:, None, :]).all(axis=2).sum())
+        o = _flat(old_rows).reshape(n, old_lens.pop()) if old_block is None else old_block.astype(np.int64)
+        _matrix_stats(st, o, _flat(new_rows).reshape(n, new_lens.pop()))
         return st
+    if old_block is not None:
+        old_rows = old_block.tolist()
     st.replicas_before = _count(_flat(old_rows))
     st.replicas_after = _count(_flat(new_rows))
     st.leaders_before.update(r[0] for r in old_rows if r)
@@ -460,3 +493,14 @@ def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
                 st.leaders_changed += 1
             st.replicas_moved += len(set(new).difference(old))
     return st
+
+
+def _matrix_stats(st: PlanStats, o: np.ndarray, m: np.ndarray) -> None:
+    """The statistics of old rows `o` and new rows `m`, one partition per row (int64 matrices)."""
+    st.replicas_before, st.replicas_after = _count(o.ravel()), _count(m.ravel())
+    st.leaders_before, st.leaders_after = _count(o[:, 0]), _count(m[:, 0])
+    changed = (o != m).any(axis=1) if o.shape == m.shape else np.ones(len(m), dtype=bool)
+    st.partitions_changed = int(np.count_nonzero(changed))
+    st.leaders_changed = int(np.count_nonzero(o[:, 0] != m[:, 0]))
+    # a new replica "moves" when no old replica of its partition is on that broker
+    st.replicas_moved = int((m[:, :, None] != o[:, None, :]).all(axis=2).sum())

@@ -14,21 +14,24 @@ Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none), "t
 "leader", "adding_replicas", "removing_replicas". Written sorted (brokers by id, topics by name,
 partitions by id), so a snapshot of an unchanged cluster is byte-identical.
 
-Loading is the hot path of `generate --snapshot` (1M partitions): one orjson parse, plain dict/list
-building, and checks that cost a few C-level passes.
+Loading is the hot path of `generate --snapshot` (1M-10M partitions): orjson parses the topics a chunk
+at a time, every replica id goes into one numpy array (replicas.ReplicaStore) and each topic's
+`replicas` is a read-only view of it (replicas.TopicReplicas), so no object per partition outlives its
+chunk; the checks cost a few C-level passes per chunk.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from typing import Any, NoReturn, Protocol
 
 import orjson
 
 from reassign_cli.errors import InvalidInputError
-from reassign_cli.model import Broker, ClusterState, Topic, TopicPartition
+from reassign_cli.model import NO_ENTRIES, Broker, ClusterState, Topic, TopicPartition
+from reassign_cli.replicas import ReplicaStore, TopicReplicas, int_array
 
 VERSION = 1
 _WHAT = "snapshot file"
@@ -99,7 +102,10 @@ def loads(
     then `release()` is called whenever the bytes read so far are no longer needed, so that the caller
     can drop the mapped pages (a 10M-partition file is 750 MB: it need not add to the peak memory).
 
-    Millions of containers are built here: the CLI entry point (cli.run) tunes the cyclic garbage
+    Each topic's `replicas` is a replicas.TopicReplicas (read-only); its `adding`, `removing`, `isr` and
+    `leader` are its own dicts when it has entries, else the shared read-only model.NO_ENTRIES.
+
+    Many short-lived containers are built here: the CLI entry point (cli.run) tunes the cyclic garbage
     collector for that; a library must not change it for the whole process.
     """
     raw = data.encode() if isinstance(data, str) else data
@@ -138,22 +144,24 @@ def _loads_whole(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> 
     except orjson.JSONDecodeError as e:
         raise _err(f"not valid JSON: {e}") from None
     brokers, deleting, reassignment = _header(doc)
-    topics: dict[str, Topic] = {}
+    builder = _TopicsBuilder(partition_state, reassigning)
     try:
-        _add_topics(topics, doc["topics"], partition_state, reassigning)
-    except (KeyError, TypeError, ValueError, AttributeError):
+        builder.add(doc["topics"])
+    except _SHAPE_ERRORS:
         _explain_topics(doc["topics"])  # raises with a precise message
-    if not _types_ok(list(topics.values())):
-        _explain_topics(doc["topics"])
-    _check_optional(topics)
+    topics = builder.finish()
     return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
+
+
+# What a malformed topic or partition object raises in _TopicsBuilder.add.
+_SHAPE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, OverflowError)
 
 
 _TOPICS_KEY = b'"topics":['
 _TOPIC_SEP = b'},{"topic":'
-# Measured at 1M partitions (77 MB file, 2-core box): 64 KiB chunks 0.98 s CPU / 327 MiB peak RSS,
-# 4 MiB chunks 2.0 s / 367 MiB, one whole parse 1.45 s / 1038 MiB. Small chunks keep the parsed objects
-# in cache between orjson building them and us consuming and freeing them.
+# Measured at 1M partitions (77 MB file, memory-mapped, 2-core box), load alone: 16 KiB chunks 0.95 s CPU /
+# 132 MiB peak RSS, 64 KiB 0.93 s / 133 MiB, 1 MiB 1.05 s / 147 MiB, 4 MiB 1.44 s / 190 MiB. Small chunks
+# keep the parsed objects in cache between orjson building them and us consuming and freeing them.
 CHUNK_BYTES = 64 << 10
 RELEASE_BYTES = 64 << 20  # how often a mapped file's pages read so far are handed back (see loads)
 
@@ -193,23 +201,21 @@ def _loads_chunked(
         if not isinstance(head, dict) or head.get("topics") != []:
             return None
         brokers, deleting, reassignment = _header(head)
-        topics: dict[str, Topic] = {}
+        builder = _TopicsBuilder(partition_state, reassigning)
         pos = released = body_start
         release()  # the scans above touched every byte
         while pos < body_end:
             cut = raw_bytes.find(_TOPIC_SEP, min(pos + CHUNK_BYTES, body_end), body_end)
             stop = body_end if cut < 0 else cut + 1  # the chunk keeps the closing brace
             chunk = orjson.loads(b"".join((b"[", raw_bytes[pos:stop], b"]")))
-            # checked chunk by chunk, while the new objects are still in cache
-            if not _types_ok(_add_topics(topics, chunk, partition_state, reassigning)):
-                return None
+            builder.add(chunk)  # checked chunk by chunk, while the new objects are still in cache
             del chunk
             pos = stop + 1  # skip the comma
             if pos - released >= RELEASE_BYTES:
                 release()
                 released = pos
-        _check_optional(topics)
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, InvalidInputError):
+        topics = builder.finish()
+    except (orjson.JSONDecodeError, InvalidInputError, *_SHAPE_ERRORS):
         return None
     return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
 
@@ -255,69 +261,109 @@ def _int_list(v: Any) -> bool:
     return type(v) is list and all(type(b) is int for b in v)
 
 
-_PARTITION_REPLICAS = itemgetter("partition", "replicas")
 _STR, _INT, _LIST = frozenset({str}), frozenset({int}), frozenset({list})
+_TOPIC_ID_TYPES = frozenset({str, type(None)})
+_NAME, _PARTS = itemgetter("topic"), itemgetter("partitions")
+_PID, _REPLICAS = itemgetter("partition"), itemgetter("replicas")
+_TOPIC_ID = methodcaller("get", "topic_id")
 
 
-def _add_topics(
-    topics: dict[str, Topic], raw: list[Any], partition_state: bool, reassigning: bool
-) -> list[Topic]:
-    """Build Topic objects from parsed topic objects into `topics` and return the new ones (raises
-    KeyError/TypeError/ValueError on bad shapes; types of names and ids are checked by _types_ok)."""
-    optional = partition_state or reassigning
-    if type(raw) is not list:
-        raise TypeError
-    added: list[Topic] = []
-    for t in raw:
-        name = t["topic"]
-        parts = t["partitions"]
-        replicas = dict(map(_PARTITION_REPLICAS, parts))
-        if len(replicas) != len(parts):
-            raise ValueError
-        topic = Topic(name, replicas, topic_id=t.get("topic_id"))
-        if optional:
-            for e in parts:
-                if len(e) > 2:
-                    _optional(topic, e, partition_state)
-        if name in topics:
-            raise ValueError
-        topics[name] = topic
-        added.append(topic)
-    return added
+class _TopicsBuilder:
+    """Topic objects from parsed topic objects, one chunk at a time, with every replica id in one
+    ReplicaStore: no list or int object per partition outlives its chunk. Shapes and types are checked a
+    chunk at a time with flat passes that run in C (the set of types seen; `type(x) is int` rejects
+    bools); a bad one raises KeyError/TypeError/ValueError/AttributeError/OverflowError, and the caller
+    explains it (_explain_topics). Optional per-partition fields become per-topic dicts only where present.
+    """
+
+    def __init__(self, partition_state: bool, reassigning: bool) -> None:
+        self.topics: dict[str, Topic] = {}
+        self.store = ReplicaStore()
+        self.partition_state = partition_state
+        self.optional = partition_state or reassigning
+
+    def add(self, raw: list[Any]) -> None:
+        if type(raw) is not list:
+            raise TypeError
+        names, plists = list(map(_NAME, raw)), list(map(_PARTS, raw))
+        parts = list(itertools.chain.from_iterable(plists))
+        pids, reps = list(map(_PID, parts)), list(map(_REPLICAS, parts))
+        flat = list(itertools.chain.from_iterable(reps))
+        if not (
+            set(map(type, names)) <= _STR
+            and set(map(type, plists)) <= _LIST
+            and set(map(type, pids)) <= _INT
+            and set(map(type, reps)) <= _LIST
+            and set(map(type, flat)) <= _INT
+        ):
+            raise TypeError
+        start = self.store.append(int_array(flat))
+        views = self._views(start, list(map(len, plists)), pids, list(map(len, reps)))
+        ids = list(map(_TOPIC_ID, raw))
+        new = list(map(Topic, names, views, *[itertools.repeat(NO_ENTRIES)] * 4, ids))
+        if not set(map(type, ids)) <= _TOPIC_ID_TYPES:
+            _check_optional(new)  # raises with the topic's name
+        if self.optional:
+            _check_optional([t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps)])
+        before = len(self.topics)
+        self.topics.update(zip(names, new, strict=True))
+        if len(self.topics) != before + len(new):
+            raise ValueError("a topic is listed twice")
+
+    def _views(self, start: int, counts: list[int], pids: list[int], lens: list[int]) -> list[TopicReplicas]:
+        store, k = self.store, len(counts)
+        n = counts[0] if counts else 0
+        rf = lens[0] if lens else 0
+        # The usual chunk: every topic with partitions 0..n-1 of rf replicas each, checked in three C passes.
+        if counts.count(n) == k and lens.count(rf) == len(lens) and pids == list(range(n)) * k:
+            step = n * rf
+            return [TopicReplicas(store, start + i * step, n, rf) for i in range(k)]
+        views: list[TopicReplicas] = []
+        first = 0
+        for count in counts:
+            ls = lens[first : first + count]
+            views.append(TopicReplicas.from_rows(store, start, pids[first : first + count], ls))
+            start += sum(ls)
+            first += count
+        return views
+
+    def _add_optional(self, topic: Topic, parts: list[dict[str, Any]]) -> bool:
+        """isr/leader (with partition_state) and AR/RR into the topic; whether it has any."""
+        found = False
+        for e in parts:
+            if len(e) > 2:
+                found = _optional(topic, e, self.partition_state) or found
+        return found
+
+    def finish(self) -> dict[str, Topic]:
+        self.store.finish()
+        return self.topics
 
 
-def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> None:
+def _own(topic: Topic, field: str) -> dict[Any, Any]:
+    """The topic's own dict for `field`, replacing the shared empty one on first use."""
+    m: dict[Any, Any] = getattr(topic, field)
+    if m is NO_ENTRIES:
+        m = {}
+        setattr(topic, field, m)
+    return m
+
+
+def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> bool:
     p = e["partition"]
+    values = [("adding", e.get("adding_replicas") or None), ("removing", e.get("removing_replicas") or None)]
     if partition_state:
-        isr = e.get("isr")
-        if isr is not None:
-            topic.isr[p] = isr
-        leader = e.get("leader")
-        if leader is not None:
-            topic.leader[p] = leader
-    ar = e.get("adding_replicas")
-    if ar:
-        topic.adding[p] = ar
-    rr = e.get("removing_replicas")
-    if rr:
-        topic.removing[p] = rr
+        values += [("isr", e.get("isr")), ("leader", e.get("leader"))]
+    found = False
+    for field, v in values:
+        if v is not None:
+            _own(topic, field)[p] = v
+            found = True
+    return found
 
 
-def _types_ok(topics: list[Topic]) -> bool:
-    """Every name a string, every partition and replica an int: verified with a few flat passes that run
-    in C (the set of types seen), not a Python-level test per replica. `type(x) is int` rejects bools."""
-    flat = itertools.chain.from_iterable
-    maps = [t.replicas for t in topics]
-    return (
-        set(map(type, [t.name for t in topics])) <= _STR
-        and set(map(type, flat(maps))) <= _INT
-        and set(map(type, flat(m.values() for m in maps))) <= _LIST
-        and set(map(type, flat(flat(m.values() for m in maps)))) <= _INT
-    )
-
-
-def _check_optional(topics: dict[str, Topic]) -> None:
-    for t in topics.values():
+def _check_optional(topics: list[Topic]) -> None:
+    for t in topics:
         if t.topic_id is not None and type(t.topic_id) is not str:
             raise _err(f'topic {t.name}: "topic_id" must be a string')
         for field, m in (("isr", t.isr), ("adding_replicas", t.adding), ("removing_replicas", t.removing)):

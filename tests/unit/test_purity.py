@@ -10,6 +10,7 @@ import pytest
 PURE_MODULES = [
     "errors",
     "model",
+    "replicas",
     "assign",
     "plan",
     "snapshot",
