@@ -7,14 +7,15 @@ import threading
 import time
 from typing import Any
 
-from reassign_cli.zookeeper.connect import connect
 from reassign_cli.zookeeper.read import read_state
+from reassign_cli.zookeeper.session import ZkOptions, open_session
 
 
 def test_read_waits_out_a_zookeeper_restart(cluster: Any) -> None:
     seen: dict[str, Any] = {}
-    with connect(cluster.zookeeper, 10.0) as client:
-        before = read_state(client)
+    with open_session(ZkOptions(cluster.zookeeper, 10.0)) as session:
+        client = session.client
+        before = read_state(session)
         cluster.stop_zookeeper()
         try:
 
@@ -25,7 +26,7 @@ def test_read_waits_out_a_zookeeper_restart(cluster: Any) -> None:
 
             t = threading.Thread(target=restart)
             t.start()
-            state = read_state(client, retry_for=120)
+            state = read_state(session, retry_for=120)
             t.join()
         finally:
             if not client.connected:
