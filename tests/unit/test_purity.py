@@ -19,7 +19,11 @@ PURE_MODULES = [
     "progress",
     "elect",
     "cancel",
+    "backend",
 ]
+# Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
+# the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).
+BACKEND_AGNOSTIC = ["executor", "unthrottle", "leaders", "verifier", "canceller"]
 FORBIDDEN = ["kazoo", "kafka", "click", "rich", "pyspark"]
 
 PROBE = """
@@ -29,6 +33,11 @@ forbidden = sys.argv[2].split(",")
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in forbidden)
 print(",".join(loaded))
 """
+# The same, with dotted names: a package and everything under it.
+PREFIX_PROBE = PROBE.replace(
+    'm.split(".")[0] in forbidden', 'any(m == f or m.startswith(f + ".") for f in forbidden)'
+)
+assert PREFIX_PROBE != PROBE
 
 
 @pytest.mark.parametrize("name", PURE_MODULES)
@@ -36,6 +45,20 @@ def test_pure_module_imports_no_io_library(name: str) -> None:
     # A module that does not exist fails here on purpose: the layout promises it.
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, f"reassign_cli.{name}", ",".join(FORBIDDEN)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.strip().splitlines()[-1:]
+    assert proc.stdout.strip() == "", f"reassign_cli.{name} imports {proc.stdout.strip()}"
+
+
+@pytest.mark.parametrize("name", BACKEND_AGNOSTIC)
+def test_sequencing_module_imports_no_backend(name: str) -> None:
+    forbidden = [*FORBIDDEN, "reassign_cli.zookeeper"]
+    proc = subprocess.run(
+        [sys.executable, "-c", PREFIX_PROBE, f"reassign_cli.{name}", ",".join(forbidden)],
         capture_output=True,
         text=True,
         timeout=120,
