@@ -70,7 +70,7 @@ def run(c: FakeCluster, req: ExecuteRequest) -> int:
 
 
 # What execute --throttle 5000 writes for PLAN, by hand:
-RECORD = {
+RECORD: dict[str, Any] = {
     "version": 1,
     "brokers": {"1": {LR: "777", FR: None}, "2": {LR: None, FR: None}, "3": {LR: None, FR: None}},
     "topics": {"t": {LREP: None, FREP: None}},
@@ -200,11 +200,15 @@ def test_lost_create_race_undoes_exactly_this_runs_throttle_writes(tmp_path: Pat
 
 
 def test_clear_throttles_restores_recorded_keys_and_keeps_the_operators() -> None:
-    c = cluster(record=RECORD)
+    # Our record names t and brokers 1, 2; broker 3's rates are not in it: someone else's, kept and reported.
+    record = {
+        "version": 1,
+        "brokers": {"1": {LR: "777", FR: None}, "2": {LR: None, FR: None}},
+        "topics": {"t": {LREP: None, FREP: None}},
+    }
+    c = cluster(record=record)
     c.configs.update({("topics", "t"): dict(THROTTLES[0][2]), ("brokers", "1"): dict(RATES)})
     c.configs.update({("brokers", "2"): {**RATES, "x": "y"}, ("brokers", "3"): dict(RATES)})
-    c.record = {**RECORD, "brokers": {"1": RECORD["brokers"]["1"], "2": RECORD["brokers"]["2"]}}
-    # broker 3's rates are not in our record: someone else's, kept and reported
     result = clear_throttles(FakeBackend(c), {("t", 0): [3, 2]})
     assert result is not None
     assert (result.brokers, result.topics) == ([1, 2, 3], ["t"])
