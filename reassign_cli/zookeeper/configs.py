@@ -90,22 +90,6 @@ class ConfigStore:
         return None if version is None else decode_config(config_path(entity, name), data)
 
     # -- config read-modify-write -------------------------------------------------------------
-    def update_config(
-        self,
-        entity: Entity,
-        name: str,
-        fn: ConfigFn,
-        *,
-        create: bool = True,
-    ) -> ConfigChange | None:
-        """Apply fn to the current config and write the result with a notification, only if it changed.
-
-        create=False: leave a missing znode missing (e.g. the config of a topic that is gone).
-        Returns what changed, or None when nothing was written.
-        """
-        changes = self.update_configs([(entity, name, fn)], create=create)
-        return changes[0] if changes else None
-
     def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
         """Several read-modify-writes committed together: every changed config with its notification in
         one transaction (split only if it would exceed TXN_BYTES), so brokers see the whole change in one

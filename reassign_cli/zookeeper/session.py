@@ -169,9 +169,6 @@ class ZkSession:
 
         return self.reading(once)
 
-    def exists(self, path: str) -> bool:
-        return self.get(path)[1] is not None
-
     def ensure_path(self, path: str) -> None:
         """Create `path` and its parents where missing (idempotent, so retried like a read)."""
         from kazoo.exceptions import KazooException
@@ -243,7 +240,7 @@ def open_session(options: ZkOptions) -> Iterator[ZkSession]:
     try:
         _start(client, hosts, options.timeout)
         if chroot:
-            _enter_chroot(client, hosts, chroot, options.require_chroot)
+            _enter_chroot(client, hosts, chroot, options.require_chroot, options.timeout)
         yield ZkSession(client, options)
     finally:
         with contextlib.suppress(Exception):
@@ -267,13 +264,15 @@ def _start(client: Any, hosts: str, timeout: float) -> None:
         raise OperationalError(f"ZooKeeper authentication failed at {hosts}") from None
 
 
-def _enter_chroot(client: Any, hosts: str, chroot: str, required: bool) -> None:
+def _enter_chroot(client: Any, hosts: str, chroot: str, required: bool, timeout: float) -> None:
     from kazoo.exceptions import NoAuthError
 
     try:
-        exists = client.exists(chroot)
+        exists = client.exists_async(chroot).get(timeout=timeout)
     except NoAuthError:
         raise OperationalError(f"ZooKeeper denied access to chroot {chroot}") from None
+    except client.handler.timeout_exception:
+        raise OperationalError(f"ZooKeeper at {hosts} did not answer within {timeout:g}s") from None
     if exists is None and required:
         raise OperationalError(
             f"ZooKeeper chroot {chroot} does not exist at {hosts}",
