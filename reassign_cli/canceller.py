@@ -11,15 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reassign_cli.admin.client import admin_client, cancel_reassignments
+from reassign_cli.backend import Backend
 from reassign_cli.cancel import cancel_plan
 from reassign_cli.errors import BusyError, InvalidInputError
 from reassign_cli.model import TopicPartition, tp_str
 from reassign_cli.unthrottle import ClearResult, clear_throttles
-from reassign_cli.zookeeper.configs import ConfigStore
-from reassign_cli.zookeeper.read import read_state
 
 
 @dataclass(slots=True)
@@ -29,7 +27,7 @@ class CancelOutcome:
 
 
 def cancel(
-    client: Any,
+    backend: Backend,
     bootstrap: str,
     targets: Mapping[TopicPartition, list[int]],
     *,
@@ -37,23 +35,23 @@ def cancel(
     timeout: float = 60.0,
 ) -> CancelOutcome:
     topics = sorted({t for t, _ in targets})
-    plan = cancel_plan(targets, read_state(client, topics=topics, partition_state=True))
+    plan = cancel_plan(targets, backend.read_state(topics, partition_state=True))
     if plan.unsafe:
         raise InvalidInputError(plan.unsafe[0], hint="\n".join(plan.unsafe[1:]) or None)
     cancelled: list[TopicPartition] = []
     if plan.active:
         with admin_client(bootstrap) as admin:
             cancelled = cancel_reassignments(admin, plan.active)
-        _wait_reverted(client, cancelled, timeout)
-    cleared = None if preserve_throttles else clear_throttles(client, ConfigStore(client), dict(targets))
+        _wait_reverted(backend, cancelled, timeout)
+    cleared = None if preserve_throttles else clear_throttles(backend, dict(targets))
     return CancelOutcome(cancelled, cleared)
 
 
-def _wait_reverted(client: Any, tps: list[TopicPartition], timeout: float) -> None:
+def _wait_reverted(backend: Backend, tps: list[TopicPartition], timeout: float) -> None:
     topics = sorted({t for t, _ in tps})
     deadline = time.monotonic() + timeout
     while True:
-        state = read_state(client, topics=topics)
+        state = backend.read_state(topics)
         left = [tp for tp in tps if tp[0] in state.topics and state.topics[tp[0]].is_reassigning(tp[1])]
         if not left:
             return

@@ -1,24 +1,34 @@
-"""execute, wait and throttle removal: the only module that sequences writes to ZooKeeper.
+"""execute, wait and throttle removal: the only module that sequences the writes of a reassignment.
 
-Order (DESIGN §4): parse → read → validate (exit 3, nothing written) → busy check → rollback file (local)
-→ prior-values record → topic throttle lists → broker rates → log-dir moves (admin API) →
-/admin/reassign_partitions (create only). If the create loses a race, this run's throttle writes are
-undone. Waiting polls the cluster, and once nothing is reassigning removes the throttles exactly as
-verify does (restoring recorded prior values).
+Order (DESIGN §4): parse → read → validate (exit 3, nothing written) → migration guard → busy check →
+rollback file (local) → prior-values record → topic throttle lists → broker rates → log-dir moves (admin
+API) → the reassignment (create only: /admin/reassign_partitions in ZooKeeper mode). If the create loses a
+race, this run's throttle writes are undone. Waiting polls the cluster, and once nothing is reassigning
+removes the throttles exactly as verify does (restoring recorded prior values).
+
+Every read and write goes through a `backend.Backend` (ZooKeeper today; tests use an in-memory fake).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reassign_cli import throttle as th
+from reassign_cli.backend import (
+    Backend,
+    ConfigChange,
+    ConfigFn,
+    ConfigUpdate,
+    LogDirMoves,
+    ReplicaDirs,
+    ReplicaKey,
+)
 from reassign_cli.errors import (
     BusyError,
     ExitCode,
@@ -40,14 +50,9 @@ from reassign_cli.model import (
 from reassign_cli.progress import PartitionProgress, Status, classify, overall_exit
 from reassign_cli.unthrottle import clear_throttles
 from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
-from reassign_cli.znodes import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS
-from reassign_cli.znodes import encode_reassignment
-from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, ConfigUpdate, PlannedWrite
-from reassign_cli.zookeeper.read import read_state
-from reassign_cli.zookeeper.reassign import create_trigger
+from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 
 if TYPE_CHECKING:
-    from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
 BUSY_MESSAGE = (
@@ -193,7 +198,7 @@ def throttle_configs(
 
 
 def apply_throttles(
-    store: ConfigStore,
+    backend: Backend,
     state: ClusterState,
     entries: Sequence[PlanEntry],
     rate: int | None,
@@ -207,15 +212,15 @@ def apply_throttles(
     """
     broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
     if not broker_cfgs and not topic_cfgs:
-        return ThrottleWrites([], store.read_priors(), [], [])
-    store.ensure_zk_controller()
+        return ThrottleWrites([], backend.read_priors(), [], [])
+    backend.ensure_writable()
 
     # 1. the prior values, from the configs as they are now (only keys not yet recorded are noted)
     seen: dict[tuple[str, str], dict[str, str]] = {
-        ("topics", t): store.get_config("topics", t) or {} for t in topic_cfgs
+        ("topics", t): backend.read_config("topics", t) or {} for t in topic_cfgs
     }
-    seen.update({("brokers", str(b)): store.get_config("brokers", str(b)) or {} for b in broker_cfgs})
-    record_before = store.read_priors()
+    seen.update({("brokers", str(b)): backend.read_config("brokers", str(b)) or {} for b in broker_cfgs})
+    record_before = backend.read_priors()
 
     def note(rec: dict[str, Any]) -> dict[str, Any]:
         for t, cfg in topic_cfgs.items():
@@ -224,19 +229,19 @@ def apply_throttles(
             rec = th.record_priors(rec, "brokers", b, seen[("brokers", str(b))], cfg.keys())
         return rec
 
-    store.update_priors(note)
+    backend.update_priors(note)
 
     # 2. topic lists, then broker rates, each with its notification, all in one transaction: brokers
     #    see every throttle in one pass over /config/changes.
     updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
     updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
-    changes = store.update_configs(updates)
-    _correct_priors(store, changes, record_before, seen)
+    changes = backend.update_configs(updates)
+    _correct_priors(backend, changes, record_before, seen)
     return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
 
 
 def _correct_priors(
-    store: ConfigStore,
+    backend: Backend,
     changes: Sequence[ConfigChange],
     record_before: dict[str, Any],
     seen: dict[tuple[str, str], dict[str, str]],
@@ -259,14 +264,14 @@ def _correct_priors(
             rec[entity].setdefault(name, {})[k] = v
         return rec
 
-    store.update_priors(fix)
+    backend.update_priors(fix)
 
 
-def _setter(updates: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
+def _setter(updates: dict[str, str]) -> ConfigFn:
     return lambda cur: th.apply_config(cur, updates)
 
 
-def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
+def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
     """Put back exactly what this run changed (keys it set), and the record as it was before the run."""
     for ch in reversed(writes.changes):
 
@@ -279,20 +284,18 @@ def undo_throttles(store: ConfigStore, writes: ThrottleWrites) -> None:
                     out[k] = v
             return out
 
-        store.update_config(ch.entity, ch.name, revert, create=False)
+        backend.update_configs([(ch.entity, ch.name, revert)], create=False)
     before = writes.record_before
-    store.update_priors(lambda _rec: th.load_record(th.dump_record(before)))
+    backend.update_priors(lambda _rec: th.load_record(th.dump_record(before)))
 
 
 # ---------------------------------------------------------------------------------------------
-# log-dir moves (AlterReplicaLogDirs through kafka-python's admin client)
+# log-dir moves (AlterReplicaLogDirs: backend.LogDirMoves, kafka-python's admin client by default)
 # ---------------------------------------------------------------------------------------------
 
-ReplicaDir = dict[tuple[str, int, int], str]
 
-
-def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDir:
-    out: ReplicaDir = {}
+def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDirs:
+    out: ReplicaDirs = {}
     for e in entries:
         if e.log_dirs:
             for b, d in zip(e.replicas, e.log_dirs, strict=True):
@@ -301,85 +304,34 @@ def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDir:
     return out
 
 
-class LogDirMover:
-    """Starts replica log-dir moves with kafka-python's KafkaAdminClient.alter_replica_log_dirs."""
+def raise_hard(failed: dict[ReplicaKey, str]) -> None:
+    """Errors other than "replica not there yet" end the attempt (Kafka retries only those)."""
+    hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
+    if hard:
+        k, e = sorted(hard.items())[0]
+        raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
 
-    def __init__(self, bootstrap: str, timeout: float) -> None:
-        self.bootstrap = bootstrap
-        self.timeout = timeout
-        self._admin: Any = None
 
-    def _client(self) -> Any:
-        if self._admin is None:
-            from kafka.admin import KafkaAdminClient
-            from kafka.errors import KafkaError
-
-            try:
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap.split(","), client_id="kafka-reassign"
-                )
-            except KafkaError as e:
-                raise OperationalError(f"cannot connect to Kafka at {self.bootstrap}: {e}") from None
-        return self._admin
-
-    def attempt(
-        self, moves: ReplicaDir
-    ) -> tuple[list[tuple[str, int, int]], dict[tuple[str, int, int], str]]:
-        """One AlterReplicaLogDirs round: (started, {replica: error name}) ."""
-        from kafka.errors import KafkaError, NoError
-
-        try:
-            res = self._client().alter_replica_log_dirs(dict(moves))
-        except KafkaError as e:
-            raise OperationalError(f"AlterReplicaLogDirs failed: {e}") from None
-        started: list[tuple[str, int, int]] = []
-        failed: dict[tuple[str, int, int], str] = {}
-        for tpr, err in res.items():
-            key = (tpr.topic, tpr.partition, tpr.broker_id)
-            if err is NoError:
-                started.append(key)
-            else:
-                failed[key] = getattr(err, "__name__", str(err))
-        for key in moves:
-            if key not in started and key not in failed:
-                failed[key] = "NoResponse"
-        return started, failed
-
-    @staticmethod
-    def raise_hard(failed: dict[tuple[str, int, int], str]) -> None:
-        """Errors other than "replica not there yet" end the attempt (Kafka retries only those)."""
-        hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
-        if hard:
-            k, e = sorted(hard.items())[0]
-            raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
-
-    def start_until_done(self, moves: ReplicaDir, out: Output) -> None:
-        """Retry until every move has started, or raise after the timeout (Kafka's message)."""
-        pending = dict(moves)
-        deadline = time.monotonic() + self.timeout
-        while True:
-            started, failed = self.attempt(pending)
-            for key in sorted(started):
-                t, p, b = key
-                out.result(
-                    f"Successfully started moving log directory to {pending[key]} for replica {t}-{p} "
-                    f"with broker {b} "
-                )
-                pending.pop(key)
-            if not pending:
-                return
-            self.raise_hard(failed)
-            if time.monotonic() >= deadline:
-                names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
-                raise OperationalError(
-                    f"Timed out before log directory move(s) could be started for: {names}"
-                )
-            time.sleep(0.5)
-
-    def close(self) -> None:
-        if self._admin is not None:
-            with contextlib.suppress(Exception):
-                self._admin.close()
+def start_until_done(mover: LogDirMoves, moves: ReplicaDirs, timeout: float, report: ExecuteReport) -> None:
+    """Retry until every move has started, or raise after the timeout (Kafka's message)."""
+    pending = dict(moves)
+    deadline = time.monotonic() + timeout
+    while True:
+        started, failed = mover.attempt(pending)
+        for key in sorted(started):
+            t, p, b = key
+            report.out.result(
+                f"Successfully started moving log directory to {pending[key]} for replica {t}-{p} "
+                f"with broker {b} "
+            )
+            pending.pop(key)
+        if not pending:
+            return
+        raise_hard(failed)
+        if time.monotonic() >= deadline:
+            names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
+            raise OperationalError(f"Timed out before log directory move(s) could be started for: {names}")
+        time.sleep(0.5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,12 +339,14 @@ class LogDirMover:
 # ---------------------------------------------------------------------------------------------
 
 
-def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, ClusterState, list[list[PlanEntry]]]:
+def prepare(
+    backend: Backend, req: ExecuteRequest
+) -> tuple[ReassignmentFile, ClusterState, list[list[PlanEntry]]]:
     """Parse, read and validate; nothing is written. Raises InvalidInputError (exit 3) on any problem."""
     th.broker_rate_config(req.throttle, req.log_dir_throttle)  # out-of-range rates: usage error, first
     plan = parse_reassignment(req.data)
     topics = sorted({e.topic for e in plan.entries})
-    state = read_state(client, topics=topics)
+    state = backend.read_state(topics)
     checked = state
     throttling = req.throttle is not None or req.log_dir_throttle is not None
     if throttling and busy_partitions(state, plan.targets()) and same_reassignment(state, plan.targets()):
@@ -419,28 +373,33 @@ def prepare(client: Any, req: ExecuteRequest) -> tuple[ReassignmentFile, Cluster
     return plan, state, batches
 
 
-def execute(client: Any, req: ExecuteRequest, report: ExecuteReport) -> int:
-    """Run the whole execute command; returns the exit code (raises ReassignError on failures)."""
-    code, results = _execute(client, req, report)
+def execute(
+    backend: Backend, req: ExecuteRequest, report: ExecuteReport, *, log_dirs: LogDirMoves | None = None
+) -> int:
+    """Run the whole execute command; returns the exit code (raises ReassignError on failures).
+
+    log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server."""
+    code, results = _execute(backend, req, report, log_dirs)
     report.finished(results)
     return code
 
 
 def _execute(
-    client: Any, req: ExecuteRequest, report: ExecuteReport
+    backend: Backend, req: ExecuteRequest, report: ExecuteReport, log_dirs: LogDirMoves | None
 ) -> tuple[int, list[PartitionProgress] | None]:
-    plan, state, batches = prepare(client, req)
+    plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
     wait = req.wait or req.batch_size is not None
-    store = ConfigStore(client, dry_run=req.dry_run)
-    store.ensure_zk_controller()  # a migrating cluster: nothing goes through ZooKeeper any more
+    if req.dry_run:
+        backend = backend.as_dry_run()  # the same reads; every write recorded, none made
+    backend.ensure_writable()  # a migrating cluster: nothing goes through ZooKeeper any more
 
     # A running reassignment: refuse, unless it is this very file and only the speed changes.
     if busy_partitions(state, targets):
         throttling = req.throttle is not None or req.log_dir_throttle is not None
         if throttling and same_reassignment(state, targets):
-            return change_running_throttle(store, state, entries, req, report), None
+            return change_running_throttle(backend, state, entries, req, report), None
         raise BusyError(BUSY_MESSAGE)
 
     _save_rollback(rollback_json(entries, state), req, report)
@@ -450,18 +409,18 @@ def _execute(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
-    results = _run_batches(client, store, state, batches, req, report, wait)
+    results = _run_batches(backend, state, batches, req, report, wait, log_dirs)
     if req.dry_run:
-        report.dry_run(store.planned)
+        report.dry_run(backend.planned_writes())
         return ExitCode.OK, None
     if not wait:
         return ExitCode.OK, None
     # Everything finished: take the throttles off as verify does.
-    cleared = clear_throttles(client, store, targets)
+    cleared = clear_throttles(backend, targets)
     report.cleared(cleared)
     code = overall_exit(results)
     if req.elect_leaders and code == ExitCode.OK:
-        election = elect_leaders(client, ElectRequest(partitions=sorted(targets)))
+        election = elect_leaders(backend, ElectRequest(partitions=sorted(targets)))
         report.election(election.initial, election.final)
         code = election.exit_code
     return code, results
@@ -483,50 +442,55 @@ def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:
 
 
 def _run_batches(
-    client: Any,
-    store: ConfigStore,
+    backend: Backend,
     state: ClusterState,
     batches: list[list[PlanEntry]],
     req: ExecuteRequest,
     report: ExecuteReport,
     wait: bool,
+    log_dirs: LogDirMoves | None,
 ) -> list[PartitionProgress]:
     """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
-    mover = LogDirMover(req.bootstrap_server, req.log_dir_timeout) if req.bootstrap_server else None
+    mover, own = log_dirs, False
+    if mover is None and req.bootstrap_server:
+        from reassign_cli.admin.log_dirs import LogDirMover
+
+        mover, own = LogDirMover(req.bootstrap_server), True
     results: list[PartitionProgress] = []
     try:
         for i, batch in enumerate(batches):
             if len(batches) > 1:
                 report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
             if i > 0:
-                state = read_state(client, topics=sorted({e.topic for e in batch}))
+                state = backend.read_state(sorted({e.topic for e in batch}))
                 if state.reassignment is not None and not req.dry_run:
                     raise BusyError(
                         f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
                         f"{REASSIGN_PARTITIONS}; batches 1-{i} are complete",
                         hint="Run execute again with the remaining partitions once it has finished.",
                     )
-            submit_batch(client, store, state, batch, req, report, mover, first=(i == 0))
+            submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
             if wait and not req.dry_run:
-                results += wait_for(client, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
+                results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
     finally:
-        if mover is not None:
+        if own and mover is not None:
             mover.close()
     return results
 
 
 def submit_batch(
-    client: Any,
-    store: ConfigStore,
+    backend: Backend,
     state: ClusterState,
     batch: list[PlanEntry],
     req: ExecuteRequest,
     report: ExecuteReport,
-    mover: LogDirMover | None,
+    mover: LogDirMoves | None,
     *,
     first: bool,
 ) -> None:
-    writes = apply_throttles(store, state, batch, req.throttle, req.log_dir_throttle)
+    """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
+    if the create loses a race, this batch's throttle writes are undone."""
+    writes = apply_throttles(backend, state, batch, req.throttle, req.log_dir_throttle)
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:
@@ -542,16 +506,13 @@ def submit_batch(
         # Before the trigger, as Kafka: a replica that does not exist yet answers ReplicaNotAvailable, and
         # the broker remembers the preferred dir for when it creates it.
         try:
-            mover.raise_hard(mover.attempt(moves)[1])
+            raise_hard(mover.attempt(moves)[1])
         except OperationalError:
-            undo_throttles(store, writes)
+            undo_throttles(backend, writes)
             raise
 
-    data = encode_reassignment(batch)
-    if req.dry_run:
-        store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
-    elif not create_trigger(client, data):
-        undo_throttles(store, writes)
+    if not backend.create_reassignment(batch):
+        undo_throttles(backend, writes)
         raise BusyError(
             BUSY_MESSAGE + " (another reassignment was created while this one was being set up; "
             "this run's throttle changes were undone)"
@@ -559,11 +520,11 @@ def submit_batch(
     if not req.dry_run:
         report.result(started_line([(e.topic, e.partition) for e in batch]))
     if moves and mover is not None and not req.dry_run:
-        mover.start_until_done(moves, report.out)
+        start_until_done(mover, moves, req.log_dir_timeout, report)
 
 
 def change_running_throttle(
-    store: ConfigStore,
+    backend: Backend,
     state: ClusterState,
     entries: list[PlanEntry],
     req: ExecuteRequest,
@@ -571,9 +532,9 @@ def change_running_throttle(
 ) -> int:
     """The same reassignment is running: only the broker rates change (prior values stay as recorded)."""
     report.info("This reassignment is already running: only its throttle rates are changed.")
-    apply_throttles(store, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
+    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
     if req.dry_run:
-        report.dry_run(store.planned)
+        report.dry_run(backend.planned_writes())
         return ExitCode.OK
     if req.throttle is not None:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
@@ -588,7 +549,7 @@ def change_running_throttle(
 
 
 def wait_for(
-    client: Any, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
+    backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
 ) -> list[PartitionProgress]:
     """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
     Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
@@ -598,7 +559,7 @@ def wait_for(
     try:
         with report.progress(len(targets)) as bar:
             while True:
-                state = read_state(client, topics=topics, partition_state=True)
+                state = backend.read_state(topics, partition_state=True)
                 results = classify(targets, state)
                 bar.update(results, time.monotonic() - start)
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]

@@ -26,6 +26,7 @@ from typing import IO, Any, Protocol
 from reassign_cli import plan
 from reassign_cli.errors import InvalidInputError, OperationalError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
+from reassign_cli.zookeeper.session import ZkOptions
 
 CURRENT_FILE = "current.json"
 PROPOSED_FILE = "proposed.json"
@@ -46,8 +47,7 @@ class Source:
     """Where the cluster state comes from: a snapshot file, else ZooKeeper."""
 
     snapshot_file: str | None = None
-    zookeeper: str | None = None
-    zk_timeout: float = 10.0
+    zookeeper: ZkOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +159,7 @@ def load_state(source: Source, topics: list[str], reporter: Reporter) -> Cluster
             reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
         return _load_snapshot(source.snapshot_file)
     assert source.zookeeper is not None, "the CLI requires --zookeeper without --snapshot"
-    return _read_zookeeper(source.zookeeper, source.zk_timeout, topics)
+    return _read_zookeeper(source.zookeeper, topics)
 
 
 def _load_snapshot(path: str) -> ClusterState:
@@ -178,12 +178,12 @@ def _load_snapshot(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
-def _read_zookeeper(connect_string: str, timeout: float, topics: list[str]) -> ClusterState:
-    from reassign_cli.zookeeper.connect import connect
+def _read_zookeeper(options: ZkOptions, topics: list[str]) -> ClusterState:
     from reassign_cli.zookeeper.read import read_state
+    from reassign_cli.zookeeper.session import open_session
 
-    with connect(connect_string, timeout) as client:
-        return read_state(client, topics=topics, timeout=timeout)
+    with open_session(options) as session:
+        return read_state(session, topics=topics)
 
 
 def read_bytes(path: str, what: str) -> bytes:

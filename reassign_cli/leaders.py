@@ -1,4 +1,4 @@
-"""elect-leaders: start a preferred-leader election through ZooKeeper and wait until the leaders moved.
+"""elect-leaders: start a preferred-leader election and wait until the leaders moved.
 
 Order: read (nothing written on bad input or while an election is pending) → create the trigger for the
 partitions whose preferred replica is in the ISR but does not lead → poll the partition states until each
@@ -10,20 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from reassign_cli.elect import (
-    Election,
-    LeaderStatus,
-    check_partitions,
-    encode_election,
-    leader_status,
-    partitions_of,
-)
-from reassign_cli.errors import BusyError, ExitCode
+from reassign_cli.backend import Backend
+from reassign_cli.elect import Election, LeaderStatus, check_partitions, leader_status, partitions_of
+from reassign_cli.errors import ExitCode
 from reassign_cli.model import TopicPartition
-from reassign_cli.zookeeper.election import BUSY, create_election, election_pending
-from reassign_cli.zookeeper.read import read_state
 
 
 @dataclass(slots=True)
@@ -48,8 +39,8 @@ class ElectOutcome:
         return ExitCode.NOT_AS_PLANNED if Election.NOT_IN_ISR in statuses else ExitCode.OK
 
 
-def _read(client: Any, topics: Sequence[str] | None, req: ElectRequest) -> list[LeaderStatus]:
-    state = read_state(client, topics=topics, partition_state=True)
+def _read(backend: Backend, topics: Sequence[str] | None, req: ElectRequest) -> list[LeaderStatus]:
+    state = backend.read_state(topics, partition_state=True)
     if req.partitions is not None:
         tps = check_partitions(state, req.partitions)
     else:
@@ -58,23 +49,21 @@ def _read(client: Any, topics: Sequence[str] | None, req: ElectRequest) -> list[
 
 
 def elect_leaders(
-    client: Any, req: ElectRequest, on_submit: Callable[[list[TopicPartition]], None] | None = None
+    backend: Backend, req: ElectRequest, on_submit: Callable[[list[TopicPartition]], None] | None = None
 ) -> ElectOutcome:
     topics = sorted({t for t, _ in req.partitions}) if req.partitions is not None else req.topics
-    initial = _read(client, topics, req)
+    initial = _read(backend, topics, req)
     todo = [s.tp for s in initial if s.status is Election.PENDING]
     if not todo:
         return ElectOutcome(initial, initial, [])
-    if election_pending(client):
-        raise BusyError(BUSY, hint="Wait until the controller has removed it, then run again.")
-    create_election(client, encode_election(todo))
+    backend.start_election(todo)  # BusyError while an earlier election is pending
     if on_submit is not None:
         on_submit(todo)
     deadline = time.monotonic() + req.timeout
     watched = ElectRequest(todo, None, req.timeout, req.poll_interval)
     wanted = sorted({t for t, _ in todo})
     while True:
-        now = _read(client, wanted, watched)
+        now = _read(backend, wanted, watched)
         if all(s.status is not Election.PENDING for s in now) or time.monotonic() >= deadline:
             break
         time.sleep(req.poll_interval)

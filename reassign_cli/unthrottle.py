@@ -7,15 +7,14 @@ and reported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reassign_cli import throttle as th
+from reassign_cli.backend import Backend, ConfigChange, ConfigFn, ConfigUpdate
 from reassign_cli.model import TopicPartition
 from reassign_cli.progress import anything_reassigning
-from reassign_cli.zookeeper.configs import ConfigChange, ConfigStore, ConfigUpdate
-from reassign_cli.zookeeper.read import read_state
 
 
 @dataclass(slots=True)
@@ -26,15 +25,11 @@ class ClearResult:
     kept: list[str] = field(default_factory=list)  # throttle keys set by someone else, left alone
 
 
-def _restorer(
-    keys: Sequence[str], priors: dict[str, str | None] | None
-) -> Callable[[dict[str, str]], dict[str, str]]:
+def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
     return lambda cur: th.restore_config(cur, keys, priors)
 
 
-def clear_throttles(
-    client: Any, store: ConfigStore, targets: dict[TopicPartition, list[int]]
-) -> ClearResult | None:
+def clear_throttles(backend: Backend, targets: dict[TopicPartition, list[int]]) -> ClearResult | None:
     """Remove this tool's throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
 
     Entities looked at: Kafka's (registered brokers ∪ the file's target brokers; the file's topics) and
@@ -44,10 +39,10 @@ def clear_throttles(
     standing throttle and makes a second verify write nothing. A znode is written (with its
     notification) only when its content changes.
     """
-    full = read_state(client)
+    full = backend.read_state()
     if anything_reassigning(full):
         return None
-    record = store.read_priors()
+    record = backend.read_priors()
     kafka_brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
     kafka_topics = {t for t, _ in targets}
     brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
@@ -63,7 +58,7 @@ def clear_throttles(
                 updates.append(("topics", t, _restorer(list(priors), priors)))
             done_t.append(t)
         elif t in full.topics:
-            cur = store.get_config("topics", t) or {}
+            cur = backend.read_config("topics", t) or {}
             result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
     for b in sorted(brokers):
         priors = th.record_entry(record, "brokers", b)
@@ -71,9 +66,9 @@ def clear_throttles(
             updates.append(("brokers", str(b), _restorer(list(priors), priors)))
             done_b.append(b)
         else:
-            cur = store.get_config("brokers", str(b)) or {}
+            cur = backend.read_config("brokers", str(b)) or {}
             result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
-    result.changes = store.update_configs(updates, create=False)
+    result.changes = backend.update_configs(updates, create=False)
 
     def forget(rec: dict[str, Any]) -> dict[str, Any]:
         for b in done_b:
@@ -83,5 +78,5 @@ def clear_throttles(
         return rec
 
     if done_b or done_t:
-        store.update_priors(forget)
+        backend.update_priors(forget)
     return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, executed_file_option, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, executed_file_option, open_backend
 
 
 @click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
@@ -42,13 +42,12 @@ def command(
     from reassign_cli.model import parse_reassignment
     from reassign_cli.render import Output
     from reassign_cli.render.progress import clearing_lines
-    from reassign_cli.zookeeper.connect import connect
 
     targets = parse_reassignment(read_input_file(reassignment_file)).targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
+    with open_backend(opts) as backend:
         outcome = cancel(
-            client, bootstrap_server, targets, preserve_throttles=preserve_throttles, timeout=timeout
+            backend, bootstrap_server, targets, preserve_throttles=preserve_throttles, timeout=timeout
         )
     if opts.json:
         cleared = outcome.cleared

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
+
+if TYPE_CHECKING:
+    from reassign_cli.backend import Backend
+    from reassign_cli.zookeeper.session import ZkOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -107,6 +112,24 @@ def require_zookeeper(opts: Options) -> str:
     if not opts.zookeeper:
         raise UsageError("--zookeeper is required (or set KAFKA_REASSIGN_ZOOKEEPER)")
     return opts.zookeeper
+
+
+def zk_options(opts: Options) -> ZkOptions:
+    """The ZooKeeper connection the options ask for (--zookeeper is required)."""
+    from reassign_cli.zookeeper.session import ZkOptions
+
+    return ZkOptions(require_zookeeper(opts), opts.zk_timeout)
+
+
+@contextlib.contextmanager
+def open_backend(opts: Options) -> Iterator[Backend]:
+    """The cluster the options name, as a `backend.Backend`: the one place a command's backend is chosen
+    (ZooKeeper today; the admin API's joins here)."""
+    from reassign_cli.zookeeper.backend import ZkBackend
+    from reassign_cli.zookeeper.session import open_session
+
+    with open_session(zk_options(opts)) as session:
+        yield ZkBackend(session)
 
 
 # Objects that must not be freed before the process exits (see keep_until_exit).

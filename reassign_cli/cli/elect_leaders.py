@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, open_backend
 from reassign_cli.errors import UsageError
 
 
@@ -58,7 +58,6 @@ def command(
     from reassign_cli.leaders import ElectRequest, elect_leaders
     from reassign_cli.model import parse_reassignment
     from reassign_cli.render import Output
-    from reassign_cli.zookeeper.connect import connect
 
     if sum([reassignment_file is not None, bool(topics), all_topics]) != 1:
         raise UsageError("give exactly one of --reassignment-json-file, --topic or --all")
@@ -68,9 +67,9 @@ def command(
 
         req.partitions = sorted(parse_reassignment(read_input_file(reassignment_file)).targets())
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
+    with open_backend(opts) as backend:
         outcome = elect_leaders(
-            client,
+            backend,
             req,
             lambda tps: out.info(f"Started a preferred leader election for {len(tps)} partitions"),
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, open_backend
 from reassign_cli.errors import UsageError
 from reassign_cli.inputs import read_input_file
 
@@ -99,13 +99,11 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.executor import ExecuteRequest, execute
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
-    from reassign_cli.zookeeper.connect import connect
 
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
     if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--elect-leaders needs --wait (or --batch-size, which waits)")
-    zk = require_zookeeper(opts)
     req = ExecuteRequest(
         file_name=reassignment_file,
         data=read_input_file(reassignment_file),
@@ -122,5 +120,5 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         elect_leaders=kw["elect_leaders"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(zk, opts.zk_timeout) as client:
-        return execute(client, req, ExecuteReport(out, json=opts.json))
+    with open_backend(opts) as backend:
+        return execute(backend, req, ExecuteReport(out, json=opts.json))

@@ -7,7 +7,7 @@ import functools
 import click
 
 from reassign_cli import generate
-from reassign_cli.cli.common import Options, connection_options, keep_until_exit, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, keep_until_exit, zk_options
 from reassign_cli.errors import InvalidInputError, UsageError
 from reassign_cli.inputs import read_input_file
 from reassign_cli.model import duplicates, parse_topics_to_move
@@ -130,8 +130,9 @@ def command(
         raise UsageError("--snapshot and --zookeeper cannot be used together")
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    zookeeper = opts.zookeeper if snapshot_file else require_zookeeper(opts)
-    source = generate.Source(snapshot_file, zookeeper, opts.zk_timeout)
+    # With --snapshot, a KAFKA_REASSIGN_ZOOKEEPER from the environment is only mentioned, never used.
+    zookeeper = zk_options(opts) if opts.zookeeper or not snapshot_file else None
+    source = generate.Source(snapshot_file, zookeeper)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,

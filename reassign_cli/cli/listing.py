@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, open_backend
 from reassign_cli.model import ClusterState
 from reassign_cli.progress import anything_reassigning
 from reassign_cli.throttle import recorded_entities
@@ -60,15 +60,11 @@ def active_reassignments(state: ClusterState) -> list[Row]:
 def command(opts: Options) -> int:
     """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR)."""
     from reassign_cli.render import Output
-    from reassign_cli.zookeeper.configs import ConfigStore
-    from reassign_cli.zookeeper.connect import connect
-    from reassign_cli.zookeeper.read import read_state
 
-    zk = require_zookeeper(opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(zk, opts.zk_timeout) as client:
-        state = read_state(client)
-        record = ConfigStore(client).read_priors()
+    with open_backend(opts) as backend:
+        state = backend.read_state()
+        record = backend.read_priors()
     rows = active_reassignments(state)
     orphans = None if anything_reassigning(state) else recorded_entities(record)
     if orphans is not None and not (orphans[0] or orphans[1]):

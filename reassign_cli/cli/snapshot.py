@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, open_backend
 from reassign_cli.errors import OperationalError
 from reassign_cli.render import Output
 
@@ -44,12 +44,10 @@ def command(opts: Options, output: str | None, topic_opts: tuple[str, ...]) -> N
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live.
     """
     from reassign_cli import snapshot
-    from reassign_cli.zookeeper.connect import connect
-    from reassign_cli.zookeeper.read import read_state
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(require_zookeeper(opts), opts.zk_timeout) as client:
-        state = read_state(client, topics=topic_opts or None, partition_state=True, timeout=opts.zk_timeout)
+    with open_backend(opts) as backend:
+        state = backend.read_state(topic_opts or None, partition_state=True)
     data = snapshot.dumps(state)
     n_parts = sum(len(t.replicas) for t in state.topics.values())
     counts = {"brokers": len(state.brokers), "topics": len(state.topics), "partitions": n_parts}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, executed_file_option, require_zookeeper
+from reassign_cli.cli.common import Options, connection_options, executed_file_option, open_backend
 from reassign_cli.inputs import read_input_file
 
 
@@ -24,24 +24,16 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
     from reassign_cli.model import parse_reassignment
-    from reassign_cli.progress import classify, overall_exit, report_json
+    from reassign_cli.progress import overall_exit, report_json
     from reassign_cli.render import Output
     from reassign_cli.render.progress import clearing_lines, kept_lines, reason_lines, verify_lines
-    from reassign_cli.unthrottle import clear_throttles
-    from reassign_cli.zookeeper.configs import ConfigStore
-    from reassign_cli.zookeeper.connect import connect
-    from reassign_cli.zookeeper.read import read_state
+    from reassign_cli.verifier import verify
 
-    zk = require_zookeeper(opts)
     plan = parse_reassignment(read_input_file(reassignment_file))
-    targets = plan.targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with connect(zk, opts.zk_timeout) as client:
-        state = read_state(client, topics=sorted({t for t, _ in targets}), partition_state=True)
-        results = classify(targets, state)
-        cleared = None
-        if not preserve_throttles:
-            cleared = clear_throttles(client, ConfigStore(client), targets)
+    with open_backend(opts) as backend:
+        outcome = verify(backend, plan.targets(), preserve_throttles=preserve_throttles)
+    results, cleared = outcome.results, outcome.cleared
 
     if opts.json:
         doc = report_json(results)

@@ -14,9 +14,9 @@ from reassign_cli.elect import LeaderStatus, result_lines, status_json
 from reassign_cli.progress import PartitionProgress, Status, caught_up, kafka_line, report_json
 
 if TYPE_CHECKING:
+    from reassign_cli.backend import PlannedWrite
     from reassign_cli.render import Output
     from reassign_cli.unthrottle import ClearResult
-    from reassign_cli.zookeeper.configs import PlannedWrite
 
 PLAIN_EVERY = 30.0  # seconds between plain progress lines when nothing changes
 

@@ -7,20 +7,25 @@ kazoo transaction with its `config_change_` notification (a PERSISTENT_SEQUENTIA
 /config/changes), so a broker never sees a config without being told. Unrelated keys are kept, values
 are strings (KAFKA-SPEC §1.8, §1.9).
 
+Requests go through the session (`zookeeper.session`): each has a deadline, reads are retried across a
+dropped connection, and a write whose answer was lost is looked up (`_landed`) instead of guessed.
+
 With dry_run=True nothing is written: each write is recorded in `planned` (path and exact content) and
 later reads in the same run see the planned content.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
 from reassign_cli import throttle as th
+from reassign_cli.backend import ConfigChange, ConfigFn, ConfigUpdate, PlannedWrite, RecordFn
 from reassign_cli.errors import OperationalError
+from reassign_cli.throttle import Entity
 from reassign_cli.znodes import (
     CONFIG_CHANGE_PREFIX,
     CONFIG_CHANGES,
@@ -29,12 +34,12 @@ from reassign_cli.znodes import (
     encode_entity_config,
     entity_config_path,
 )
-from reassign_cli.zookeeper.landed import await_reconnect, unknown_outcome
+from reassign_cli.zookeeper.session import InDoubt, ZkSession, unknown_outcome
 
-Entity = Literal["topics", "brokers"]
 PRIORS_PATH = "/reassign_cli/throttles"  # under the chroot, like every other path here
 CONTROLLER_PATH = "/controller"
 MAX_ATTEMPTS = 25
+TXN_BYTES = 512 * 1024  # keep one multi well under ZooKeeper's jute.maxbuffer (~1 MB)
 
 
 def config_path(entity: Entity, name: str) -> str:
@@ -45,43 +50,9 @@ def decode_config(path: str, data: bytes | None) -> dict[str, str]:
     return dict(decode_entity_config(path, data))
 
 
-@dataclass(slots=True)
-class PlannedWrite:
-    """One znode write, as made (or, in a dry run, as it would be made)."""
-
-    op: Literal["create", "set", "delete"]
-    path: str
-    data: bytes
-    version: int | None = None  # expected znode version for set/delete
-    sequential: bool = False
-
-    def describe(self) -> str:
-        what = {"create": "create", "set": "set", "delete": "delete"}[self.op]
-        if self.sequential:
-            what += " (sequential)"
-        if self.version is not None:
-            what += f" (if version {self.version})"
-        body = "" if self.op == "delete" else " " + self.data.decode()
-        return f"{what} {self.path}{body}"
-
-
-ConfigUpdate = tuple[Entity, str, Callable[[dict[str, str]], dict[str, str]]]
-TXN_BYTES = 512 * 1024  # keep one multi well under ZooKeeper's jute.maxbuffer (~1 MB)
-
-
-@dataclass(slots=True)
-class ConfigChange:
-    """What one config write changed: the keys touched and their values before (None = absent)."""
-
-    entity: Entity
-    name: str
-    before: dict[str, str | None]
-    after: dict[str, str]
-
-
 @dataclass
 class ConfigStore:
-    client: Any
+    session: ZkSession
     dry_run: bool = False
     planned: list[PlannedWrite] = field(default_factory=list)
     _overlay: dict[str, tuple[bytes | None, int | None]] = field(default_factory=dict)
@@ -92,12 +63,7 @@ class ConfigStore:
         """Refuse config writes once a KRaft controller has taken over (KAFKA-SPEC §1.7)."""
         if self._zk_checked:
             return
-        from kazoo.exceptions import NoNodeError
-
-        try:
-            data, _ = self.client.get(CONTROLLER_PATH)
-        except NoNodeError:
-            data = None
+        data, _ = self.session.get(CONTROLLER_PATH)
         epoch = -1
         if data:
             try:
@@ -115,37 +81,15 @@ class ConfigStore:
     # -- raw reads -------------------------------------------------------------------------------
     def _get(self, path: str) -> tuple[bytes | None, int | None]:
         """(data, version); (None, None) when absent. The dry-run overlay wins."""
-        from kazoo.exceptions import NoNodeError
-
         if path in self._overlay:
             return self._overlay[path]
-        try:
-            data, stat = self.client.get(path)
-        except NoNodeError:
-            return None, None
-        return data, stat.version
+        return self.session.get(path)
 
     def get_config(self, entity: Entity, name: str) -> dict[str, str] | None:
         data, version = self._get(config_path(entity, name))
         return None if version is None else decode_config(config_path(entity, name), data)
 
     # -- config read-modify-write -------------------------------------------------------------
-    def update_config(
-        self,
-        entity: Entity,
-        name: str,
-        fn: Callable[[dict[str, str]], dict[str, str]],
-        *,
-        create: bool = True,
-    ) -> ConfigChange | None:
-        """Apply fn to the current config and write the result with a notification, only if it changed.
-
-        create=False: leave a missing znode missing (e.g. the config of a topic that is gone).
-        Returns what changed, or None when nothing was written.
-        """
-        changes = self.update_configs([(entity, name, fn)], create=create)
-        return changes[0] if changes else None
-
     def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
         """Several read-modify-writes committed together: every changed config with its notification in
         one transaction (split only if it would exceed TXN_BYTES), so brokers see the whole change in one
@@ -205,15 +149,9 @@ class ConfigStore:
 
     def _commit(self, writes: Sequence[_Write]) -> bool:
         """One transaction: each config write followed by its notification. False: lost a race, re-read."""
-        from kazoo.exceptions import (
-            BadVersionError,
-            ConnectionLoss,
-            NodeExistsError,
-            NoNodeError,
-            RolledBackError,
-        )
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
-        t = self.client.transaction()
+        t = self.session.client.transaction()
         for w in writes:
             if w.version is None:
                 t.create(w.path, w.payload)
@@ -221,13 +159,9 @@ class ConfigStore:
                 t.set_data(w.path, w.payload, version=w.version)
             t.create(CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), sequence=True)
         try:
-            results = t.commit()
-        except ConnectionLoss:
-            # Landed or not, the versioned read-modify-write finds out: re-read and recompute (the update
-            # functions are idempotent, and a landed write makes them change nothing).
-            if not await_reconnect(self.client):
-                raise unknown_outcome(writes[0].path) from None
-            return False
+            results = self.session.write(writes[0].path, t.commit_async)
+        except InDoubt:
+            return self._landed([(w.path, w.payload, w.version) for w in writes])
         errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
         if not errors:
             return True
@@ -237,60 +171,89 @@ class ConfigStore:
         if isinstance(err, NoNodeError):
             # A missing parent (/config/changes, /config/brokers) or a config znode that vanished: make
             # the parents and try again from the read.
-            self.client.ensure_path(CONFIG_CHANGES)
+            self.session.ensure_path(CONFIG_CHANGES)
             for w in writes:
-                self.client.ensure_path(w.path.rsplit("/", 1)[0])
+                self.session.ensure_path(w.path.rsplit("/", 1)[0])
             return False
         raise OperationalError(f"cannot write {writes[0].path}: {type(err).__name__}")
+
+    def _landed(self, writes: Sequence[tuple[str, bytes, int | None]]) -> bool:
+        """After a lost answer: did our versioned writes (path, payload, expected version; payload b""
+        for a delete) land? Each znode then holds our bytes at the version our write gave it (ZooKeeper
+        applies a transaction whole or not at all). False: they did not; the caller re-reads and
+        recomputes, and its update functions are idempotent."""
+        try:
+            for path, payload, version in writes:
+                data, now = self.session.get(path)
+                if not payload:
+                    if now is not None:
+                        return False
+                elif data != payload or now != (0 if version is None else version + 1):
+                    return False
+        except OperationalError:
+            raise unknown_outcome(writes[0][0]) from None
+        return True
 
     # -- our prior-values record -------------------------------------------------------------
     def read_priors(self) -> dict[str, Any]:
         data, version = self._get(PRIORS_PATH)
         return th.load_record(data if version is not None else None, PRIORS_PATH)
 
-    def update_priors(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
         """Read-modify-write of the record against its version; an empty record deletes the znode."""
-        from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, NoNodeError
-
         for _ in range(MAX_ATTEMPTS):
             data, version = self._get(PRIORS_PATH)
             current = th.load_record(data if version is not None else None, PRIORS_PATH)
             new = fn(current)
             empty = th.record_is_empty(new)
-            payload = th.dump_record(new)
+            payload = b"" if empty else th.dump_record(new)
             if (version is None and empty) or (version is not None and not empty and payload == data):
                 return new
             if self.dry_run:
-                if empty:
-                    self.planned.append(PlannedWrite("delete", PRIORS_PATH, b"", version))
-                    self._overlay[PRIORS_PATH] = (None, None)
-                else:
-                    op: Literal["create", "set"] = "set" if version is not None else "create"
-                    self.planned.append(PlannedWrite(op, PRIORS_PATH, payload, version))
-                    self._overlay[PRIORS_PATH] = (payload, 0 if version is None else version + 1)
+                self._plan_priors(payload, version)
                 return new
-            try:
-                if empty:
-                    self.client.delete(PRIORS_PATH, version=version)
-                elif version is None:
-                    self.client.create(PRIORS_PATH, payload, makepath=True)
-                else:
-                    self.client.set(PRIORS_PATH, payload, version=version)
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue
-            except ConnectionLoss:
-                if not await_reconnect(self.client):
-                    raise unknown_outcome(PRIORS_PATH) from None
-                continue  # re-read: a landed write makes `fn` change nothing
-            return new
+            if self._write_priors(payload, version):
+                return new
         raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+    def _plan_priors(self, payload: bytes, version: int | None) -> None:
+        if not payload:
+            self.planned.append(PlannedWrite("delete", PRIORS_PATH, b"", version))
+            self._overlay[PRIORS_PATH] = (None, None)
+            return
+        op: Literal["create", "set"] = "set" if version is not None else "create"
+        self.planned.append(PlannedWrite(op, PRIORS_PATH, payload, version))
+        self._overlay[PRIORS_PATH] = (payload, 0 if version is None else version + 1)
+
+    def _write_priors(self, payload: bytes, version: int | None) -> bool:
+        """The record written (b"": deleted) if still at `version`. False: someone changed it, or our
+        write whose answer was lost did not land; re-read and recompute."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        client = self.session.client
+        try:
+            if not payload:
+                self.session.write(PRIORS_PATH, lambda: client.delete_async(PRIORS_PATH, version=version))
+            elif version is None:
+                self.session.write(
+                    PRIORS_PATH, lambda: client.create_async(PRIORS_PATH, payload, makepath=True)
+                )
+            else:
+                self.session.write(
+                    PRIORS_PATH, lambda: client.set_async(PRIORS_PATH, payload, version=version)
+                )
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            return False
+        except InDoubt:
+            return self._landed([(PRIORS_PATH, payload, version)])
+        return True
 
 
 @dataclass(slots=True)
 class _Write:
     entity: Entity
     name: str
-    fn: Callable[[dict[str, str]], dict[str, str]]
+    fn: ConfigFn
     path: str
     payload: bytes
     version: int | None

@@ -3,24 +3,15 @@ once it has acted on it)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from reassign_cli.elect import ELECTION_PATH
-from reassign_cli.errors import BusyError, OperationalError
+from reassign_cli.errors import BusyError
+from reassign_cli.zookeeper.session import ZkSession
 
 BUSY = f"A preferred leader election is already in progress ({ELECTION_PATH} exists)"
 
 
-def election_pending(client: Any) -> bool:
-    return client.exists(ELECTION_PATH) is not None
-
-
-def create_election(client: Any, data: bytes) -> None:
-    from kazoo.exceptions import NodeExistsError, ZookeeperError
-
-    try:
-        client.create(ELECTION_PATH, data, makepath=True)
-    except NodeExistsError:
-        raise BusyError(BUSY, hint="Wait until the controller has removed it, then run again.") from None
-    except ZookeeperError as e:
-        raise OperationalError(f"cannot create {ELECTION_PATH}: {type(e).__name__}") from None
+def create_election(session: ZkSession, data: bytes) -> None:
+    """Create the election znode; BusyError while an earlier one exists. A lost answer is looked up as for
+    the reassignment trigger (`ZkSession.create_once`)."""
+    if not session.create_once(ELECTION_PATH, data):
+        raise BusyError(BUSY, hint="Wait until the controller has removed it, then run again.")

@@ -9,7 +9,9 @@ Each wave goes out as ZooKeeper multiRead requests (OpCode 22, ZooKeeper 3.6 and
 runs the 3.8.4 that Kafka 3.9 ships) of `batch` reads each, `window` of them in flight on kazoo's connection: per-request overhead in
 kazoo (a thread hand-off, a select, an event) is paid once per few hundred znodes, not per znode. A server
 that does not understand multiRead gets plain async getData/getChildren requests, pipelined the same way.
-The session answers in order, so the pipe stays full while memory stays bounded.
+The session answers in order, so the pipe stays full while memory stays bounded. Every answer waits at
+most the session's request deadline; a read that meets a dropped connection is made again by the session
+(`ZkSession.reading`), since reads are idempotent.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import re
 import struct
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,21 +41,15 @@ from reassign_cli.znodes import (
     reassignment_problem,
     topic_path,
 )
+from reassign_cli.zookeeper.session import ZkSession
 
 DEFAULT_BATCH = 500  # reads per multiRead request
 DEFAULT_WINDOW = 8  # multiRead requests in flight
-READ_RETRY_SECONDS = 60.0  # how long a read waits for a dropped connection to come back
-DEFAULT_TIMEOUT = 30.0  # seconds to wait for any single answer (they come in order, so this is generous)
 
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 # A request: ("get" | "children", path). The handler gets the index and the answer, or None for NoNode.
 Request = tuple[str, str]
-
-
-def _where(client: Any) -> str:
-    chroot = getattr(client, "chroot", "") or ""
-    return f" (chroot {chroot})" if chroot else ""
 
 
 _HEADER = struct.Struct("!iBi")  # jute MultiHeader: type, done, err
@@ -130,61 +125,46 @@ class _MultiReadUnsupported(Exception):
     pass
 
 
-class Disconnected(OperationalError):
-    """The connection dropped under a read: worth waiting for and reading again (reads are idempotent)."""
-
-
-def _failed(what: str, e: Exception) -> OperationalError:
-    from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
-
-    msg = f"{what} failed: {type(e).__name__} {e}".rstrip()
-    if isinstance(e, ConnectionLoss | ConnectionClosedError | SessionExpiredError):
-        return Disconnected(msg)
-    return OperationalError(msg)
-
-
 def fetch(
-    client: Any,
+    session: ZkSession,
     requests: Sequence[Request],
     handle: Callable[[int, Any], None],
     *,
     batch: int = DEFAULT_BATCH,
     window: int = DEFAULT_WINDOW,
-    timeout: float = DEFAULT_TIMEOUT,
 ) -> None:
     """Answer `requests`, calling handle(i, answer) in request order.
 
     answer: bytes (data) for "get", list[str] for "children", None when the znode does not exist.
     Requests go `batch` per multiRead with `window` multiReads in flight; a server without multiRead
     (ZooKeeper < 3.6) gets single requests, `window * batch` in flight. ZooKeeper errors other than
-    NoNode become one-line OperationalErrors naming the path.
+    NoNode become one-line OperationalErrors naming the path (Disconnected for a dropped connection).
     """
     if not requests:
         return
-    if batch > 1 and hasattr(client, "_call"):
+    if batch > 1 and hasattr(session.client, "_call"):
         try:
-            _fetch_multi(client, requests, handle, batch=batch, window=window, timeout=timeout)
+            _fetch_multi(session, requests, handle, batch=batch, window=window)
             return
         except _MultiReadUnsupported:
             pass
-    _fetch_single(client, requests, handle, window=window * max(batch, 1), timeout=timeout)
+    _fetch_single(session, requests, handle, window=window * max(batch, 1))
 
 
 def _fetch_multi(
-    client: Any,
+    session: ZkSession,
     requests: Sequence[Request],
     handle: Callable[[int, Any], None],
     *,
     batch: int,
     window: int,
-    timeout: float,
 ) -> None:
     from kazoo.exceptions import BadArgumentsError, KazooException, UnimplementedError
 
     # What a server answers to an operation it does not know (ZooKeeper < 3.6 and multiRead).
     _UNSUPPORTED = (UnimplementedError, BadArgumentsError)
-    timeout_exc = client.handler.timeout_exception
-    prefix = getattr(client, "chroot", "") or ""
+    client = session.client
+    prefix = session.chroot
     inflight: deque[tuple[int, int, Any]] = deque()
     n = len(requests)
     sent = 0
@@ -198,50 +178,45 @@ def _fetch_multi(
             sent += len(chunk)
         start, count, ar = inflight.popleft()
         try:
-            answers = ar.get(timeout=timeout)
-        except timeout_exc:
-            raise OperationalError(
-                f"ZooKeeper did not answer a read of {count} znodes within {timeout:g}s"
-            ) from None
+            answers = session.answer(ar, f"a read of {count} znodes")
         except (KazooException, ValueError) as e:
             if first and isinstance(e, _UNSUPPORTED):
                 # Not understood (ZooKeeper < 3.6): drain what is in flight, then fall back.
                 for _, _, other in inflight:
                     with contextlib.suppress(Exception):
-                        other.get(timeout=timeout)
+                        session.answer(other, "a read")
                 raise _MultiReadUnsupported from e
-            raise _failed("reading from ZooKeeper", e) from None
+            raise session.failed("reading from ZooKeeper", e) from None
         first = False
         if len(answers) != count:
             raise OperationalError(f"ZooKeeper answered {len(answers)} of {count} reads in a multiRead")
         for j, answer in enumerate(answers):
             i = start + j
             if type(answer) is int:
-                if answer == _NO_NODE:
-                    answer = None
-                elif answer == _NO_AUTH:
-                    raise OperationalError(
-                        f"ZooKeeper denied read access to {requests[i][1]}{_where(client)}"
-                    )
-                else:
-                    raise OperationalError(
-                        f"reading {requests[i][1]} from ZooKeeper failed: error code {answer}"
-                    )
+                _allow_no_node(session, requests[i][1], answer)
+                answer = None
             handle(i, answer)
 
 
+def _allow_no_node(session: ZkSession, path: str, code: int) -> None:
+    """An error code in a multiRead answer: NoNode is an absent znode; any other fails, naming the path."""
+    if code == _NO_NODE:
+        return
+    if code == _NO_AUTH:
+        raise OperationalError(f"ZooKeeper denied read access to {path}{session.where()}")
+    raise OperationalError(f"reading {path} from ZooKeeper failed: error code {code}")
+
+
 def _fetch_single(
-    client: Any,
+    session: ZkSession,
     requests: Sequence[Request],
     handle: Callable[[int, Any], None],
     *,
     window: int,
-    timeout: float,
 ) -> None:
     from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 
-    timeout_exc = client.handler.timeout_exception
-    get_async, children_async = client.get_async, client.get_children_async
+    get_async, children_async = session.client.get_async, session.client.get_children_async
     inflight: deque[tuple[int, bool, str, Any]] = deque()
     n = len(requests)
     sent = 0
@@ -253,16 +228,14 @@ def _fetch_single(
             sent += 1
         i, is_get, path, ar = inflight.popleft()
         try:
-            answer = ar.get(timeout=timeout)
+            answer = session.answer(ar, f"a read of {path}")
         except NoNodeError:
             handle(i, None)
             continue
         except NoAuthError:
-            raise OperationalError(f"ZooKeeper denied read access to {path}{_where(client)}") from None
-        except timeout_exc:
-            raise OperationalError(f"ZooKeeper did not answer a read of {path} within {timeout:g}s") from None
+            raise OperationalError(f"ZooKeeper denied read access to {path}{session.where()}") from None
         except KazooException as e:
-            raise _failed(f"reading {path} from ZooKeeper", e) from None
+            raise session.failed(f"reading {path} from ZooKeeper", e) from None
         handle(i, answer[0] if is_get else answer)
 
 
@@ -289,61 +262,44 @@ class _Reads:
 
     batch: int
     window: int
-    timeout: float
 
 
 def read_state(
-    client: Any,
+    session: ZkSession,
     *,
     topics: Iterable[str] | None = None,
     partition_state: bool = False,
     batch: int = DEFAULT_BATCH,
     window: int = DEFAULT_WINDOW,
-    timeout: float = DEFAULT_TIMEOUT,
-    retry_for: float = READ_RETRY_SECONDS,
+    retry_for: float | None = None,
 ) -> ClusterState:
     """Read brokers, topics (all, or only those named), deletions and the running reassignment.
 
     A named topic that does not exist is absent from `state.topics`. With partition_state=True each
     topic also gets leader and ISR per partition (a partition without a state znode gets neither).
     Reads are idempotent: a connection dropped on the way (ZooKeeper restarted, a leader change) is waited
-    out and the whole read made again, for up to `retry_for` seconds.
+    out and the whole read made again, for up to `retry_for` seconds (default: the session's read_retry).
     """
     wanted = None if topics is None else sorted({t for t in topics if legal_topic_name(t)})
-    reads = _Reads(batch, window, timeout)
-    deadline = time.monotonic() + retry_for
-    while True:
-        try:
-            return _read_once(client, wanted, partition_state, reads)
-        except Disconnected as e:
-            time.sleep(0.2)
-            if time.monotonic() >= deadline or not _await_connected(client, deadline):
-                raise OperationalError(
-                    f"lost the connection to ZooKeeper and could not get it back within {retry_for:g}s ({e})"
-                ) from None
+    reads = _Reads(batch, window)
+    return session.reading(lambda: _read_once(session, wanted, partition_state, reads), retry_for)
 
 
-def _await_connected(client: Any, deadline: float) -> bool:
-    while time.monotonic() < deadline:
-        if getattr(client, "connected", True):
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _read_once(client: Any, wanted: list[str] | None, partition_state: bool, reads: _Reads) -> ClusterState:
-    ids_children, deleting_children, reassign_data, all_topics = _wave1(client, wanted is None, reads)
+def _read_once(
+    session: ZkSession, wanted: list[str] | None, partition_state: bool, reads: _Reads
+) -> ClusterState:
+    ids_children, deleting_children, reassign_data, all_topics = _wave1(session, wanted is None, reads)
     if ids_children is None:
         raise OperationalError(
-            f"ZooKeeper has no {BROKER_IDS}{_where(client)}: this is not a Kafka cluster's ZooKeeper root",
+            f"ZooKeeper has no {BROKER_IDS}{session.where()}: this is not a Kafka cluster's ZooKeeper root",
             hint="Use the same chroot as the brokers' zookeeper.connect.",
         )
     broker_ids = sorted(int(c) for c in ids_children if c.isdigit())
     topic_names = wanted if wanted is not None else sorted(all_topics or [])
     reassignment, trigger_problem = _trigger(reassign_data)
-    brokers, topic_map = _wave2(client, broker_ids, topic_names, reads)
+    brokers, topic_map = _wave2(session, broker_ids, topic_names, reads)
     if partition_state:
-        _wave3(client, [t for name in topic_names if (t := topic_map.get(name))], reads)
+        _wave3(session, [t for name in topic_names if (t := topic_map.get(name))], reads)
     return ClusterState(
         brokers=brokers,  # already sorted: requested in id order, answered in order
         topics=topic_map,
@@ -353,7 +309,7 @@ def _read_once(client: Any, wanted: list[str] | None, partition_state: bool, rea
     )
 
 
-def _wave1(client: Any, all_topics: bool, reads: _Reads) -> list[Any]:
+def _wave1(session: ZkSession, all_topics: bool, reads: _Reads) -> list[Any]:
     """The lists (/brokers/ids, /admin/delete_topics, /brokers/topics when every topic is wanted) and the
     trigger znode."""
     wave: list[Request] = [
@@ -368,12 +324,12 @@ def _wave1(client: Any, all_topics: bool, reads: _Reads) -> list[Any]:
     def keep(i: int, answer: Any) -> None:
         answers[i] = answer
 
-    fetch(client, wave, keep, batch=reads.batch, window=reads.window, timeout=reads.timeout)
+    fetch(session, wave, keep, batch=reads.batch, window=reads.window)
     return answers
 
 
 def _wave2(
-    client: Any, broker_ids: list[int], topic_names: list[str], reads: _Reads
+    session: ZkSession, broker_ids: list[int], topic_names: list[str], reads: _Reads
 ) -> tuple[list[Broker], dict[str, Topic]]:
     """Every broker registration and every topic znode."""
     nb = len(broker_ids)
@@ -392,11 +348,11 @@ def _wave2(
             topic_map[name] = decode_topic(name, data)
 
     # Topic znodes can be large (~20 bytes per partition): smaller multiReads keep each answer a few MB.
-    fetch(client, wave, on_answer, batch=max(1, reads.batch // 5), window=reads.window, timeout=reads.timeout)
+    fetch(session, wave, on_answer, batch=max(1, reads.batch // 5), window=reads.window)
     return brokers, topic_map
 
 
-def _wave3(client: Any, topics: list[Topic], reads: _Reads) -> None:
+def _wave3(session: ZkSession, topics: list[Topic], reads: _Reads) -> None:
     """Every partition's state znode (leader, ISR), set on its topic."""
     tps = [(t, p) for t in topics for p in sorted(t.replicas)]
     wave: list[Request] = [("get", partition_state_path(t.name, p)) for t, p in tps]
@@ -409,4 +365,4 @@ def _wave3(client: Any, topics: list[Topic], reads: _Reads) -> None:
         t.leader[p] = st.leader
         t.isr[p] = st.isr
 
-    fetch(client, wave, on_answer, batch=reads.batch, window=reads.window, timeout=reads.timeout)
+    fetch(session, wave, on_answer, batch=reads.batch, window=reads.window)

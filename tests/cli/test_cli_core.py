@@ -85,12 +85,12 @@ def test_returned_exit_code_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unreachable_zookeeper_is_one_line_exit_1() -> None:
-    from reassign_cli.zookeeper.connect import connect
+    from reassign_cli.zookeeper.session import ZkOptions, open_session
 
     # Port 1 on loopback: nothing listens there, the connection is refused at once.
     with (
         pytest.raises(OperationalError, match=r"cannot connect to ZooKeeper at 127\.0\.0\.1:1"),
-        connect("127.0.0.1:1/kafka", timeout=1.0),
+        open_session(ZkOptions("127.0.0.1:1/kafka", timeout=1.0)),
     ):
         pass
 
@@ -98,14 +98,14 @@ def test_unreachable_zookeeper_is_one_line_exit_1() -> None:
 @pytest.mark.parametrize("bad", ["", "/kafka", "host", "host:port", "h:1,h2/x"])
 def test_bad_connect_string_is_a_usage_error(bad: str) -> None:
     from reassign_cli.errors import UsageError
-    from reassign_cli.zookeeper.connect import split_connect_string
+    from reassign_cli.zookeeper.session import split_connect_string
 
     with pytest.raises(UsageError):
         split_connect_string(bad)
 
 
 def test_connect_string_chroot() -> None:
-    from reassign_cli.zookeeper.connect import split_connect_string
+    from reassign_cli.zookeeper.session import split_connect_string
 
     assert split_connect_string("a:1,b:2/kafka/") == ("a:1,b:2", "/kafka")
     assert split_connect_string("a:1") == ("a:1", "")

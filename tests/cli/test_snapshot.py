@@ -11,8 +11,8 @@ import pytest
 
 from reassign_cli.errors import OperationalError
 from reassign_cli.model import Broker
-from reassign_cli.zookeeper.connect import connect
 from reassign_cli.zookeeper.read import read_state
+from reassign_cli.zookeeper.session import ZkOptions, ZkSession, open_session
 from tests.clusters import kazoo_session
 
 RunCli = Callable[..., Any]
@@ -156,11 +156,11 @@ def test_snapshot_of_live_cluster(make_topic: Callable[..., str], run_cli: RunCl
 def test_read_state_window_and_filter(zk_chroot: str) -> None:
     """Tiny windows (many refills) give the same state as one big wave; named topics only; missing ones absent."""
     fill_synthetic(zk_chroot)
-    with connect(zk_chroot) as client:
-        big = read_state(client, partition_state=True)
-        singles = read_state(client, partition_state=True, batch=1, window=1)  # plain get_async path
-        small = read_state(client, partition_state=True, batch=2, window=1)  # multiReads of 2
-        some = read_state(client, topics=["v2", "nope", "a/b", ".."])
+    with open_session(ZkOptions(zk_chroot)) as session:
+        big = read_state(session, partition_state=True)
+        singles = read_state(session, partition_state=True, batch=1, window=1)  # plain get_async path
+        small = read_state(session, partition_state=True, batch=2, window=1)  # multiReads of 2
+        some = read_state(session, topics=["v2", "nope", "a/b", ".."])
     assert big == singles == small
     assert big.brokers == [Broker(1, "r1"), Broker(2, None), Broker(10, None)]
     assert big.deleting == frozenset({"v3"})
@@ -174,8 +174,8 @@ def test_read_state_unparseable_reassignment_reads_as_empty(zk_chroot: str) -> N
     fill_synthetic(zk_chroot)
     with kazoo_session(zk_chroot) as zk:
         zk.set("/admin/reassign_partitions", b"not json")
-    with connect(zk_chroot) as client:
-        assert read_state(client).reassignment == {}
+    with open_session(ZkOptions(zk_chroot)) as session:
+        assert read_state(session).reassignment == {}
 
 
 # -- error paths -------------------------------------------------------------------------------
@@ -250,8 +250,8 @@ class BrokenMultiRead:
 
 def test_first_multiread_failing_otherwise_is_that_error(zk_chroot: str) -> None:
     fill_synthetic(zk_chroot)
-    with connect(zk_chroot) as client, pytest.raises(OperationalError) as e:
-        read_state(BrokenMultiRead(client), retry_for=1)
+    with open_session(ZkOptions(zk_chroot)) as session, pytest.raises(OperationalError) as e:
+        read_state(ZkSession(BrokenMultiRead(session.client), session.options), retry_for=1)
     # Not a silent fallback to single reads (which would have succeeded): the failure, retried, then named.
     assert str(e.value) == (
         "lost the connection to ZooKeeper and could not get it back within 1s "
@@ -282,10 +282,10 @@ class NoMultiRead:
 
 def test_read_state_falls_back_without_multiread(zk_chroot: str) -> None:
     fill_synthetic(zk_chroot)
-    with connect(zk_chroot) as client:
-        expected = read_state(client, partition_state=True)
-        proxy = NoMultiRead(client)
-        got = read_state(proxy, partition_state=True)
+    with open_session(ZkOptions(zk_chroot)) as session:
+        expected = read_state(session, partition_state=True)
+        proxy = NoMultiRead(session.client)
+        got = read_state(ZkSession(proxy, session.options), partition_state=True)
     assert proxy.refused >= 3  # one per wave, then single requests
     assert got == expected
 
@@ -316,8 +316,8 @@ def test_read_state_many_topics_pipelined(zk_chroot: str, batch: int, window: in
         ]
         for op in ops:
             op.get(timeout=30)
-    with connect(zk_chroot) as client:
-        st = read_state(client, partition_state=True, batch=batch, window=window)
+    with open_session(ZkOptions(zk_chroot)) as session:
+        st = read_state(session, partition_state=True, batch=batch, window=window)
     assert len(st.topics) == 200
     for i in range(200):
         t = st.topics[f"m{i:03d}"]

@@ -288,7 +288,7 @@ def test_lost_race_undoes_this_runs_throttle_writes(
 ) -> None:
     """The trigger create hits NodeExists after the throttles were written (someone else started a
     reassignment in between): this run's config writes and record entries are put back exactly."""
-    import reassign_cli.executor as executor
+    import reassign_cli.zookeeper.backend as zk_backend
     from reassign_cli.cli import main
 
     topic = make_topic({0: [1, 2]}, configs={"retention.ms": "3600000"})
@@ -299,13 +299,13 @@ def test_lost_race_undoes_this_runs_throttle_writes(
     before = {p: get_raw(zk, p) for p in paths}
     calls: list[bytes] = []
 
-    def lose(client: Any, data: bytes) -> bool:
+    def lose(session: Any, data: bytes) -> bool:
         calls.append(data)
         # Throttles are in place at this point ...
         assert config(zk, "topics", topic)[FOLLOWER_REPLICAS] == "0:3"
         return False  # ... and the create lost the race
 
-    monkeypatch.setattr(executor, "create_trigger", lose)
+    monkeypatch.setattr(zk_backend, "create_trigger", lose)
     monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
     monkeypatch.chdir(mover.tmp)
     with pytest.raises(SystemExit) as exc:

@@ -3,21 +3,31 @@ chroot here) to learn whether the write landed. The loss itself is injected arou
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from reassign_cli.errors import OperationalError
 from reassign_cli.zookeeper.configs import ConfigStore
-from reassign_cli.zookeeper.connect import connect
 from reassign_cli.zookeeper.reassign import create_trigger
+from reassign_cli.zookeeper.session import ZkOptions, ZkSession, open_session
 
 TRIGGER = "/admin/reassign_partitions"
 OURS = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,1]}]}'
 
 
+def lost_answer(client: Any) -> Any:
+    """An async result that fails as kazoo fails a request whose connection dropped."""
+    from kazoo.exceptions import ConnectionLoss
+
+    ar = client.handler.async_result()
+    ar.set_exception(ConnectionLoss())
+    return ar
+
+
 class LosesAnswer:
-    """Forwards to the real client; the first create/commit either lands and then loses its answer
+    """Forwards to the real client; the first create either lands and then loses its answer
     (landed=True), or is lost before reaching ZooKeeper (landed=False)."""
 
     def __init__(self, client: Any, landed: bool, connected: bool = True) -> None:
@@ -26,46 +36,48 @@ class LosesAnswer:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def create(self, *args: Any, **kw: Any) -> Any:
-        from kazoo.exceptions import ConnectionLoss
-
+    def create_async(self, *args: Any, **kw: Any) -> Any:
         if self.lost == 0:
             self.lost += 1
             if self.landed:
                 self._client.create(*args, **kw)
-            raise ConnectionLoss()
-        return self._client.create(*args, **kw)
+            return lost_answer(self._client)
+        return self._client.create_async(*args, **kw)
+
+
+def session_of(proxy: Any, real: ZkSession, **policy: float) -> ZkSession:
+    """The real session's options (and any policy changed) around a client with injected faults."""
+    return ZkSession(proxy, ZkOptions(**{**_fields(real.options), **policy}))
+
+
+def _fields(options: ZkOptions) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in options.__slots__}
 
 
 @pytest.mark.parametrize("landed", [True, False], ids=["landed", "lost"])
 def test_trigger_create_with_lost_answer(zk_chroot: str, landed: bool) -> None:
-    with connect(zk_chroot) as client:
-        proxy = LosesAnswer(client, landed)
-        assert create_trigger(proxy, OURS) is True
+    with open_session(ZkOptions(zk_chroot)) as real:
+        proxy = LosesAnswer(real.client, landed)
+        assert create_trigger(session_of(proxy, real), OURS) is True
         assert proxy.lost == 1
-        assert client.get(TRIGGER)[0] == OURS
+        assert real.client.get(TRIGGER)[0] == OURS
 
 
 def test_trigger_someone_elses_after_the_loss(zk_chroot: str) -> None:
-    with connect(zk_chroot) as client:
-        client.create(TRIGGER, b'{"version":1,"partitions":[]}', makepath=True)
+    with open_session(ZkOptions(zk_chroot)) as real:
+        real.client.create(TRIGGER, b'{"version":1,"partitions":[]}', makepath=True)
 
         class Other(LosesAnswer):
-            def create(self, *args: Any, **kw: Any) -> Any:
-                from kazoo.exceptions import ConnectionLoss
+            def create_async(self, *args: Any, **kw: Any) -> Any:
+                return lost_answer(self._client)
 
-                raise ConnectionLoss()
-
-        assert create_trigger(Other(client, landed=False), OURS) is False
+        assert create_trigger(session_of(Other(real.client, landed=False), real), OURS) is False
 
 
-def test_trigger_outcome_unknown_without_reconnect(zk_chroot: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import reassign_cli.zookeeper.landed as landed
-
-    monkeypatch.setattr(landed, "RECONNECT_SECONDS", 0.3)
-    monkeypatch.setattr(landed.await_reconnect, "__defaults__", (0.3,))
-    with connect(zk_chroot) as client, pytest.raises(OperationalError) as e:
-        create_trigger(LosesAnswer(client, landed=True, connected=False), OURS)
+def test_trigger_outcome_unknown_without_reconnect(zk_chroot: str) -> None:
+    with open_session(ZkOptions(zk_chroot)) as real, pytest.raises(OperationalError) as e:
+        proxy = LosesAnswer(real.client, landed=True, connected=False)
+        create_trigger(session_of(proxy, real, write_reconnect=0.3), OURS)
     assert str(e.value) == (
         f"the connection to ZooKeeper dropped while writing {TRIGGER}; the write may or may not have been applied"
     )
@@ -73,8 +85,64 @@ def test_trigger_outcome_unknown_without_reconnect(zk_chroot: str, monkeypatch: 
 
 
 def test_record_write_with_lost_answer_is_applied_once(zk_chroot: str) -> None:
-    with connect(zk_chroot) as client:
-        store = ConfigStore(LosesAnswer(client, landed=True))
+    with open_session(ZkOptions(zk_chroot)) as real:
+        store = ConfigStore(session_of(LosesAnswer(real.client, landed=True), real))
         rec = store.update_priors(lambda r: {**r, "topics": {"t": {"k": None}}})
         assert rec["topics"] == {"t": {"k": None}}
-        assert b'"topics":{"t":{"k":null}}' in client.get("/reassign_cli/throttles")[0]
+        assert b'"topics":{"t":{"k":null}}' in real.client.get("/reassign_cli/throttles")[0]
+
+
+class LosesCommit:
+    """Forwards to the real client; the first transaction commits for real (landed=True) or not at all,
+    and its answer is lost either way."""
+
+    def __init__(self, client: Any, landed: bool) -> None:
+        self._client, self.landed, self.lost = client, landed, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def transaction(self) -> Any:
+        real = self._client.transaction()
+        if self.lost:
+            return real
+        self.lost += 1
+        owner = self
+
+        class Losing:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
+            def commit_async(self) -> Any:
+                if owner.landed:
+                    real.commit()
+                return lost_answer(owner._client)
+
+        return Losing()
+
+
+@pytest.mark.parametrize("landed", [True, False], ids=["landed", "lost"])
+def test_config_write_with_lost_answer_is_applied_once(zk_chroot: str, landed: bool) -> None:
+    """The config and its change notification are written exactly once: a landed transaction is seen on
+    the re-read (the update then changes nothing), a lost one is made again."""
+    with open_session(ZkOptions(zk_chroot)) as real:
+        real.client.ensure_path("/config/changes")
+        real.client.create("/config/brokers/1", b'{"version":1,"config":{"a":"1"}}', makepath=True)
+        proxy = LosesCommit(real.client, landed)
+        store = ConfigStore(session_of(proxy, real))
+        changes = store.update_configs([("brokers", "1", lambda c: {**c, "b": "2"})])
+        assert proxy.lost == 1
+        assert json.loads(real.client.get("/config/brokers/1")[0]) == {
+            "version": 1,
+            "config": {"a": "1", "b": "2"},
+        }
+        notes = real.client.get_children("/config/changes")
+        assert len(notes) == 1
+        assert json.loads(real.client.get(f"/config/changes/{notes[0]}")[0]) == {
+            "version": 2,
+            "entity_path": "brokers/1",
+        }
+        # Either way the change is this run's (an undo must revert it): the key it set, absent before.
+        assert [(c.entity, c.name, c.before, c.after) for c in changes] == [
+            ("brokers", "1", {"b": None}, {"b": "2"})
+        ]

@@ -1,0 +1,129 @@
+"""What the sequencing modules (executor, unthrottle, leaders, canceller, verifier) ask of a cluster, as
+operations, not znodes: a `Backend`.
+
+Implementations: `zookeeper.backend.ZkBackend` (ZooKeeper mode, today), the admin API's (issue 10: the same
+operations over kafka-python's KafkaAdminClient), and the in-memory fake the sequencing unit tests use
+(tests/fakes.py). Pure: no I/O library is imported here (tests/unit/test_purity.py).
+
+Contract, for every implementation:
+- `read_state` reads; nothing else is implied by it (no locks, no watches).
+- Config updates are read-modify-writes: `fn` gets the entity's current config (keys as strings) and
+  returns the wanted one; an implementation may call it again on a conflict, so it must be a pure function
+  of its argument. Only configs whose content changes are written. The same for the prior-values record.
+- `create_reassignment` and `start_election` are create-only: they never change a running one.
+- A backend made by `as_dry_run` reads as its parent does, writes nothing, and lists in `planned_writes`
+  every write it would have made, in order; its later reads see those writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from reassign_cli.model import ClusterState, PlanEntry, TopicPartition
+from reassign_cli.throttle import Entity
+
+ConfigFn = Callable[[dict[str, str]], dict[str, str]]
+ConfigUpdate = tuple[Entity, str, ConfigFn]  # (entity, name, read-modify-write function)
+RecordFn = Callable[[dict[str, Any]], dict[str, Any]]
+
+ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
+ReplicaDirs = dict[ReplicaKey, str]  # replica -> the log dir it should move to
+
+
+@dataclass(slots=True)
+class ConfigChange:
+    """What one config write changed: the keys touched and their values before (None = absent)."""
+
+    entity: Entity
+    name: str
+    before: dict[str, str | None]
+    after: dict[str, str]
+
+
+@dataclass(slots=True)
+class PlannedWrite:
+    """One write, as made (or, in a dry run, as it would be made). For ZooKeeper: a znode write."""
+
+    op: Literal["create", "set", "delete"]
+    path: str
+    data: bytes
+    version: int | None = None  # expected version for set/delete
+    sequential: bool = False
+
+    def describe(self) -> str:
+        what: str = self.op
+        if self.sequential:
+            what += " (sequential)"
+        if self.version is not None:
+            what += f" (if version {self.version})"
+        body = "" if self.op == "delete" else " " + self.data.decode()
+        return f"{what} {self.path}{body}"
+
+
+class Backend(Protocol):
+    """The reads and writes of reassignment, throttles and elections, as one cluster answers them."""
+
+    # -- dry run ---------------------------------------------------------------------------------
+    def as_dry_run(self) -> Backend:
+        """The same cluster, with writes recorded instead of made."""
+        ...
+
+    def planned_writes(self) -> list[PlannedWrite]:
+        """Dry run: every write that would have been made, in order (empty for a real backend)."""
+        ...
+
+    # -- reads -----------------------------------------------------------------------------------
+    def read_state(
+        self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+    ) -> ClusterState:
+        """Brokers, topics (all, or those named that exist), deletions, the running reassignment; with
+        partition_state, leader and ISR per partition."""
+        ...
+
+    def ensure_writable(self) -> None:
+        """Raise OperationalError when this backend must not write to the cluster (ZooKeeper: a KRaft
+        controller has taken over during a migration)."""
+        ...
+
+    # -- throttle configs and the record of their prior values -------------------------------------
+    def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:
+        """An entity's config; None when it has none stored."""
+        ...
+
+    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
+        """Read-modify-write of several entity configs, committed together where the backend can; brokers
+        are told. create=False leaves an entity without a stored config alone. Returns what changed."""
+        ...
+
+    def read_priors(self) -> dict[str, Any]:
+        """This tool's record of the throttle values that existed before it wrote any (throttle.py's
+        record format); empty when there is none."""
+        ...
+
+    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
+        """Read-modify-write of the record; an empty result removes it. Returns the record written."""
+        ...
+
+    # -- triggers --------------------------------------------------------------------------------
+    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+        """Start moving `entries` to their replicas. False, with nothing changed, when another
+        reassignment exists already (lost the race to create it)."""
+        ...
+
+    def start_election(self, partitions: Sequence[TopicPartition]) -> None:
+        """Ask the controller to elect the preferred replicas of `partitions`. BusyError while an earlier
+        election is still pending."""
+        ...
+
+
+class LogDirMoves(Protocol):
+    """Replica moves between the log dirs of one broker (AlterReplicaLogDirs): an admin-API operation in
+    both modes (ZooKeeper does not carry them)."""
+
+    def attempt(self, moves: ReplicaDirs) -> tuple[list[ReplicaKey], dict[ReplicaKey, str]]:
+        """One round: (started, {replica: error name})."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,69 @@
+"""`ZkBackend`: the `backend.Backend` operations over one ZooKeeper session, as ZooKeeper-mode Kafka reads
+and writes them (pipelined state reads, versioned config writes with change notifications, our record at
+/reassign_cli/throttles, create-only triggers)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.elect import ELECTION_PATH, encode_election
+from reassign_cli.model import ClusterState, PlanEntry, TopicPartition
+from reassign_cli.throttle import Entity
+from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
+from reassign_cli.zookeeper.configs import ConfigStore
+from reassign_cli.zookeeper.election import create_election
+from reassign_cli.zookeeper.read import read_state
+from reassign_cli.zookeeper.reassign import create_trigger
+from reassign_cli.zookeeper.session import ZkSession
+
+
+class ZkBackend:
+    """Reads and writes through `session`; with dry_run, writes are recorded (`planned_writes`) and later
+    reads see them, nothing is written."""
+
+    def __init__(self, session: ZkSession, *, dry_run: bool = False) -> None:
+        self.session = session
+        self.dry_run = dry_run
+        self.store = ConfigStore(session, dry_run=dry_run)
+
+    def as_dry_run(self) -> ZkBackend:
+        return ZkBackend(self.session, dry_run=True)
+
+    def planned_writes(self) -> list[PlannedWrite]:
+        return self.store.planned
+
+    def read_state(
+        self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+    ) -> ClusterState:
+        return read_state(self.session, topics=topics, partition_state=partition_state)
+
+    def ensure_writable(self) -> None:
+        self.store.ensure_zk_controller()
+
+    def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:
+        return self.store.get_config(entity, name)
+
+    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
+        return self.store.update_configs(updates, create=create)
+
+    def read_priors(self) -> dict[str, Any]:
+        return self.store.read_priors()
+
+    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
+        return self.store.update_priors(fn)
+
+    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+        data = encode_reassignment(entries)
+        if self.dry_run:
+            self.store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
+            return True
+        return create_trigger(self.session, data)
+
+    def start_election(self, partitions: Sequence[TopicPartition]) -> None:
+        data = encode_election(partitions)
+        if self.dry_run:
+            self.store.planned.append(PlannedWrite("create", ELECTION_PATH, data))
+            return
+        create_election(self.session, data)
