@@ -1,9 +1,10 @@
 """What the sequencing modules (executor, unthrottle, leaders, canceller, verifier) ask of a cluster, as
 operations, not znodes: a `Backend`.
 
-Implementations: `zookeeper.backend.ZkBackend` (ZooKeeper mode, today), the admin API's (issue 10: the same
-operations over kafka-python's KafkaAdminClient), and the in-memory fake the sequencing unit tests use
-(tests/fakes.py). Pure: no I/O library is imported here (tests/unit/test_purity.py).
+Implementations: `zookeeper.backend.ZkBackend` (ZooKeeper mode), `admin.backend.AdminBackend` (the same
+operations over kafka-python's KafkaAdminClient: KRaft, Kafka 4.x, and ZooKeeper-mode brokers too), and the
+in-memory fake the sequencing unit tests use (tests/fakes.py). Pure: no I/O library is imported here
+(tests/unit/test_purity.py).
 
 Contract, for every implementation:
 - `read_state` reads; nothing else is implied by it (no locks, no watches).
@@ -44,15 +45,19 @@ class ConfigChange:
 
 @dataclass(slots=True)
 class PlannedWrite:
-    """One write, as made (or, in a dry run, as it would be made). For ZooKeeper: a znode write."""
+    """One write, as made (or, in a dry run, as it would be made). A znode write (op create, set or
+    delete on a path), or an admin-API request (op the request's name, path what it acts on)."""
 
-    op: Literal["create", "set", "delete"]
+    op: str
     path: str
     data: bytes
     version: int | None = None  # expected version for set/delete
     sequential: bool = False
+    kind: Literal["znode", "admin"] = "znode"
 
     def describe(self) -> str:
+        if self.kind == "admin":
+            return " ".join(x for x in (self.op, self.path, self.data.decode()) if x)
         what: str = self.op
         if self.sequential:
             what += " (sequential)"
@@ -64,6 +69,10 @@ class PlannedWrite:
 
 class Backend(Protocol):
     """The reads and writes of reassignment, throttles and elections, as one cluster answers them."""
+
+    # Whether the config of a broker that is not registered can be read and written: yes in ZooKeeper (a
+    # znode); no through the admin API, where a broker's own config is changed through that broker.
+    offline_broker_configs: bool
 
     # -- dry run ---------------------------------------------------------------------------------
     def as_dry_run(self) -> Backend:
@@ -107,9 +116,19 @@ class Backend(Protocol):
         ...
 
     # -- triggers --------------------------------------------------------------------------------
+    def reassignment_bytes_limit(self) -> int | None:
+        """The most bytes one `create_reassignment` can carry, as the trigger JSON (ZooKeeper: one znode);
+        None when there is no limit worth splitting a plan for."""
+        ...
+
     def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
         """Start moving `entries` to their replicas. False, with nothing changed, when another
         reassignment exists already (lost the race to create it)."""
+        ...
+
+    def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Revert the reassignment of `partitions` (AlterPartitionReassignments without a target, in both
+        modes); returns those cancelled. A partition that is not reassigning is left out."""
         ...
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:

@@ -1,5 +1,5 @@
-"""cancel: revert a running reassignment through the admin API, wait until the controller has, then
-remove this tool's throttles as verify does.
+"""cancel: revert a running reassignment (AlterPartitionReassignments, an admin-API call in both modes), wait
+until the controller has, then remove this tool's throttles as verify does.
 
 Order: read and check (exit 3, nothing done, when a partition would be left without a leader) → cancel
 the active partitions (AlterPartitionReassignments, no target) → wait until they no longer reassign →
@@ -12,7 +12,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reassign_cli.admin.client import admin_client, cancel_reassignments
 from reassign_cli.backend import Backend
 from reassign_cli.cancel import cancel_plan
 from reassign_cli.errors import BusyError, InvalidInputError
@@ -28,7 +27,6 @@ class CancelOutcome:
 
 def cancel(
     backend: Backend,
-    bootstrap: str,
     targets: Mapping[TopicPartition, list[int]],
     *,
     preserve_throttles: bool = False,
@@ -40,8 +38,7 @@ def cancel(
         raise InvalidInputError(plan.unsafe[0], hint="\n".join(plan.unsafe[1:]) or None)
     cancelled: list[TopicPartition] = []
     if plan.active:
-        with admin_client(bootstrap) as admin:
-            cancelled = cancel_reassignments(admin, plan.active)
+        cancelled = backend.cancel_reassignments(plan.active)
         _wait_reverted(backend, cancelled, timeout)
     cleared = None if preserve_throttles else clear_throttles(backend, dict(targets))
     return CancelOutcome(cancelled, cleared)

@@ -49,7 +49,7 @@ from reassign_cli.model import (
 )
 from reassign_cli.progress import PartitionProgress, Status, classify, overall_exit
 from reassign_cli.unthrottle import clear_throttles
-from reassign_cli.validate import Violation, max_trigger_bytes, split_batches, validate_reassignment
+from reassign_cli.validate import Violation, split_batches, validate_reassignment
 from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ BUSY_MESSAGE = (
 )
 MAX_LISTED_VIOLATIONS = 50
 THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
+NO_BYTES_LIMIT = 2**62  # a backend without a request size limit: batches only by --batch-size
 
 
 class WaitInterrupted(Interrupted):
@@ -130,9 +131,10 @@ def started_line(tps: Sequence[TopicPartition]) -> str:
 
 
 def busy_partitions(state: ClusterState, targets: dict[TopicPartition, list[int]]) -> bool:
-    """A reassignment is running that blocks ours: the trigger znode exists, or one of our partitions
-    already has adding/removing replicas (an API-started move)."""
-    if state.reassignment is not None:
+    """A reassignment is running that blocks ours: the trigger znode exists, one of our partitions
+    already has adding/removing replicas (an API-started move), or the read saw one elsewhere (the admin
+    API lists them all: Kafka's tool refuses while any is listed)."""
+    if state.reassignment is not None or state.reassigning_elsewhere:
         return True
     for t, p in targets:
         topic = state.topics.get(t)
@@ -146,7 +148,7 @@ def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[in
     target (the controller removes entries as they complete), and every reassigning partition of the file's
     topics is moving to the file's target."""
     znode = state.reassignment or {}
-    if any(targets.get(tp) != reps for tp, reps in znode.items()):
+    if state.reassigning_elsewhere or any(targets.get(tp) != reps for tp, reps in znode.items()):
         return False
     for t, p in targets:
         topic = state.topics.get(t)
@@ -172,6 +174,7 @@ class ThrottleWrites:
     record_before: dict[str, Any]
     brokers: list[int]
     topics: list[str]
+    offline: list[int] = dataclasses.field(default_factory=list)  # brokers not throttled: not registered
 
 
 def throttle_configs(
@@ -211,8 +214,14 @@ def apply_throttles(
     topics_too=False: only the broker rates (changing the speed of a running move).
     """
     broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
+    offline: list[int] = []
+    if not backend.offline_broker_configs:
+        # A source replica on a broker that is down: its rate can only be set through it. It sends
+        # nothing while down; Kafka's tool would fail here instead.
+        offline = sorted(b for b in broker_cfgs if b not in set(state.broker_ids))
+        broker_cfgs = {b: c for b, c in broker_cfgs.items() if b not in offline}
     if not broker_cfgs and not topic_cfgs:
-        return ThrottleWrites([], backend.read_priors(), [], [])
+        return ThrottleWrites([], backend.read_priors(), [], [], offline)
     backend.ensure_writable()
 
     # 1. the prior values, from the configs as they are now (only keys not yet recorded are noted)
@@ -237,7 +246,7 @@ def apply_throttles(
     updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
     changes = backend.update_configs(updates)
     _correct_priors(backend, changes, record_before, seen)
-    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs))
+    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs), offline)
 
 
 def _correct_priors(
@@ -360,9 +369,9 @@ def prepare(
     violations = validate_reassignment(plan, checked, bootstrap_server=req.bootstrap_server is not None)
     if violations:
         raise violations_error(violations)
-    limit = max_trigger_bytes()
-    batches = split_batches(sorted_entries(plan), req.batch_size, limit)
-    if len(batches) > 1 and req.batch_size is None:
+    limit = backend.reassignment_bytes_limit()
+    batches = split_batches(sorted_entries(plan), req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+    if len(batches) > 1 and req.batch_size is None and limit is not None:
         size = len(encode_reassignment(sorted_entries(plan)))
         raise InvalidInputError(
             f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PARTITIONS}, "
@@ -463,10 +472,11 @@ def _run_batches(
                 report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
             if i > 0:
                 state = backend.read_state(sorted({e.topic for e in batch}))
-                if state.reassignment is not None and not req.dry_run:
+                if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
+                    where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
                     raise BusyError(
                         f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
-                        f"{REASSIGN_PARTITIONS}; batches 1-{i} are complete",
+                        f"{where}; batches 1-{i} are complete",
                         hint="Run execute again with the remaining partitions once it has finished.",
                     )
             submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
@@ -491,6 +501,11 @@ def submit_batch(
     """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
     if the create loses a race, this batch's throttle writes are undone."""
     writes = apply_throttles(backend, state, batch, req.throttle, req.log_dir_throttle)
+    if writes.offline:
+        report.info(
+            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
+            f"{','.join(map(str, writes.offline))}, not registered (a broker's rate is set through that broker)"
+        )
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from reassign_cli import plan
+from reassign_cli.client_config import AdminOptions
 from reassign_cli.errors import InvalidInputError, OperationalError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.zookeeper.session import ZkOptions
@@ -44,10 +45,12 @@ CHUNK_PARTITIONS = 100_000
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where the cluster state comes from: a snapshot file, else ZooKeeper."""
+    """Where the cluster state comes from: a snapshot file, else ZooKeeper, else the admin API."""
 
     snapshot_file: str | None = None
     zookeeper: ZkOptions | None = None
+    admin: AdminOptions | None = None
+    ignored_env: str | None = None  # with a snapshot: a connection setting from the environment, not used
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +158,12 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
 
 def load_state(source: Source, topics: list[str], reporter: Reporter) -> ClusterState:
     if source.snapshot_file:
-        if source.zookeeper:
-            reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
+        if source.ignored_env:
+            reporter.detail(f"Planning from the snapshot; {source.ignored_env} is not used.")
         return _load_snapshot(source.snapshot_file)
-    assert source.zookeeper is not None, "the CLI requires --zookeeper without --snapshot"
+    if source.admin is not None:
+        return _read_admin(source.admin, topics)
+    assert source.zookeeper is not None, "the CLI requires a connection without --snapshot"
     return _read_zookeeper(source.zookeeper, topics)
 
 
@@ -184,6 +189,13 @@ def _read_zookeeper(options: ZkOptions, topics: list[str]) -> ClusterState:
 
     with open_session(options) as session:
         return read_state(session, topics=topics)
+
+
+def _read_admin(options: AdminOptions, topics: list[str]) -> ClusterState:
+    from reassign_cli.admin.backend import open_admin_backend
+
+    with open_admin_backend(options) as backend:
+        return backend.read_state(topics)
 
 
 def read_bytes(path: str, what: str) -> bytes:

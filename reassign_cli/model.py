@@ -85,6 +85,9 @@ class ClusterState:
     reassignment: dict[TopicPartition, list[int]] | None = None
     # Why the controller cannot use that znode (invalid JSON, unknown fields such as log_dirs), or None.
     trigger_problem: str | None = None
+    # Partitions being reassigned in topics this read left out. The admin API lists every reassignment
+    # of the cluster in one request, so its reads fill this; ZooKeeper reads leave it empty.
+    reassigning_elsewhere: frozenset[TopicPartition] = frozenset()
 
     @property
     def broker_ids(self) -> list[int]:

@@ -159,12 +159,13 @@ def overall_exit(results: Iterable[PartitionProgress]) -> int:
 
 
 def anything_reassigning(state: ClusterState) -> bool:
-    """True while the trigger znode has entries or any topic in `state` has AR/RR: throttles stay.
+    """True while the trigger znode has entries, any topic in `state` has AR/RR, or the read saw
+    reassignments in other topics: throttles stay.
 
-    Only the topics in `state` are seen: read every topic's AR/RR for the cluster-wide answer
-    (Kafka 3.9 removes throttles only when no reassignment is active anywhere).
+    Only what the read saw counts: read every topic's AR/RR for the cluster-wide answer (Kafka 3.9
+    removes throttles only when no reassignment is active anywhere).
     """
-    if state.reassignment:
+    if state.reassignment or state.reassigning_elsewhere:
         return True
     return any(t.adding or t.removing for t in state.topics.values())
 

@@ -23,6 +23,9 @@ class ClearResult:
     topics: list[str]
     changes: list[ConfigChange] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # throttle keys set by someone else, left alone
+    # Brokers whose recorded throttles wait for them to register again (the admin API writes a broker's
+    # config through that broker); their record entries stay.
+    pending: list[int] = field(default_factory=list)
 
 
 def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
@@ -48,6 +51,10 @@ def clear_throttles(backend: Backend, targets: dict[TopicPartition, list[int]]) 
     brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
     topics = kafka_topics | set(record.get("topics", {}))
     result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
+    if not backend.offline_broker_configs:
+        offline = brokers - set(full.broker_ids)
+        result.pending = sorted(b for b in offline if th.record_entry(record, "brokers", b))
+        brokers -= offline
     done_b: list[int] = []
     done_t: list[str] = []
     updates: list[ConfigUpdate] = []

@@ -10,6 +10,7 @@ operation, reads included, to `cluster.log`, in the order they were asked for:
     ("write_configs", ((entity, name, new config), ...))   one commit, configs in the order given
     ("write_priors", record)   ("delete_priors",)
     ("create_reassignment", ((topic, partition, (replicas...)), ...), created: bool)
+    ("cancel_reassignments", ((topic, partition), ...))
     ("start_election", ((topic, partition), ...))
 
 A dry-run copy (`as_dry_run`) logs its reads the same way and its writes as ("planned", op, what): it
@@ -31,8 +32,16 @@ from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, Recor
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
 from reassign_cli.throttle import Entity
+from reassign_cli.validate import max_trigger_bytes
 
-WRITES = ("write_configs", "write_priors", "delete_priors", "create_reassignment", "start_election")
+WRITES = (
+    "write_configs",
+    "write_priors",
+    "delete_priors",
+    "create_reassignment",
+    "cancel_reassignments",
+    "start_election",
+)
 
 
 def make_state(
@@ -60,6 +69,9 @@ class FakeCluster:
     lose_create_race: bool = False  # someone else's reassignment appears just before our create
     complete_on_create: bool = True  # the controller finishes a created reassignment at once
     election_pending: bool = False
+    # As the admin API: a broker's config is out of reach while it is not registered.
+    offline_broker_configs: bool = True
+    bytes_limit: int | None = field(default_factory=max_trigger_bytes)  # one create's limit (ZooKeeper's)
     log: list[tuple[Any, ...]] = field(default_factory=list)
 
     def writes(self) -> list[tuple[Any, ...]]:
@@ -77,6 +89,10 @@ class FakeBackend:
 
     def _log(self, *op: Any) -> None:
         self.cluster.log.append(op)
+
+    @property
+    def offline_broker_configs(self) -> bool:
+        return self.cluster.offline_broker_configs
 
     # -- dry run -------------------------------------------------------------------------------
     def as_dry_run(self) -> FakeBackend:
@@ -186,6 +202,29 @@ class FakeBackend:
             topic.isr[e.partition] = list(e.replicas)
             topic.leader[e.partition] = e.replicas[0]
         return True
+
+    def reassignment_bytes_limit(self) -> int | None:
+        return self.cluster.bytes_limit
+
+    def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Every partition that reassigns goes back to its origin replicas at once."""
+        self._log("cancel_reassignments", tuple(partitions))
+        done: list[TopicPartition] = []
+        for t, p in partitions:
+            topic = self.cluster.state.topics.get(t)
+            if topic is None or not topic.is_reassigning(p):
+                continue
+            origin = topic.origin(p)
+            topic.replicas[p] = list(origin)  # type: ignore[index]
+            topic.adding.pop(p, None)
+            topic.removing.pop(p, None)
+            done.append((t, p))
+        if self.cluster.state.reassignment is not None:
+            for tp in done:
+                self.cluster.state.reassignment.pop(tp, None)
+            if not self.cluster.state.reassignment:
+                self.cluster.state.reassignment = None
+        return done
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:
         if self.dry_run:

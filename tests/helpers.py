@@ -137,9 +137,11 @@ def run_cli(
     """`python -m reassign_cli ARGS` as a real subprocess (text mode, stdout and stderr captured apart).
 
     zookeeper sets KAFKA_REASSIGN_ZOOKEEPER; env entries override the inherited environment
-    (a value of None removes the variable)."""
+    (a value of None removes the variable). KAFKA_REASSIGN_BOOTSTRAP and KAFKA_REASSIGN_COMMAND_CONFIG are
+    removed from the inherited environment: pass them in env."""
     full = dict(os.environ)
-    full.pop("KAFKA_REASSIGN_ZOOKEEPER", None)
+    for name in ("KAFKA_REASSIGN_ZOOKEEPER", "KAFKA_REASSIGN_BOOTSTRAP", "KAFKA_REASSIGN_COMMAND_CONFIG"):
+        full.pop(name, None)  # only what the test sets: the shell's own settings must not leak in
     if zookeeper is not None:
         full["KAFKA_REASSIGN_ZOOKEEPER"] = zookeeper
     for k, v in (env or {}).items():

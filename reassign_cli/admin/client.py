@@ -1,4 +1,4 @@
-"""Opening kafka-python's admin client with one-line failures, and the calls that have no ZooKeeper form."""
+"""Opening kafka-python's admin client with one-line failures, and the calls both backends share."""
 
 from __future__ import annotations
 
@@ -6,23 +6,27 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from reassign_cli.client_config import AdminOptions
 from reassign_cli.errors import OperationalError
 from reassign_cli.model import TopicPartition, tp_str
 
 
-@contextlib.contextmanager
-def admin_client(bootstrap: str, timeout: float = 30.0) -> Iterator[Any]:
+def connect(options: AdminOptions) -> Any:
+    """A connected KafkaAdminClient; OperationalError (one line, no settings shown) when it cannot be."""
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap.split(","),
-            client_id="kafka-reassign",
-            request_timeout_ms=int(timeout * 1000),
-        )
+        return KafkaAdminClient(**options.client_settings())
     except KafkaError as e:
-        raise OperationalError(f"cannot connect to Kafka at {bootstrap}: {e}") from None
+        raise OperationalError(f"cannot connect to Kafka at {options.bootstrap}: {e}") from None
+    except (OSError, ValueError) as e:  # e.g. an unreadable PEM file, a bad setting
+        raise OperationalError(f"cannot connect to Kafka at {options.bootstrap}: {e}") from None
+
+
+@contextlib.contextmanager
+def admin_client(options: AdminOptions) -> Iterator[Any]:
+    admin = connect(options)
     try:
         yield admin
     finally:

@@ -7,27 +7,24 @@ import contextlib
 from typing import Any
 
 from reassign_cli.backend import ReplicaDirs, ReplicaKey
+from reassign_cli.client_config import AdminOptions
 from reassign_cli.errors import OperationalError
 
 
 class LogDirMover:
     """Starts replica log-dir moves with KafkaAdminClient.alter_replica_log_dirs; connects on first use."""
 
-    def __init__(self, bootstrap: str) -> None:
-        self.bootstrap = bootstrap
-        self._admin: Any = None
+    def __init__(self, options: AdminOptions | str, admin: Any = None) -> None:
+        """`admin`: an admin client to use (and not close); by default one is opened on first use."""
+        self.options = AdminOptions(options) if isinstance(options, str) else options
+        self._admin: Any = admin
+        self._own = admin is None
 
     def _client(self) -> Any:
         if self._admin is None:
-            from kafka.admin import KafkaAdminClient
-            from kafka.errors import KafkaError
+            from reassign_cli.admin.client import connect
 
-            try:
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap.split(","), client_id="kafka-reassign"
-                )
-            except KafkaError as e:
-                raise OperationalError(f"cannot connect to Kafka at {self.bootstrap}: {e}") from None
+            self._admin = connect(self.options)
         return self._admin
 
     def attempt(self, moves: ReplicaDirs) -> tuple[list[ReplicaKey], dict[ReplicaKey, str]]:
@@ -52,6 +49,6 @@ class LogDirMover:
         return started, failed
 
     def close(self) -> None:
-        if self._admin is not None:
+        if self._admin is not None and self._own:
             with contextlib.suppress(Exception):
                 self._admin.close()

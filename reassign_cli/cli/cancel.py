@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, executed_file_option, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    connection,
+    connection_options,
+    executed_file_option,
+    open_backend,
+)
+from reassign_cli.errors import UsageError
 
 
 @click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
 @executed_file_option
-@click.option(
-    "--bootstrap-server",
-    required=True,
-    envvar="KAFKA_REASSIGN_BOOTSTRAP",
-    metavar="HOST:PORT[,...]",
-    help="Kafka brokers: the cancel goes through the admin API [env: KAFKA_REASSIGN_BOOTSTRAP].",
-)
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
 @click.option(
     "--timeout",
@@ -26,13 +26,11 @@ from reassign_cli.cli.common import Options, connection_options, executed_file_o
     help="How long to wait for the controller to revert the partitions (exit 4 after).",
 )
 @connection_options
-def command(
-    opts: Options, reassignment_file: str, bootstrap_server: str, preserve_throttles: bool, timeout: float
-) -> int:
+def command(opts: Options, reassignment_file: str, preserve_throttles: bool, timeout: float) -> int:
     """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
 
-    Each reverts to its original replicas (AlterPartitionReassignments through the admin API; ZooKeeper-mode
-    controllers support it since Kafka 2.4). Refused (exit 3, nothing done) when a partition's original
+    Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
+    --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4). Refused (exit 3, nothing done) when a partition's original
     replicas are all offline or out of the ISR, which would leave it without a leader. Then, unless
     --preserve-throttles, the throttles come off as verify removes them.
     """
@@ -44,11 +42,15 @@ def command(
     from reassign_cli.render.progress import clearing_lines
 
     targets = parse_reassignment(read_input_file(reassignment_file)).targets()
-    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts) as backend:
-        outcome = cancel(
-            backend, bootstrap_server, targets, preserve_throttles=preserve_throttles, timeout=timeout
+    conn = connection(opts, admin_too=True)
+    if conn.zk is not None and conn.admin is None:
+        raise UsageError(
+            "--bootstrap-server is required: the cancel goes through the admin API "
+            "(or set KAFKA_REASSIGN_BOOTSTRAP)"
         )
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with open_backend(opts, admin_too=True) as backend:
+        outcome = cancel(backend, targets, preserve_throttles=preserve_throttles, timeout=timeout)
     if opts.json:
         cleared = outcome.cleared
         out.result_json(

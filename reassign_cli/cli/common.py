@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 if TYPE_CHECKING:
-    from reassign_cli.backend import Backend
+    from reassign_cli.backend import Backend, LogDirMoves
+    from reassign_cli.client_config import AdminOptions
     from reassign_cli.zookeeper.session import ZkOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -24,21 +25,39 @@ class Options:
     color: bool
     quiet: bool
     verbose: bool
+    bootstrap: str | None = None
+    command_config: str | None = None
+    # Which of these came from the command line (not the environment or a default).
+    explicit: frozenset[str] = frozenset()
 
     @property
     def json(self) -> bool:
         return self.format == "json"
 
 
-def connection_options(f: F) -> F:
-    """--zookeeper/--zk-timeout plus the output options; the command receives `opts: Options`."""
-    decorators = [
+def _option_decorators() -> list[Callable[[Any], Any]]:
+    return [
         click.option(
             "--zookeeper",
             envvar="KAFKA_REASSIGN_ZOOKEEPER",
             metavar="HOST:PORT[,HOST:PORT][/chroot]",
-            help="ZooKeeper connect string, as in the brokers' zookeeper.connect "
+            help="ZooKeeper connect string, as in the brokers' zookeeper.connect (ZooKeeper-mode clusters) "
             "[env: KAFKA_REASSIGN_ZOOKEEPER].",
+        ),
+        click.option(
+            "--bootstrap-server",
+            "bootstrap",
+            envvar="KAFKA_REASSIGN_BOOTSTRAP",
+            metavar="HOST:PORT[,...]",
+            help="Kafka brokers: work through the admin API (KRaft, Kafka 4.x; ZooKeeper mode too) "
+            "[env: KAFKA_REASSIGN_BOOTSTRAP].",
+        ),
+        click.option(
+            "--command-config",
+            envvar="KAFKA_REASSIGN_COMMAND_CONFIG",
+            metavar="FILE",
+            help="Kafka client properties for --bootstrap-server (security.protocol, SASL, SSL with PEM "
+            "files) [env: KAFKA_REASSIGN_COMMAND_CONFIG].",
         ),
         click.option(
             "--zk-timeout",
@@ -46,7 +65,7 @@ def connection_options(f: F) -> F:
             default=10.0,
             show_default=True,
             metavar="SECONDS",
-            help="Connect and request timeout.",
+            help="ZooKeeper connect and request timeout.",
         ),
         click.option(
             "--format",
@@ -63,22 +82,39 @@ def connection_options(f: F) -> F:
         click.option("-v", "--verbose", is_flag=True, help="More detail on stderr (and Spark's own logs)."),
     ]
 
+
+def _pop_options(kwargs: dict[str, Any]) -> Options:
+    ctx = click.get_current_context()
+    names = ("zookeeper", "zk_timeout", "bootstrap", "command_config")
+    explicit = frozenset(
+        n for n in names if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE
+    )
+    return Options(
+        zookeeper=kwargs.pop("zookeeper"),
+        zk_timeout=kwargs.pop("zk_timeout"),
+        format=kwargs.pop("fmt"),
+        color=not kwargs.pop("no_color"),
+        quiet=kwargs.pop("quiet"),
+        verbose=kwargs.pop("verbose"),
+        bootstrap=kwargs.pop("bootstrap"),
+        command_config=kwargs.pop("command_config"),
+        explicit=explicit,
+    )
+
+
+def connection_options(f: F) -> F:
+    """--zookeeper/--zk-timeout, --bootstrap-server/--command-config plus the output options; the command
+    receives `opts: Options` (`connection` / `open_backend` pick the backend from it)."""
+
     def wrapper(**kwargs: Any) -> Any:
         route_library_logs(kwargs["verbose"])
-        opts = Options(
-            zookeeper=kwargs.pop("zookeeper"),
-            zk_timeout=kwargs.pop("zk_timeout"),
-            format=kwargs.pop("fmt"),
-            color=not kwargs.pop("no_color"),
-            quiet=kwargs.pop("quiet"),
-            verbose=kwargs.pop("verbose"),
-        )
+        opts = _pop_options(kwargs)
         return f(opts=opts, **kwargs)
 
     wrapper.__name__ = f.__name__
     wrapper.__doc__ = f.__doc__
     out: Any = wrapper
-    for d in reversed(decorators):
+    for d in reversed(_option_decorators()):
         out = d(out)
     return cast(F, out)
 
@@ -106,30 +142,113 @@ executed_file_option = click.option(
 )
 
 
-def require_zookeeper(opts: Options) -> str:
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """What a command talks to: ZooKeeper (zk set; admin, if set, only for what ZooKeeper does not carry:
+    log-dir moves and cancel) or the admin API (zk None, admin set)."""
+
+    zk: ZkOptions | None
+    admin: AdminOptions | None
+
+
+def connection(opts: Options, *, admin_too: bool = False) -> Connection:
+    """THE choice of backend, from the options (`admin_too`: the command may use the admin API beside
+    ZooKeeper: execute for log-dir moves, cancel).
+
+    - --zookeeper and --bootstrap-server both on the command line: a usage error, except with admin_too
+      (ZooKeeper mode; the brokers serve the log-dir moves or the cancel).
+    - One of them on the command line: that one; the other's environment variable is not used (except
+      KAFKA_REASSIGN_BOOTSTRAP beside --zookeeper with admin_too). What is typed wins over the environment.
+    - Neither: KAFKA_REASSIGN_ZOOKEEPER if set (the environment of a ZooKeeper-mode setup may well hold
+      KAFKA_REASSIGN_BOOTSTRAP for cancel too), else KAFKA_REASSIGN_BOOTSTRAP.
+    """
     from reassign_cli.errors import UsageError
 
-    if not opts.zookeeper:
-        raise UsageError("--zookeeper is required (or set KAFKA_REASSIGN_ZOOKEEPER)")
-    return opts.zookeeper
+    zk_flag, bs_flag = "zookeeper" in opts.explicit, "bootstrap" in opts.explicit
+    if zk_flag and bs_flag and not admin_too:
+        raise UsageError(
+            "--zookeeper and --bootstrap-server cannot be used together: give one (--zookeeper for a "
+            "ZooKeeper-mode cluster through ZooKeeper, --bootstrap-server for the admin API)"
+        )
+    use_zk = zk_flag or (not bs_flag and bool(opts.zookeeper))
+    if not use_zk and not opts.bootstrap:
+        raise UsageError(
+            "--zookeeper or --bootstrap-server is required "
+            "(or set KAFKA_REASSIGN_ZOOKEEPER or KAFKA_REASSIGN_BOOTSTRAP)"
+        )
+    if use_zk:
+        from reassign_cli.zookeeper.session import ZkOptions
+
+        if "command_config" in opts.explicit and not (admin_too and opts.bootstrap):
+            raise UsageError(
+                "--command-config configures --bootstrap-server, which this command does not use here"
+            )
+        admin = _admin_options(opts) if admin_too and opts.bootstrap else None
+        return Connection(ZkOptions(opts.zookeeper or "", opts.zk_timeout), admin)
+    if admin_too and opts.zookeeper and not opts.quiet:
+        # Before the admin backend, `--bootstrap-server` beside KAFKA_REASSIGN_ZOOKEEPER meant ZooKeeper mode.
+        click.echo(
+            "Working through the admin API (--bootstrap-server); KAFKA_REASSIGN_ZOOKEEPER is not used "
+            "(give --zookeeper as well for ZooKeeper mode with the brokers' help).",
+            err=True,
+        )
+    if "zk_timeout" in opts.explicit:
+        raise UsageError(
+            "--zk-timeout is for --zookeeper; with --bootstrap-server set request.timeout.ms in --command-config"
+        )
+    return Connection(None, _admin_options(opts))
 
 
-def zk_options(opts: Options) -> ZkOptions:
-    """The ZooKeeper connection the options ask for (--zookeeper is required)."""
-    from reassign_cli.zookeeper.session import ZkOptions
+def _admin_options(opts: Options) -> AdminOptions:
+    from reassign_cli.client_config import admin_options
+    from reassign_cli.inputs import read_input_file
 
-    return ZkOptions(require_zookeeper(opts), opts.zk_timeout)
+    text = None
+    if opts.command_config:
+        raw = read_input_file(opts.command_config, "command config")
+        text = raw.decode("utf-8", errors="replace")
+    options = admin_options(opts.bootstrap or "", text)
+    if options.ignored and opts.verbose:
+        click.echo(f"Ignored in the command config: {', '.join(options.ignored)}", err=True)
+    return options
+
+
+def zk_options(opts: Options) -> ZkOptions | None:
+    """The ZooKeeper connection the options ask for; None when they choose the admin API."""
+    return connection(opts).zk
 
 
 @contextlib.contextmanager
-def open_backend(opts: Options) -> Iterator[Backend]:
-    """The cluster the options name, as a `backend.Backend`: the one place a command's backend is chosen
-    (ZooKeeper today; the admin API's joins here)."""
+def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]:
+    """The cluster the options name, as a `backend.Backend`: the one place a command's backend is opened
+    (`connection` chooses it)."""
+    conn = connection(opts, admin_too=admin_too)
+    if conn.zk is None:
+        from reassign_cli.admin.backend import open_admin_backend
+
+        assert conn.admin is not None
+        with open_admin_backend(conn.admin) as admin_backend:
+            yield admin_backend
+        return
     from reassign_cli.zookeeper.backend import ZkBackend
     from reassign_cli.zookeeper.session import open_session
 
-    with open_session(zk_options(opts)) as session:
-        yield ZkBackend(session)
+    with open_session(conn.zk) as session:
+        yield ZkBackend(session, admin=conn.admin)
+
+
+def log_dir_mover(backend: Backend) -> LogDirMoves | None:
+    """Where execute's log-dir moves go: the admin backend's own client, or the brokers named beside
+    --zookeeper; None when neither is known."""
+    from reassign_cli.admin.backend import AdminBackend
+    from reassign_cli.admin.log_dirs import LogDirMover
+    from reassign_cli.zookeeper.backend import ZkBackend
+
+    if isinstance(backend, AdminBackend):
+        return LogDirMover(backend.options, backend.admin)
+    if isinstance(backend, ZkBackend) and backend.admin is not None:
+        return LogDirMover(backend.admin)
+    return None
 
 
 # Objects that must not be freed before the process exits (see keep_until_exit).

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
 from reassign_cli.errors import UsageError
 from reassign_cli.inputs import read_input_file
 
@@ -40,12 +40,9 @@ def _rate(value: int | None) -> int | None:
     help="Throttle in bytes/s for moves between log dirs of one broker (negative: none).",
 )
 @click.option(
-    "--bootstrap-server",
-    metavar="HOST:PORT[,...]",
-    help='Kafka brokers to talk to; needed for log_dirs other than "any" (AlterReplicaLogDirs).',
-)
-@click.option(
-    "--dry-run", is_flag=True, help="Validate and print every znode write it would make; write nothing."
+    "--dry-run",
+    is_flag=True,
+    help="Validate and print every write it would make (znodes or admin-API requests); write nothing.",
 )
 @click.option("--wait", is_flag=True, help="Wait until complete, then remove the throttles (as verify).")
 @click.option(
@@ -54,7 +51,7 @@ def _rate(value: int | None) -> int | None:
     default=5.0,
     show_default=True,
     metavar="SECONDS",
-    help="How often --wait polls ZooKeeper.",
+    help="How often --wait polls the cluster.",
 )
 @click.option(
     "--timeout",
@@ -90,11 +87,13 @@ def _rate(value: int | None) -> int | None:
 )
 @connection_options
 def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
-    """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions).
+    """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions with
+    --zookeeper; AlterPartitionReassignments with --bootstrap-server).
 
     Everything is validated first; any problem exits 3 with nothing written. The current assignment
     of the file's partitions is printed and saved for rollback. With --throttle the moving replicas are
     throttled; run verify (or use --wait) to remove the throttles once the reassignment is complete.
+    log_dirs other than "any" need the brokers (--bootstrap-server, also beside --zookeeper).
     """
     from reassign_cli.executor import ExecuteRequest, execute
     from reassign_cli.render import Output
@@ -109,7 +108,6 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         data=read_input_file(reassignment_file),
         throttle=_rate(kw["throttle"]),
         log_dir_throttle=_rate(kw["log_dir_throttle"]),
-        bootstrap_server=kw["bootstrap_server"],
         dry_run=kw["dry_run"],
         wait=kw["wait"],
         poll_interval=kw["poll_interval"],
@@ -120,5 +118,11 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         elect_leaders=kw["elect_leaders"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts) as backend:
-        return execute(backend, req, ExecuteReport(out, json=opts.json))
+    with open_backend(opts, admin_too=True) as backend:
+        mover = log_dir_mover(backend)
+        req.bootstrap_server = opts.bootstrap if mover is not None else None
+        try:
+            return execute(backend, req, ExecuteReport(out, json=opts.json), log_dirs=mover)
+        finally:
+            if mover is not None:
+                mover.close()

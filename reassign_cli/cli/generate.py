@@ -1,4 +1,5 @@
-"""`kafka-reassign generate`: Kafka's --generate (a candidate plan), seeded, from ZooKeeper or a snapshot."""
+"""`kafka-reassign generate`: Kafka's --generate (a candidate plan), seeded, from the cluster (ZooKeeper or
+the admin API) or a snapshot."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import functools
 import click
 
 from reassign_cli import generate
-from reassign_cli.cli.common import Options, connection_options, keep_until_exit, zk_options
+from reassign_cli.cli.common import Options, connection, connection_options, keep_until_exit
 from reassign_cli.errors import InvalidInputError, UsageError
 from reassign_cli.inputs import read_input_file
 from reassign_cli.model import duplicates, parse_topics_to_move
@@ -79,7 +80,7 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "snapshot_file",
     type=click.Path(dir_okay=False),
     metavar="FILE",
-    help="Plan from a `kafka-reassign snapshot` file instead of ZooKeeper.",
+    help="Plan from a `kafka-reassign snapshot` file instead of the live cluster.",
 )
 @click.option(
     "--replication-factor",
@@ -118,21 +119,21 @@ def command(
     """Propose a new replica assignment for the given topics over the given brokers.
 
     Kafka's --generate: prints the current assignment (keep it: it is the rollback plan) and the
-    proposed one, both in Kafka's JSON format. Nothing is written to ZooKeeper. The plan is random per
-    topic as in Kafka, but drawn from --seed, so it can be reproduced exactly.
+    proposed one, both in Kafka's JSON format. Nothing is written to the cluster. The plan is random per
+    topic as in Kafka, but drawn from --seed, so it can be reproduced exactly: the same bytes from
+    ZooKeeper, from the admin API and from a snapshot of the same cluster.
     """
     ctx = click.get_current_context()
     if not topics_file and not topic_opts:
         raise UsageError("one of --topics-to-move-json-file or --topic is required")
     if _from_command_line(ctx, "spark_master") and engine != "spark":
         raise UsageError("--spark-master needs --engine spark")
-    if snapshot_file and _from_command_line(ctx, "zookeeper"):
-        raise UsageError("--snapshot and --zookeeper cannot be used together")
+    for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
+        if snapshot_file and name in opts.explicit:
+            raise UsageError(f"--snapshot and {flag} cannot be used together")
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    # With --snapshot, a KAFKA_REASSIGN_ZOOKEEPER from the environment is only mentioned, never used.
-    zookeeper = zk_options(opts) if opts.zookeeper or not snapshot_file else None
-    source = generate.Source(snapshot_file, zookeeper)
+    source = _source(opts, snapshot_file)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
@@ -152,6 +153,21 @@ def command(
         table = summary_table(result.stats, ids, every_broker=opts.verbose, extra_stats=result.extra_stats)
         out.renderable(table)
     keep_until_exit(*result.kept)  # freeing a 1M-partition state object by object serves nothing at exit
+
+
+def _source(opts: Options, snapshot_file: str | None) -> generate.Source:
+    if not snapshot_file:
+        conn = connection(opts)
+        return generate.Source(None, conn.zk, conn.admin)
+    # A connection from the environment is only mentioned, never used.
+    env = (
+        "KAFKA_REASSIGN_ZOOKEEPER"
+        if opts.zookeeper
+        else "KAFKA_REASSIGN_BOOTSTRAP"
+        if opts.bootstrap
+        else None
+    )
+    return generate.Source(snapshot_file, ignored_env=env)
 
 
 def _topics(topics_file: str | None, topic_opts: tuple[str, ...]) -> list[str]:

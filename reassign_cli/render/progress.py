@@ -128,7 +128,8 @@ class ExecuteReport:
                 for w in planned
             ]
             return
-        self.out.result(f"Dry run: nothing was written. {len(planned)} znode writes would be made:")
+        what = "znode writes" if all(w.kind == "znode" for w in planned) else "admin API requests"
+        self.out.result(f"Dry run: nothing was written. {len(planned)} {what} would be made:")
         for w in planned:
             self.out.result(w.describe())
 
@@ -186,7 +187,15 @@ def list_line(
 
 
 def kept_lines(result: ClearResult) -> list[str]:
-    return [f"Kept a throttle this tool did not set: {k}" for k in result.kept]
+    lines = [f"Kept a throttle this tool did not set: {k}" for k in result.kept]
+    if result.pending:
+        b = result.pending
+        lines.append(
+            f"Throttles this tool set on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))} stay until "
+            f"{'it is' if len(b) == 1 else 'they are'} registered again (a broker's config is changed through "
+            "that broker): run verify again then"
+        )
+    return lines
 
 
 def rollback_block(js: str) -> str:

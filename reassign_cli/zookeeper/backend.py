@@ -8,9 +8,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.client_config import AdminOptions
 from reassign_cli.elect import ELECTION_PATH, encode_election
+from reassign_cli.errors import UsageError
 from reassign_cli.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.throttle import Entity
+from reassign_cli.validate import max_trigger_bytes
 from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 from reassign_cli.zookeeper.configs import ConfigStore
 from reassign_cli.zookeeper.election import create_election
@@ -21,15 +24,20 @@ from reassign_cli.zookeeper.session import ZkSession
 
 class ZkBackend:
     """Reads and writes through `session`; with dry_run, writes are recorded (`planned_writes`) and later
-    reads see them, nothing is written."""
+    reads see them, nothing is written. `admin`: the brokers for what ZooKeeper does not carry (cancel)."""
 
-    def __init__(self, session: ZkSession, *, dry_run: bool = False) -> None:
+    offline_broker_configs = True  # /config/brokers/<id> is a znode, whether the broker runs or not
+
+    def __init__(
+        self, session: ZkSession, *, dry_run: bool = False, admin: AdminOptions | None = None
+    ) -> None:
         self.session = session
         self.dry_run = dry_run
+        self.admin = admin
         self.store = ConfigStore(session, dry_run=dry_run)
 
     def as_dry_run(self) -> ZkBackend:
-        return ZkBackend(self.session, dry_run=True)
+        return ZkBackend(self.session, dry_run=True, admin=self.admin)
 
     def planned_writes(self) -> list[PlannedWrite]:
         return self.store.planned
@@ -53,6 +61,21 @@ class ZkBackend:
 
     def update_priors(self, fn: RecordFn) -> dict[str, Any]:
         return self.store.update_priors(fn)
+
+    def reassignment_bytes_limit(self) -> int | None:
+        return max_trigger_bytes()
+
+    def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Through the admin API (ZooKeeper-mode controllers take AlterPartitionReassignments since 2.4)."""
+        from reassign_cli.admin.client import admin_client, cancel_reassignments
+
+        if self.admin is None:
+            raise UsageError(
+                "--bootstrap-server is required: the cancel goes through the admin API "
+                "(or set KAFKA_REASSIGN_BOOTSTRAP)"
+            )
+        with admin_client(self.admin) as client:
+            return cancel_reassignments(client, partitions)
 
     def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
         data = encode_reassignment(entries)

@@ -74,7 +74,10 @@ class ConfigStore:
         if epoch > 0:
             raise OperationalError(
                 f"refusing to write to ZooKeeper: a KRaft controller has taken over (/controller has "
-                f"kraftControllerEpoch {epoch}); use Kafka's own tools against the KRaft cluster"
+                f"kraftControllerEpoch {epoch}); use --bootstrap-server (the admin API) instead of --zookeeper",
+                hint="A migrating or migrated cluster is written through its brokers: kafka-reassign "
+                "--bootstrap-server HOST:PORT (or KAFKA_REASSIGN_BOOTSTRAP) reads and writes the same "
+                "reassignments and throttles.",
             )
         self._zk_checked = True
 

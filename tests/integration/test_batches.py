@@ -115,12 +115,12 @@ def test_oversize_plan_needs_batch_size(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import reassign_cli.executor as executor
+    import reassign_cli.zookeeper.backend as zk_backend
 
     topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]})
     plan = mover.plan("move.json", {(topic, p): [1, 2, 3] for p in range(3)})
     entry = len(f'{{"topic":"{topic}","partition":0,"replicas":[1,2,3]}}')
-    monkeypatch.setattr(executor, "max_trigger_bytes", lambda: 30 + 2 * entry)  # two entries fit, not three
+    monkeypatch.setattr(zk_backend, "max_trigger_bytes", lambda: 30 + 2 * entry)  # two entries fit, not three
     await_idle(zk)
     before = zk_dump(zk)
     code = _run(

@@ -33,7 +33,15 @@ def test_cancel_in_mid_move(cluster: Any, make_topic: Any, consume_all: Any, zk:
     )
     assert config(zk, "topics", topic)[FOLLOWER_REPLICAS] == "0:3"
 
-    c = mover.cli("cancel", "--reassignment-json-file", plan, "--bootstrap-server", cluster.bootstrap)
+    c = mover.cli(
+        "cancel",
+        "--reassignment-json-file",
+        plan,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--zookeeper",
+        cluster.zookeeper,
+    )
     assert c.returncode == 0, c.stderr
     assert c.stdout.splitlines() == [
         f"Successfully cancelled partition reassignment for: {topic}-0",
@@ -51,7 +59,15 @@ def test_cancel_in_mid_move(cluster: Any, make_topic: Any, consume_all: Any, zk:
     wait_until(lambda: not reassigning(zk, topic), timeout=30, message="trigger entry gone")
     assert zk.exists(REASSIGN) is None
 
-    again = mover.cli("cancel", "--reassignment-json-file", plan, "--bootstrap-server", cluster.bootstrap)
+    again = mover.cli(
+        "cancel",
+        "--reassignment-json-file",
+        plan,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--zookeeper",
+        cluster.zookeeper,
+    )
     assert (again.returncode, again.stdout.splitlines()[0]) == (
         0,
         "None of the specified partition reassignments are active.",

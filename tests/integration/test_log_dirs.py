@@ -48,6 +48,8 @@ def test_log_dir_moves_through_the_admin_api(
     await_idle(zk)
     r = mover.execute(
         plan,
+        "--zookeeper",  # ZooKeeper mode; the brokers only for the log-dir moves
+        cluster.zookeeper,
         "--bootstrap-server",
         cluster.bootstrap,
         "--replica-alter-log-dirs-throttle",
@@ -92,7 +94,13 @@ def test_unknown_log_dir_fails_and_undoes_throttles(
     await_idle(zk)
     before = config(zk, "brokers", 1)
     r = mover.execute(
-        plan, "--bootstrap-server", cluster.bootstrap, "--replica-alter-log-dirs-throttle", "5000"
+        plan,
+        "--zookeeper",
+        cluster.zookeeper,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--replica-alter-log-dirs-throttle",
+        "5000",
     )
     assert r.returncode == 1, r.stderr
     assert f"log-dir move of replica {topic}-0 on broker 1 failed: " in r.stderr
