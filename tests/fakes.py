@@ -69,9 +69,11 @@ class FakeCluster:
     lose_create_race: bool = False  # someone else's reassignment appears just before our create
     complete_on_create: bool = True  # the controller finishes a created reassignment at once
     election_pending: bool = False
-    # As the admin API: a broker's config is out of reach while it is not registered.
+    # False, as through the admin API: a broker's config is out of reach while it is not registered.
     offline_broker_configs: bool = True
     bytes_limit: int | None = field(default_factory=max_trigger_bytes)  # one create's limit (ZooKeeper's)
+    # As the admin API: a read of some topics also names the reassigning partitions of the others.
+    lists_all_reassignments: bool = False
     log: list[tuple[Any, ...]] = field(default_factory=list)
 
     def writes(self) -> list[tuple[Any, ...]]:
@@ -113,6 +115,14 @@ class FakeBackend:
         self._log("read_state", wanted, partition_state)
         state = copy.deepcopy(self.cluster.state)
         if wanted is not None:
+            if self.cluster.lists_all_reassignments:
+                state.reassigning_elsewhere = frozenset(
+                    (name, p)
+                    for name, topic in state.topics.items()
+                    if name not in wanted
+                    for p in topic.replicas
+                    if topic.is_reassigning(p)
+                )
             state.topics = {t: state.topics[t] for t in wanted if t in state.topics}
         return state
 

@@ -1,0 +1,168 @@
+"""The sequencing rules the admin-API backend brings, against the in-memory fake backend (tests/fakes.py):
+a reassignment of another topic blocks execute (Kafka's tool refuses while ListPartitionReassignments lists
+any); a broker's config is out of reach while the broker is not registered; a backend without a request
+size limit does not split a plan; cancel goes through the backend. Expected values worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reassign_cli.executor as executor
+from reassign_cli.canceller import cancel
+from reassign_cli.errors import BusyError, ExitCode, InvalidInputError
+from reassign_cli.executor import ExecuteRequest, execute
+from reassign_cli.model import Topic
+from reassign_cli.render import Output
+from reassign_cli.render.progress import ExecuteReport
+from reassign_cli.unthrottle import clear_throttles
+from tests.fakes import FakeBackend, FakeCluster, make_state
+
+LR = "leader.replication.throttled.rate"
+FR = "follower.replication.throttled.rate"
+LREP = "leader.replication.throttled.replicas"
+FREP = "follower.replication.throttled.replicas"
+PLAN = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,2]}]}'
+
+
+@pytest.fixture(autouse=True)
+def _no_settle_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executor, "THROTTLE_SETTLE_SECONDS", 0.0)
+
+
+def request(tmp_path: Path, data: bytes = PLAN, **kw: Any) -> ExecuteRequest:
+    return ExecuteRequest("plan.json", data, rollback_file=str(tmp_path / "rollback.json"), **kw)
+
+
+def run(c: FakeCluster, req: ExecuteRequest) -> int:
+    return execute(FakeBackend(c), req, ExecuteReport(Output(color=False)))
+
+
+def moving_u() -> Topic:
+    """Topic u, partition 0 moving from [1] to [2] (RS [2,1], AR [2], RR [1])."""
+    return Topic("u", {0: [2, 1]}, adding={0: [2]}, removing={0: [1]})
+
+
+@pytest.mark.parametrize("lists_all", [True, False])
+def test_a_reassignment_of_another_topic_blocks_execute_when_the_backend_lists_it(
+    tmp_path: Path, lists_all: bool
+) -> None:
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}), lists_all_reassignments=lists_all)
+    c.state.topics["u"] = moving_u()
+    if lists_all:  # the admin API: refused before anything is written, as Kafka's tool refuses
+        with pytest.raises(BusyError, match="existing partition assignment"):
+            run(c, request(tmp_path, throttle=5000))
+        assert c.writes() == []
+        assert not (tmp_path / "rollback.json").exists()
+    else:  # ZooKeeper reads only the plan's topics: it cannot see u's move, and goes ahead
+        assert run(c, request(tmp_path, throttle=5000)) == ExitCode.OK
+        assert ("create_reassignment", (("t", 0, (3, 2)),), True) in c.writes()
+
+
+def test_rate_change_of_the_running_plan_is_refused_while_another_topic_moves(tmp_path: Path) -> None:
+    # t-0 moves to [3,2] (this plan); u-0 moves too: the running reassignment is not only this plan's.
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}), lists_all_reassignments=True)
+    c.state.topics["t"] = Topic("t", {0: [3, 2, 1]}, adding={0: [3]}, removing={0: [1]})
+    c.state.topics["u"] = moving_u()
+    with pytest.raises(BusyError):
+        run(c, request(tmp_path, throttle=7000))
+    assert c.writes() == []
+
+
+def test_a_broker_that_is_down_gets_no_rate_and_no_record_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # t-0 [1,2] -> [3,2] with broker 1 down: sources 1,2, destination 3. Through the admin API broker 1's
+    # rates cannot be set; it sends nothing while down. Brokers 2 and 3 and the topic lists as usual.
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}, brokers=(2, 3)), offline_broker_configs=False)
+    assert run(c, request(tmp_path, throttle=5000)) == ExitCode.OK
+    rates = {LR: "5000", FR: "5000"}
+    assert c.writes()[:2] == [
+        (
+            "write_priors",
+            {
+                "version": 1,
+                "brokers": {"2": {LR: None, FR: None}, "3": {LR: None, FR: None}},
+                "topics": {"t": {LREP: None, FREP: None}},
+            },
+        ),
+        (
+            "write_configs",
+            (
+                ("topics", "t", {LREP: "0:1,0:2", FREP: "0:3"}),
+                ("brokers", "2", rates),
+                ("brokers", "3", rates),
+            ),
+        ),
+    ]
+    assert "Not throttled: broker 1, not registered" in capsys.readouterr().err
+
+
+RECORD = {
+    "version": 1,
+    "brokers": {"2": {LR: None}, "4": {LR: "100"}},
+    "topics": {"t": {FREP: None}},
+}
+
+
+@pytest.mark.parametrize("offline_configs", [True, False])
+def test_clear_keeps_the_entry_of_a_broker_out_of_reach(offline_configs: bool) -> None:
+    # Broker 4 is in our record (its prior rate 100) but not registered.
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}), record=RECORD, offline_broker_configs=offline_configs)
+    c.configs.update(
+        {("brokers", "2"): {LR: "9"}, ("brokers", "4"): {LR: "9"}, ("topics", "t"): {FREP: "0:3"}}
+    )
+    result = clear_throttles(FakeBackend(c), {("t", 0): [1, 2]})
+    assert result is not None
+    if offline_configs:  # ZooKeeper: broker 4's config znode is restored like any other
+        assert result.pending == []
+        assert c.configs[("brokers", "4")] == {LR: "100"}
+        assert c.record is None
+    else:  # the admin API: broker 4 waits, its entry stays for the verify after it is back
+        assert result.pending == [4]
+        assert c.configs[("brokers", "4")] == {LR: "9"}
+        assert c.record == {"version": 1, "brokers": {"4": {LR: "100"}}, "topics": {}}
+    assert c.configs[("brokers", "2")] == {} and c.configs[("topics", "t")] == {}
+
+
+THREE = (
+    b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,2]},'
+    b'{"topic":"t","partition":1,"replicas":[1,3]},{"topic":"t","partition":2,"replicas":[2,1]}]}'
+)
+
+
+@pytest.mark.parametrize("limit", [100, None])
+def test_only_a_backend_with_a_size_limit_splits_a_plan(tmp_path: Path, limit: int | None) -> None:
+    # Each entry is 41 bytes ({"topic":"t","partition":0,"replicas":[3,2]}): 100 bytes hold two, not three.
+    c = FakeCluster(make_state({"t": {0: [1, 2], 1: [2, 3], 2: [3, 1]}}), bytes_limit=limit)
+    if limit is None:
+        assert run(c, request(tmp_path, THREE)) == ExitCode.OK
+        creates = [op for op in c.writes() if op[0] == "create_reassignment"]
+        assert creates == [
+            ("create_reassignment", (("t", 0, (3, 2)), ("t", 1, (1, 3)), ("t", 2, (2, 1))), True)
+        ]
+    else:
+        with pytest.raises(InvalidInputError, match="more than one znode holds"):
+            run(c, request(tmp_path, THREE))
+        assert c.writes() == []
+
+
+def test_cancel_goes_through_the_backend_then_clears_the_throttles() -> None:
+    # t-0 moves [1,2] -> [3,2] (RS [3,2,1], AR [3], RR [1]); our record has the topic's follower list.
+    c = FakeCluster(
+        make_state({"t": {0: [1, 2]}}), record={"version": 1, "brokers": {}, "topics": {"t": {FREP: None}}}
+    )
+    c.state.topics["t"] = Topic(
+        "t", {0: [3, 2, 1]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1, 2]}, leader={0: 1}
+    )
+    c.configs[("topics", "t")] = {FREP: "0:3"}
+    outcome = cancel(FakeBackend(c), {("t", 0): [3, 2]}, timeout=5)
+    assert outcome.cancelled == [("t", 0)]
+    assert c.writes() == [
+        ("cancel_reassignments", (("t", 0),)),
+        ("write_configs", (("topics", "t", {}),)),
+        ("delete_priors",),
+    ]
+    assert c.state.topics["t"].replicas == {0: [2, 1]}  # RS minus AR, in RS order (the controller's)
