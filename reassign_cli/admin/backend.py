@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -40,6 +41,8 @@ from reassign_cli.znodes import encode_reassignment
 NO_SUCH_TOPIC = (3, 17)  # UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (a name no topic can have)
 OWN_SOURCE = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
 RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
+SETTLE_SECONDS = 10.0  # how long a broker's metadata may trail the controller's after a move ended
+SETTLE_POLL = 0.1
 
 
 def kafka_uuid(value: Any) -> str | None:
@@ -66,6 +69,11 @@ class AdminBackend:
         self._configs: dict[tuple[Entity, str], dict[str, str]] = {}  # dry run: what it would have written
         self._record: dict[str, Any] | None = None  # dry run: the record it would have written
         self._live: set[int] | None = None
+        # Moves this backend saw or started: partition -> the replica lists it can end with (target; origin
+        # if cancelled), to tell its end from a broker's metadata that has not caught up yet.
+        self._moving: dict[TopicPartition, list[list[int]]] = {}
+        # Config keys this backend wrote and has not read back since: entity -> {key: value, None: deleted}.
+        self._wrote: dict[tuple[Entity, str], dict[str, str | None]] = {}
 
     def as_dry_run(self) -> AdminBackend:
         return AdminBackend(self.options, self.admin, self.record, dry_run=True)
@@ -99,9 +107,9 @@ class AdminBackend:
         )
         self._live = {b.id for b in brokers}
         wanted = None if topics is None else sorted(set(topics))
-        meta = [] if wanted == [] else self._call("Metadata", self.admin.describe_topics, wanted)
         moving = self._call("ListPartitionReassignments", self.admin.list_partition_reassignments)
-        topic_map = {t.name: t for t in (_topic(m, partition_state) for m in meta) if t is not None}
+        topic_map = self._describe(wanted, partition_state)
+        self._settle(topic_map, {(tp.topic, tp.partition) for tp in moving}, partition_state)
         elsewhere: set[TopicPartition] = set()
         for tp, r in moving.items():
             topic = topic_map.get(tp.topic)
@@ -114,7 +122,37 @@ class AdminBackend:
                 topic.adding[tp.partition] = list(r["adding_replicas"])
             if r["removing_replicas"]:
                 topic.removing[tp.partition] = list(r["removing_replicas"])
+        self._moving = {
+            (tp.topic, tp.partition): [
+                [b for b in r["replicas"] if b not in r["removing_replicas"]],
+                [b for b in r["replicas"] if b not in r["adding_replicas"]],
+            ]
+            for tp, r in moving.items()
+        }
         return ClusterState(brokers=brokers, topics=topic_map, reassigning_elsewhere=frozenset(elsewhere))
+
+    def _describe(self, topics: list[str] | None, partition_state: bool) -> dict[str, Topic]:
+        meta = [] if topics == [] else self._call("Metadata", self.admin.describe_topics, topics)
+        return {t.name: t for t in (_topic(m, partition_state) for m in meta) if t is not None}
+
+    def _settle(
+        self, topic_map: dict[str, Topic], moving: set[TopicPartition], partition_state: bool
+    ) -> None:
+        """A move the last read saw (or this backend started), and the controller no longer lists, has ended
+        at its target (or, if cancelled, its origin). A broker's metadata follows the controller's on its own, a moment later:
+        until it shows one of those, read the topic again (for up to SETTLE_SECONDS)."""
+        ended = {tp: ends for tp, ends in self._moving.items() if tp not in moving and tp[0] in topic_map}
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while ended:
+            lagging = {
+                t
+                for (t, p), ends in ended.items()
+                if t in topic_map and list(topic_map[t].replicas.get(p, [])) not in ends
+            }
+            if not lagging or time.monotonic() >= deadline:
+                return
+            time.sleep(SETTLE_POLL)
+            topic_map.update(self._describe(sorted(lagging), partition_state))
 
     def ensure_writable(self) -> None:
         """Nothing to guard: the admin API is how a KRaft cluster (and a migrating one) is written."""
@@ -131,17 +169,28 @@ class AdminBackend:
             return dict(self._configs[(entity, name)])
         if entity == "brokers" and int(name) not in self._live_brokers():
             return None  # out of reach (see offline_broker_configs)
+        own = self._describe_config(entity, name)
+        # After our own write, a broker's view may trail the controller's for a moment: until it shows
+        # what we wrote, ask again (for up to SETTLE_SECONDS; someone else may have changed it since).
+        wrote = self._wrote.pop((entity, name), None)
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while wrote and any(own.get(k) != v for k, v in wrote.items()) and time.monotonic() < deadline:
+            time.sleep(SETTLE_POLL)
+            own = self._describe_config(entity, name)
+        return own or None
+
+    def _describe_config(self, entity: Entity, name: str) -> dict[str, str]:
+        """The entity's own dynamic keys (not defaults, static or cluster-wide ones; no secrets)."""
         from kafka.admin import ConfigResource
 
         res = ConfigResource(RESOURCE[entity], name)
         answer = self._call(f"DescribeConfigs of {entity[:-1]} {name}", self.admin.describe_configs, [res])
         configs = answer.get(RESOURCE[entity].lower(), {}).get(name, {})
-        own = {
+        return {
             k: v["value"]
             for k, v in configs.items()
             if v.get("config_source") == OWN_SOURCE[entity] and v.get("value") is not None
         }
-        return own or None
 
     def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
         """Each entity read, its function applied, and only the keys that change sent (SET or DELETE) in
@@ -206,6 +255,7 @@ class AdminBackend:
                 raise OperationalError(
                     f"IncrementalAlterConfigs on {ch.entity[:-1]} {ch.name} failed: {outcome}"
                 )
+            self._wrote[(ch.entity, ch.name)] = {k: ch.after.get(k) for k in ch.before}
 
     # -- the record of prior values --------------------------------------------------------------
     def read_priors(self) -> dict[str, Any]:
@@ -242,6 +292,7 @@ class AdminBackend:
             return False
         asked = {KafkaTP(e.topic, e.partition): list(e.replicas) for e in entries}
         result = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments, asked)
+        self._moving.update({(e.topic, e.partition): [list(e.replicas)] for e in entries})
         failed = {(tp.topic, tp.partition): err for tp, err in result.items() if err is not None}
         failed.update({(tp.topic, tp.partition): "no answer" for tp in asked if tp not in result})
         if failed:

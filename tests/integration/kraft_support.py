@@ -1,0 +1,204 @@
+"""Helpers for the admin-API tests (KRaft 3.9 and 4.x, and ZooKeeper-mode brokers): raw kafka-python calls to
+set up and inspect a cluster, and an independent reading of our record topic. Nothing here uses
+reassign_cli's own code, so what the tests compare against is not what they test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import REPO, consume_records, run_cli, unique_name, wait_until
+from tests.integration.reassign_support import produce, write_plan
+
+RECORD_TOPIC = "__reassign_cli_throttles"
+THROTTLE_KEYS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+
+
+@dataclass
+class Admin:
+    """One raw KafkaAdminClient on a cluster, and the topics a test made (deleted by `close`)."""
+
+    bootstrap: str
+    client: Any = None
+    made: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        from kafka.admin import KafkaAdminClient
+
+        self.client = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=30000)
+
+    def close(self) -> None:
+        """Cancel what the test's topics still move (a failed test), then delete them."""
+        from kafka import TopicPartition
+
+        moving = [TopicPartition(t, p) for t, p in self.reassignments() if t in self.made]
+        with contextlib.suppress(Exception):
+            if moving:
+                self.client.alter_partition_reassignments(dict.fromkeys(moving))
+        if self.made:
+            with contextlib.suppress(Exception):
+                self.client.delete_topics(self.made)
+        self.client.close()
+
+    # -- topics ----------------------------------------------------------------------------------
+    def make_topic(
+        self, hint: str, assignment: dict[int, list[int]], messages: int = 0, size: int = 1000
+    ) -> tuple[str, list[bytes]]:
+        """A new topic with exactly `assignment`, led and fully in sync, `messages` records of `size` bytes
+        in each partition; (name, every value in partition then offset order)."""
+        topic = unique_name("k", hint)
+        self.client.create_topics({topic: {"assignments": {p: list(r) for p, r in assignment.items()}}})
+        self.made.append(topic)
+        wait_until(
+            lambda: (
+                all(
+                    leader == reps[0] and sorted(isr) == sorted(reps)
+                    for p, (reps, leader, isr) in self.partitions(topic).items()
+                )
+                and len(self.partitions(topic)) == len(assignment)
+            ),
+            timeout=60,
+            message=f"{topic} led by its preferred replicas with full ISRs",
+            ignore=(Exception,),
+        )
+        values: list[bytes] = []
+        for p in sorted(assignment):
+            values += produce(self.bootstrap, topic, p, messages, size) if messages else []
+        return topic, values
+
+    def partitions(self, topic: str) -> dict[int, tuple[list[int], int, list[int]]]:
+        """partition -> (replicas, leader, ISR) from Metadata."""
+        meta = self.client.describe_topics([topic])[0]
+        return {
+            p["partition_index"]: (list(p["replica_nodes"]), p["leader_id"], list(p["isr_nodes"]))
+            for p in meta["partitions"]
+        }
+
+    def reassignments(self) -> dict[tuple[str, int], dict[str, list[int]]]:
+        return {(tp.topic, tp.partition): r for tp, r in self.client.list_partition_reassignments().items()}
+
+    # -- configs ---------------------------------------------------------------------------------
+    def configs(self, entity: str, name: str | int) -> dict[str, str]:
+        """The entity's own dynamic config keys (what kafka-configs --describe lists for it)."""
+        from kafka.admin import ConfigResource
+
+        kind = {"brokers": "BROKER", "topics": "TOPIC"}[entity]
+        answer = self.client.describe_configs([ConfigResource(kind, str(name))])
+        own = {"brokers": "DYNAMIC_BROKER_CONFIG", "topics": "DYNAMIC_TOPIC_CONFIG"}[entity]
+        return {
+            k: v["value"] for k, v in answer[kind.lower()][str(name)].items() if v["config_source"] == own
+        }
+
+    def alter(self, entity: str, name: str | int, changes: Mapping[str, str | None]) -> None:
+        """Set (value) or delete (None) keys, as an operator's kafka-configs would."""
+        from kafka.admin import AlterConfigOp, ConfigResource
+
+        kind = {"brokers": "BROKER", "topics": "TOPIC"}[entity]
+        ops = {
+            k: (AlterConfigOp.SET, v) if v is not None else (AlterConfigOp.DELETE, None)
+            for k, v in changes.items()
+        }
+        result = self.client.alter_configs(
+            [ConfigResource(kind, str(name), ops)], raise_on_unknown=False, incremental=True
+        )
+        assert result[kind.lower()][str(name)] == "OK", result
+
+    def throttles(self, brokers: list[int], topics: list[str]) -> dict[str, dict[str, str]]:
+        """Every throttle key on these brokers and topics: {"broker 1": {...}, "topic t": {...}}."""
+        out = {f"broker {b}": self.configs("brokers", b) for b in brokers}
+        out.update({f"topic {t}": self.configs("topics", t) for t in topics})
+        return {k: {x: v for x, v in cfg.items() if x in THROTTLE_KEYS} for k, cfg in out.items()}
+
+    def record_end(self) -> int:
+        """The end offset of our record topic (0 when it does not exist)."""
+        meta = self.client.describe_topics([RECORD_TOPIC])[0]
+        if meta["error_code"]:
+            return 0
+        return len(record_messages(self.bootstrap))
+
+
+def record_messages(bootstrap: str) -> list[bytes]:
+    return [value for _, _, _, value in consume_records(bootstrap, RECORD_TOPIC, timeout=30)]
+
+
+def replayed_record(values: list[bytes]) -> dict[str, Any]:
+    """The record the log holds, read by the rule of docs/kraft.md, written out here independently: a message
+    counts when its "base" is the offset of the last message that counted (-1 before the first)."""
+    last, record = -1, {"brokers": {}, "topics": {}}
+    for offset, value in enumerate(values):
+        doc = json.loads(value)
+        if doc["base"] == last:
+            last, record = offset, {"brokers": doc["record"]["brokers"], "topics": doc["record"]["topics"]}
+    return record
+
+
+# ------------------------------------------------------------------------------------------- the CLI
+
+
+def cli(
+    bootstrap: str,
+    *args: str | os.PathLike[str],
+    cwd: Path | None = None,
+    env: dict[str, str | None] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """kafka-reassign ARGS through the admin API (KAFKA_REASSIGN_BOOTSTRAP; no ZooKeeper in the environment)."""
+    return run_cli(*map(str, args), env={"KAFKA_REASSIGN_BOOTSTRAP": bootstrap, **(env or {})}, cwd=cwd)
+
+
+def kafka_tool(bootstrap: str, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+    """Kafka 4.x's own kafka-reassign-partitions against `bootstrap`."""
+    return subprocess.run(
+        [
+            str(REPO / "scripts" / "cluster"),
+            "kafka-tool",
+            "reassign-partitions",
+            "--bootstrap-server",
+            bootstrap,
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def plan(path: Path, targets: Mapping[tuple[str, int], list[int]], **kw: Any) -> Path:
+    return write_plan(path, targets, **kw)
+
+
+@contextlib.contextmanager
+def admin(bootstrap: str) -> Iterator[Admin]:
+    a = Admin(bootstrap)
+    try:
+        yield a
+    finally:
+        a.close()
+
+
+def eventually(get: Callable[[], Any], expected: Any, what: str, timeout: float = 30) -> None:
+    """get() == expected, now or within `timeout`: each broker's metadata (replicas, leaders, configs)
+    follows the controller's on its own, so a raw read right after a command may trail it a moment."""
+    seen: list[Any] = []
+
+    def same() -> bool:
+        seen[:] = [get()]
+        return bool(seen[0] == expected)
+
+    wait_until(same, timeout=timeout, interval=0.2, message=lambda: f"{what}: {seen[0]!r} != {expected!r}")
+
+
+def idle(a: Admin) -> None:
+    wait_until(lambda: not a.reassignments(), timeout=300, interval=0.5, message="no reassignment running")
