@@ -76,8 +76,7 @@ class ConfigStore:
                 f"refusing to write to ZooKeeper: a KRaft controller has taken over (/controller has "
                 f"kraftControllerEpoch {epoch}); use --bootstrap-server (the admin API) instead of --zookeeper",
                 hint="A migrating or migrated cluster is written through its brokers: kafka-reassign "
-                "--bootstrap-server HOST:PORT (or KAFKA_REASSIGN_BOOTSTRAP) reads and writes the same "
-                "reassignments and throttles.",
+                "--bootstrap-server HOST:PORT (or KAFKA_REASSIGN_BOOTSTRAP).",
             )
         self._zk_checked = True
 

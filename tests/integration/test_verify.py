@@ -183,8 +183,12 @@ def test_config_writes_refused_after_kraft_takeover(
         cwd=str(tmp_path),
     )
     assert r.returncode == 1
-    assert "refusing to write to ZooKeeper: a KRaft controller has taken over" in r.stderr
-    assert "kraftControllerEpoch 7" in r.stderr
+    assert r.stderr.splitlines()[-2:] == [
+        "Error: refusing to write to ZooKeeper: a KRaft controller has taken over (/controller has "
+        "kraftControllerEpoch 7); use --bootstrap-server (the admin API) instead of --zookeeper",
+        "A migrating or migrated cluster is written through its brokers: kafka-reassign --bootstrap-server "
+        "HOST:PORT (or KAFKA_REASSIGN_BOOTSTRAP).",
+    ]
     assert not list(tmp_path.glob("rollback-*.json"))
     assert not fake.exists("/admin/reassign_partitions")
     assert not fake.exists("/config/brokers/1")
