@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.clusters import KRAFT_VERSIONS, ExtraCluster
-from tests.helpers import PYTHON, REPO, consume_all
+from tests.helpers import PYTHON, REPO, consume_all, wait_until
 from tests.integration.kraft_support import (
     Admin,
     admin,
@@ -367,3 +367,38 @@ def _empty_plan(tmp: Path) -> Path:
     f = tmp / "empty.json"
     f.write_text('{"version":1,"partitions":[]}')
     return f
+
+
+def test_log_dir_move(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:
+    topic, values = ka.make_topic("dirs", {0: [1, 2]}, messages=20)
+    base = kc.directory / "data" / "broker-1"
+    src = [d for d in ("d0", "d1") if (base / d / f"{topic}-0").is_dir()]
+    assert len(src) == 1, src
+    target = base / ("d1" if src == ["d0"] else "d0")
+    p = plan(tmp_path / "dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [str(target), "any"]})
+    r = cli(
+        kc.bootstrap,
+        "execute",
+        "--reassignment-json-file",
+        p,
+        "--replica-alter-log-dirs-throttle",
+        "100000000",
+        "--wait",
+        "--poll-interval",
+        "0.3",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "The replica-alter-dir throttle limit was set to 100000000 B/s" in lines
+    assert (
+        f"Successfully started moving log directory to {target} for replica {topic}-0 with broker 1 " in lines
+    )
+    wait_until(
+        lambda: (target / f"{topic}-0").is_dir() and not (base / src[0] / f"{topic}-0").is_dir(),
+        timeout=60,
+        message="broker 1 moved the log dir",
+    )
+    # The log-dir rate was only on broker 1, and --wait took it off again.
+    eventually(lambda: ka.throttles([1, 2], []), {"broker 1": {}, "broker 2": {}}, "no log-dir rate")
+    assert consume_all(kc.bootstrap, topic) == values
