@@ -20,7 +20,7 @@ from reassign_cli.errors import ExitCode, ReassignError
 EXIT_CODES_HELP = """\b
 Exit codes:
   0    success; verify: every partition is at its target
-  1    operational error (ZooKeeper unreachable, auth failure, unexpected)
+  1    operational error (ZooKeeper or brokers unreachable, auth failure, unexpected)
   2    usage error
   3    invalid plan or input file (nothing was written)
   4    busy or unfinished: a reassignment is already running (execute),
@@ -36,7 +36,8 @@ Exit codes:
 )
 @click.version_option(__version__, "--version", prog_name="kafka-reassign")
 def cli() -> None:
-    """Move Kafka partition replicas between brokers safely (ZooKeeper-mode clusters).
+    """Move Kafka partition replicas between brokers safely: ZooKeeper-mode clusters through ZooKeeper
+    (--zookeeper), KRaft clusters and Kafka 4.x through the admin API (--bootstrap-server).
 
     The workflow of kafka-reassign-partitions: `generate` a plan, `execute` it with
     throttles, `verify` it until complete (which removes the throttles).

@@ -58,7 +58,8 @@ def active_reassignments(state: ClusterState) -> list[Row]:
 @click.command("list")
 @connection_options
 def command(opts: Options) -> int:
-    """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR)."""
+    """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR; with
+    --bootstrap-server, ListPartitionReassignments)."""
     from reassign_cli.render import Output
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)

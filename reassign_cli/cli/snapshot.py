@@ -37,7 +37,7 @@ from reassign_cli.render import Output
 )
 @connection_options
 def command(opts: Options, output: str | None, topic_opts: tuple[str, ...]) -> None:
-    """Save the cluster state read from ZooKeeper: registered brokers and racks, every topic's replica
+    """Save the cluster state read from ZooKeeper or the admin API: registered brokers and racks, every topic's replica
     assignment (with adding/removing replicas during a reassignment), leader and ISR per partition, topics
     queued for deletion and the pending /admin/reassign_partitions.
 

@@ -141,9 +141,6 @@ def _workflow(kc: ExtraCluster, ka: Admin, topic: str, tmp: Path) -> None:
         f"Clearing topic-level throttles on topic {topic}",
     ]
     assert f"Kept a throttle this tool did not set: broker 2: {LR}=777" in v.stderr
-    judge = kafka_tool(kc.bootstrap, "--verify", "--reassignment-json-file", p, "--preserve-throttles")
-    assert judge.returncode == 0, judge.stderr
-    assert judge.stdout.splitlines()[:4] == v.stdout.splitlines()[:4]
     listed = cli(kc.bootstrap, "list")
     assert (listed.returncode, listed.stdout) == (0, "No partition reassignments found.\n")
 
@@ -229,15 +226,12 @@ def test_a_move_kafka_started_is_verified_and_listed_by_us(
     started = kafka_tool(kc.bootstrap, "--execute", "--reassignment-json-file", p, "--throttle", "10000")
     assert started.returncode == 0, started.stderr
     try:
-        ours, theirs = cli(kc.bootstrap, "list"), kafka_tool(kc.bootstrap, "--list")
-        assert (
-            ours.stdout.splitlines()
-            == theirs.stdout.splitlines()
-            == [
-                "Current partition reassignments:",
-                f"{topic}-0: replicas: 3,1,2. adding: 3. removing: 2.",
-            ]
-        )
+        # (Kafka's own --list gives these lines for a move: test_cancel_in_mid_move_with_kafka_as_the_judge)
+        ours = cli(kc.bootstrap, "list")
+        assert ours.stdout.splitlines() == [
+            "Current partition reassignments:",
+            f"{topic}-0: replicas: 3,1,2. adding: 3. removing: 2.",
+        ]
         v = cli(kc.bootstrap, "verify", "--reassignment-json-file", p)
         assert v.returncode == 4
         assert v.stdout.splitlines() == [
