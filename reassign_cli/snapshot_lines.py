@@ -27,6 +27,8 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
 
 import orjson
 
@@ -132,25 +134,47 @@ def order_problem(name: str, prev: str | None) -> str | None:
     return f"topic {name} comes after {prev}: the topic lines must be sorted by name"
 
 
-def parse_lines(lines: Sequence[bytes], prev: str | None, partition_state: bool) -> list[Topic]:
+def parse_lines(
+    lines: Sequence[bytes],
+    prev: str | None,
+    partition_state: bool,
+    builder: snapshot._TopicsBuilder | None = None,
+) -> list[Topic]:
     """The topics of consecutive topic lines (blank lines allowed), in order, checked like the document's
     topics plus the order (`prev`: the topic on the line before these, if any). Raises LineError for the
-    first bad line. One orjson parse for all the lines; only when anything is wrong, line by line."""
+    first bad line. One orjson parse for all the lines; only when anything is wrong, line by line.
+
+    The topics' replica ids go into `builder`'s store (a caller reading a whole file passes one builder
+    for all its chunks and finishes it at the end); without one, into a store of their own, finished
+    here, so that the topics can be read at once."""
     body = [ln for ln in lines if ln and not ln.isspace()]
     if not body:
         return []
     joined = b",".join(body)
+    own = builder is None
+    b = builder if builder is not None else snapshot._TopicsBuilder(partition_state, False)
+    # Per chunk, so that every chunking reads the same: where neither key can occur, reading is a no-op.
+    b.optional = partition_state or _has_optional(joined)
     try:
         raw = orjson.loads(b"[" + joined + b"]")
-        chunk: dict[str, Topic] = {}
-        topics = snapshot._add_topics(chunk, raw, partition_state, _has_optional(joined))
-        names = [t.name for t in topics]
-        if len(raw) == len(body) and snapshot._types_ok(topics) and all(names) and _ordered(names, prev):
-            snapshot._check_optional(chunk)
-            return topics
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, InvalidInputError):
+        names = list(map(_NAME, raw))
+        if len(raw) == len(body) and set(map(type, names)) <= _STR and all(names) and _ordered(names, prev):
+            b.add(raw)
+            if own:
+                b.finish()
+            return [b.topics[n] for n in names]
+    except (orjson.JSONDecodeError, InvalidInputError, *snapshot._SHAPE_ERRORS):
         pass
-    return _parse_one_by_one(lines, prev, partition_state)
+    valid = _parse_one_by_one(lines, prev, partition_state)  # raises LineError for the first bad line
+    b.optional = True
+    b.add(valid)  # only if the fast path refused good lines: a bug, but the lines are good
+    if own:
+        b.finish()
+    return [b.topics[t["topic"]] for t in valid]
+
+
+_NAME = itemgetter("topic")
+_STR = frozenset({str})
 
 
 def _has_optional(data: bytes) -> bool:
@@ -163,9 +187,10 @@ def _ordered(names: list[str], prev: str | None) -> bool:
     return (prev is None or prev < names[0]) and all(map(operator.lt, names, names[1:]))
 
 
-def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state: bool) -> list[Topic]:
-    """The slow, precise path: each line parsed and checked alone, in order; LineError on the first bad one."""
-    topics: list[Topic] = []
+def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state: bool) -> list[Any]:
+    """The slow, precise path: each line parsed and checked alone, in order; LineError on the first bad
+    one. Returns the parsed topic objects (all good)."""
+    valid: list[Any] = []
     for i, line in enumerate(lines):
         if not line or line.isspace():
             continue
@@ -175,18 +200,16 @@ def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state:
             raise LineError(i, f"not valid JSON: {e}") from None
         problem = _shape_problem(obj)
         if problem is None:
-            chunk: dict[str, Topic] = {}
-            topic = snapshot._add_topics(chunk, [obj], partition_state, _has_optional(line))[0]
-            try:
-                snapshot._check_optional(chunk)
+            try:  # builds the topic alone: the checks of the fast path, for this line only
+                snapshot._TopicsBuilder(partition_state, True).add([obj])
             except InvalidInputError as e:
                 problem = _detail(e)
-            problem = problem or order_problem(topic.name, prev)
+            problem = problem or order_problem(obj["topic"], prev)
         if problem is not None:
             raise LineError(i, problem)
-        topics.append(topic)
-        prev = topic.name
-    return topics
+        valid.append(obj)
+        prev = obj["topic"]
+    return valid
 
 
 def _shape_problem(obj: object) -> str | None:
@@ -207,9 +230,13 @@ def _shape_problem(obj: object) -> str | None:
         if p in ids:
             return f"partition {name}-{p} is listed twice"
         ids.add(p)
-        if not snapshot._int_list(e.get("replicas")):
+        reps: Any = e.get("replicas")
+        if not snapshot._int_list(reps) or not all(_I64_MIN <= r <= _I64_MAX for r in reps):
             return f'partition {name}-{p}: "replicas" must be a list of integers'
     return None
+
+
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1  # the replica store's widest ids
 
 
 def _detail(e: InvalidInputError) -> str:
@@ -222,22 +249,22 @@ def loads(
     partition_state: bool = True,
     release: Callable[[], None] | None = None,
 ) -> ClusterState:
-    """Parse and check a JSON-lines snapshot, CHUNK_BYTES of lines at a time. Problems: InvalidInputError
-    (exit 3) naming the line. `partition_state` and `release` as in snapshot.loads."""
+    """Parse and check a JSON-lines snapshot, CHUNK_BYTES of lines at a time, into the same compact state
+    as snapshot.loads (one ReplicaStore, a TopicReplicas per topic). Problems: InvalidInputError (exit 3)
+    naming the line. `partition_state` and `release` as in snapshot.loads."""
     raw = data.encode() if isinstance(data, str) else data
     end, pos = header_span(raw)
     header = parse_header(raw[0:end])
-    topics: dict[str, Topic] = {}
+    builder = snapshot._TopicsBuilder(partition_state, False)
     size, line_no, released, prev = len(raw), 2, 0, None
     while pos < size:
         cut = raw.find(b"\n", min(pos + CHUNK_BYTES, size))
         stop = size if cut < 0 else cut + 1
         lines = raw[pos:stop].splitlines()
         try:
-            new = parse_lines(lines, prev, partition_state)
+            new = parse_lines(lines, prev, partition_state, builder)
         except LineError as e:
             raise line_error(line_no + e.index, e.detail) from None
-        topics.update((t.name, t) for t in new)
         if new:
             prev = new[-1].name
         line_no += len(lines)
@@ -246,5 +273,8 @@ def loads(
             release()
             released = pos
     return ClusterState(
-        brokers=header.brokers, topics=topics, deleting=header.deleting, reassignment=header.reassignment
+        brokers=header.brokers,
+        topics=builder.finish(),
+        deleting=header.deleting,
+        reassignment=header.reassignment,
     )

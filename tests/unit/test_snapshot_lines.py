@@ -257,5 +257,31 @@ def test_any_chunking_same_result(case: tuple[list[bytes], list[int]]) -> None:
 
     split = _outcome(by_pieces)
     assert split == (whole if whole[0] == "error" else ("ok", whole[1].topics))  # type: ignore[index]
-    if whole[0] == "ok":  # the slow path alone builds the same topics
-        assert snapshot_lines._parse_one_by_one(lines, None, True) == list(whole[1].topics.values())  # type: ignore[index]
+    if whole[0] == "ok":  # the slow path accepts exactly what the fast path accepts
+        assert snapshot_lines._parse_one_by_one(lines, None, True) == [
+            orjson.loads(ln) for ln in lines if ln.strip()
+        ]
+
+
+def test_replica_ids_beyond_64_bits_are_refused_by_line() -> None:
+    line = T("a", '{"partition":0,"replicas":[1,' + str(2**64) + "]}")
+    with pytest.raises(InvalidInputError, match=r'^snapshot file: line 3: partition a-0: "replicas" must be'):
+        snapshot_lines.loads(H + b"\n\n" + line)
+
+
+def test_good_lines_refused_by_the_fast_path_are_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-by-one path finds nothing wrong: its topics are kept (the fast path is an optimisation)."""
+    real_add = snapshot._TopicsBuilder.add
+    calls: list[int] = []
+
+    def refuse_first(self: snapshot._TopicsBuilder, raw: list[object]) -> None:
+        calls.append(len(raw))
+        if len(calls) == 1:
+            raise TypeError("refused")
+        real_add(self, raw)
+
+    monkeypatch.setattr(snapshot._TopicsBuilder, "add", refuse_first)
+    state = snapshot_lines.loads(EXPECTED)
+    monkeypatch.undo()
+    assert state == snapshot_lines.loads(EXPECTED)
+    assert calls[0] == 3 and len(calls) > 2  # the chunk, then each line alone, then the good lines
