@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from reassign_cli import plan
-from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError
+from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.zookeeper.session import ZkOptions
 
@@ -134,6 +134,9 @@ class KafkaStrategy:
 def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
     or planning check fails; Ctrl-C leaves no partial file."""
+    if request.engine == "spark" and request.strategy is not None:
+        # The executors run Kafka's per-topic kernel; another strategy would silently not be used.
+        raise UsageError("--engine spark plans with Kafka's strategy only")
     if _executors_read(request, source, reporter):
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
@@ -261,10 +264,10 @@ def _write_spark(job: _Job) -> tuple[plan.PlanStats | None, tuple[str, str] | No
 
 
 def _executors_read(request: Request, source: Source, reporter: Reporter) -> bool:
-    """Whether the Spark executors read the snapshot (JSON lines, Kafka's strategy, a path Hadoop takes)."""
+    """Whether the Spark executors read the snapshot (JSON lines, at a path Hadoop takes)."""
     from reassign_cli import snapshot_lines, spark_engine
 
-    if request.engine != "spark" or request.strategy is not None or not source.snapshot_file:
+    if request.engine != "spark" or not source.snapshot_file:
         return False
     try:
         with open(source.snapshot_file, "rb") as f:
