@@ -14,6 +14,8 @@ PURE_MODULES = [
     "assign",
     "plan",
     "snapshot",
+    "snapshot_lines",
+    "split_plan",
     "znodes",
     "validate",
     "throttle",
