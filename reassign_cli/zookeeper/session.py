@@ -293,6 +293,8 @@ def _start(client: Any, hosts: str, timeout: float, security: ZkSecurity) -> Non
 
     try:
         client.start(timeout=timeout)
+        if security.credentials:  # SASL fails on the first request after the handshake: make it now
+            client.exists_async("/").get(timeout=timeout)
     except KazooTimeoutError:
         tls = " (over TLS)" if security.tls else ""
         raise OperationalError(
@@ -302,7 +304,10 @@ def _start(client: Any, hosts: str, timeout: float, security: ZkSecurity) -> Non
         ) from None
     except AuthFailedError:
         who = f" as {security.identity!r}" if security.identity else ""
-        raise OperationalError(f"ZooKeeper SASL authentication{who} failed at {hosts}") from None
+        raise OperationalError(
+            f"ZooKeeper SASL authentication{who} failed at {hosts}",
+            hint="Check the username and password of the JAAS file's Client section.",
+        ) from None
 
 
 def _enter_chroot(client: Any, hosts: str, chroot: str, required: bool, timeout: float) -> None:
