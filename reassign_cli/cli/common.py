@@ -32,6 +32,27 @@ class Options:
         return self.format == "json"
 
 
+# Secured ZooKeeper (issue 9): the files Kafka's own tools take.
+ZK_SECURITY_OPTIONS = [
+    click.option(
+        "--zk-jaas-file",
+        envvar="KAFKA_REASSIGN_ZK_JAAS_FILE",
+        metavar="FILE",
+        help="JAAS file whose Client section (DigestLoginModule username/password) authenticates to "
+        "ZooKeeper with SASL DIGEST-MD5; the znodes we create then get Kafka's zookeeper.set.acl=true "
+        "ACLs [env: KAFKA_REASSIGN_ZK_JAAS_FILE; default: KAFKA_OPTS' "
+        "-Djava.security.auth.login.config].",
+    ),
+    click.option(
+        "--zk-tls-config-file",
+        envvar="KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE",
+        metavar="FILE",
+        help="Kafka's ZooKeeper TLS client properties (zookeeper.ssl.client.enable, "
+        "zookeeper.ssl.keystore.*/truststore.*, PEM) [env: KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE].",
+    ),
+]
+
+
 def connection_options(f: F) -> F:
     """--zookeeper/--zk-timeout/--zk-jaas-file/--zk-tls-config-file plus the output options; the command
     receives `opts: Options`."""
@@ -51,22 +72,7 @@ def connection_options(f: F) -> F:
             metavar="SECONDS",
             help="Connect and request timeout.",
         ),
-        click.option(
-            "--zk-jaas-file",
-            envvar="KAFKA_REASSIGN_ZK_JAAS_FILE",
-            metavar="FILE",
-            help="JAAS file whose Client section (DigestLoginModule username/password) authenticates to "
-            "ZooKeeper with SASL DIGEST-MD5; the znodes we create then get Kafka's zookeeper.set.acl=true "
-            "ACLs [env: KAFKA_REASSIGN_ZK_JAAS_FILE; default: KAFKA_OPTS' "
-            "-Djava.security.auth.login.config].",
-        ),
-        click.option(
-            "--zk-tls-config-file",
-            envvar="KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE",
-            metavar="FILE",
-            help="Kafka's ZooKeeper TLS client properties (zookeeper.ssl.client.enable, "
-            "zookeeper.ssl.keystore.*/truststore.*, PEM) [env: KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE].",
-        ),
+        *ZK_SECURITY_OPTIONS,
         click.option(
             "--format",
             "fmt",

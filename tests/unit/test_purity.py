@@ -21,6 +21,7 @@ PURE_MODULES = [
     "elect",
     "cancel",
     "backend",
+    "zk_security",
 ]
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).
