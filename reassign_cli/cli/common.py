@@ -123,6 +123,26 @@ def route_library_logs(verbose: bool) -> None:
         logger.setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
 
 
+# The admin-API calls (execute's log-dir moves, cancel) take Kafka's client properties.
+command_config_option = click.option(
+    "--command-config",
+    metavar="FILE",
+    envvar="KAFKA_REASSIGN_COMMAND_CONFIG",
+    help="Kafka client properties for the admin-API calls (security.protocol, sasl.mechanism, "
+    "sasl.jaas.config, ssl.truststore.*/keystore.* in PEM), as Kafka's --command-config "
+    "[env: KAFKA_REASSIGN_COMMAND_CONFIG].",
+)
+
+
+def admin_config(command_config: str | None) -> dict[str, Any]:
+    """KafkaAdminClient keyword arguments from a --command-config file (none without one)."""
+    if not command_config:
+        return {}
+    from reassign_cli.admin.client_config import admin_client_kwargs, read_client_properties
+
+    return admin_client_kwargs(read_client_properties(command_config))
+
+
 # verify and cancel take the plan that execute was given.
 executed_file_option = click.option(
     "--reassignment-json-file",
