@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from reassign_cli.admin.client import admin_client, cancel_reassignments
 from reassign_cli.backend import Backend
@@ -33,6 +34,7 @@ def cancel(
     *,
     preserve_throttles: bool = False,
     timeout: float = 60.0,
+    admin_config: Mapping[str, Any] | None = None,
 ) -> CancelOutcome:
     topics = sorted({t for t, _ in targets})
     plan = cancel_plan(targets, backend.read_state(topics, partition_state=True))
@@ -40,7 +42,7 @@ def cancel(
         raise InvalidInputError(plan.unsafe[0], hint="\n".join(plan.unsafe[1:]) or None)
     cancelled: list[TopicPartition] = []
     if plan.active:
-        with admin_client(bootstrap) as admin:
+        with admin_client(bootstrap, config=admin_config) as admin:
             cancelled = cancel_reassignments(admin, plan.active)
         _wait_reverted(backend, cancelled, timeout)
     cleared = None if preserve_throttles else clear_throttles(backend, dict(targets))

@@ -95,6 +95,8 @@ class ExecuteRequest:
     resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
+    # KafkaAdminClient keyword arguments from --command-config (passwords among them: never shown)
+    admin_config: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,7 +509,7 @@ def _run_batches(
     if mover is None and req.bootstrap_server:
         from reassign_cli.admin.log_dirs import LogDirMover
 
-        mover, own = LogDirMover(req.bootstrap_server), True
+        mover, own = LogDirMover(req.bootstrap_server, req.admin_config), True
     results: list[PartitionProgress] = []
     try:
         for i, batch in enumerate(batches):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from reassign_cli.errors import OperationalError
@@ -11,16 +11,16 @@ from reassign_cli.model import TopicPartition, tp_str
 
 
 @contextlib.contextmanager
-def admin_client(bootstrap: str, timeout: float = 30.0) -> Iterator[Any]:
+def admin_client(
+    bootstrap: str, timeout: float = 30.0, config: Mapping[str, Any] | None = None
+) -> Iterator[Any]:
+    """kafka-python's admin client; `config`: --command-config's KafkaAdminClient arguments."""
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    kwargs = {"client_id": "kafka-reassign", "request_timeout_ms": int(timeout * 1000), **(config or {})}
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap.split(","),
-            client_id="kafka-reassign",
-            request_timeout_ms=int(timeout * 1000),
-        )
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), **kwargs)
     except KafkaError as e:
         raise OperationalError(f"cannot connect to Kafka at {bootstrap}: {e}") from None
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 from reassign_cli.backend import ReplicaDirs, ReplicaKey
@@ -13,8 +14,9 @@ from reassign_cli.errors import OperationalError
 class LogDirMover:
     """Starts replica log-dir moves with KafkaAdminClient.alter_replica_log_dirs; connects on first use."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, config: Mapping[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
+        self.config = dict(config or {})  # --command-config's KafkaAdminClient arguments
         self._admin: Any = None
 
     def _client(self) -> Any:
@@ -23,9 +25,8 @@ class LogDirMover:
             from kafka.errors import KafkaError
 
             try:
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap.split(","), client_id="kafka-reassign"
-                )
+                kwargs = {"client_id": "kafka-reassign", **self.config}
+                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap.split(","), **kwargs)
             except KafkaError as e:
                 raise OperationalError(f"cannot connect to Kafka at {self.bootstrap}: {e}") from None
         return self._admin

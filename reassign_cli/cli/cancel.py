@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, executed_file_option, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    admin_config,
+    command_config_option,
+    connection_options,
+    executed_file_option,
+    open_backend,
+)
 
 
 @click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
@@ -25,9 +32,15 @@ from reassign_cli.cli.common import Options, connection_options, executed_file_o
     metavar="SECONDS",
     help="How long to wait for the controller to revert the partitions (exit 4 after).",
 )
+@command_config_option
 @connection_options
 def command(
-    opts: Options, reassignment_file: str, bootstrap_server: str, preserve_throttles: bool, timeout: float
+    opts: Options,
+    reassignment_file: str,
+    bootstrap_server: str,
+    preserve_throttles: bool,
+    timeout: float,
+    command_config: str | None,
 ) -> int:
     """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
 
@@ -44,10 +57,16 @@ def command(
     from reassign_cli.render.progress import clearing_lines
 
     targets = parse_reassignment(read_input_file(reassignment_file)).targets()
+    config = admin_config(command_config)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts) as backend:
         outcome = cancel(
-            backend, bootstrap_server, targets, preserve_throttles=preserve_throttles, timeout=timeout
+            backend,
+            bootstrap_server,
+            targets,
+            preserve_throttles=preserve_throttles,
+            timeout=timeout,
+            admin_config=config,
         )
     if opts.json:
         cleared = outcome.cleared

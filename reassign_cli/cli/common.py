@@ -20,6 +20,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Options:
     zookeeper: str | None
     zk_timeout: float
+    zk_jaas_file: str | None
+    zk_tls_config_file: str | None
     format: str  # "text" | "json"
     color: bool
     quiet: bool
@@ -30,8 +32,30 @@ class Options:
         return self.format == "json"
 
 
+# Secured ZooKeeper (issue 9): the files Kafka's own tools take.
+ZK_SECURITY_OPTIONS = [
+    click.option(
+        "--zk-jaas-file",
+        envvar="KAFKA_REASSIGN_ZK_JAAS_FILE",
+        metavar="FILE",
+        help="JAAS file whose Client section (DigestLoginModule username/password) authenticates to "
+        "ZooKeeper with SASL DIGEST-MD5; the znodes we create then get Kafka's zookeeper.set.acl=true "
+        "ACLs [env: KAFKA_REASSIGN_ZK_JAAS_FILE; default: KAFKA_OPTS' "
+        "-Djava.security.auth.login.config].",
+    ),
+    click.option(
+        "--zk-tls-config-file",
+        envvar="KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE",
+        metavar="FILE",
+        help="Kafka's ZooKeeper TLS client properties (zookeeper.ssl.client.enable, "
+        "zookeeper.ssl.keystore.*/truststore.*, PEM) [env: KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE].",
+    ),
+]
+
+
 def connection_options(f: F) -> F:
-    """--zookeeper/--zk-timeout plus the output options; the command receives `opts: Options`."""
+    """--zookeeper/--zk-timeout/--zk-jaas-file/--zk-tls-config-file plus the output options; the command
+    receives `opts: Options`."""
     decorators = [
         click.option(
             "--zookeeper",
@@ -48,6 +72,7 @@ def connection_options(f: F) -> F:
             metavar="SECONDS",
             help="Connect and request timeout.",
         ),
+        *ZK_SECURITY_OPTIONS,
         click.option(
             "--format",
             "fmt",
@@ -68,6 +93,8 @@ def connection_options(f: F) -> F:
         opts = Options(
             zookeeper=kwargs.pop("zookeeper"),
             zk_timeout=kwargs.pop("zk_timeout"),
+            zk_jaas_file=kwargs.pop("zk_jaas_file"),
+            zk_tls_config_file=kwargs.pop("zk_tls_config_file"),
             format=kwargs.pop("fmt"),
             color=not kwargs.pop("no_color"),
             quiet=kwargs.pop("quiet"),
@@ -96,6 +123,26 @@ def route_library_logs(verbose: bool) -> None:
         logger.setLevel(logging.INFO if verbose else logging.CRITICAL + 1)
 
 
+# The admin-API calls (execute's log-dir moves, cancel) take Kafka's client properties.
+command_config_option = click.option(
+    "--command-config",
+    metavar="FILE",
+    envvar="KAFKA_REASSIGN_COMMAND_CONFIG",
+    help="Kafka client properties for the admin-API calls (security.protocol, sasl.mechanism, "
+    "sasl.jaas.config, ssl.truststore.*/keystore.* in PEM), as Kafka's --command-config "
+    "[env: KAFKA_REASSIGN_COMMAND_CONFIG].",
+)
+
+
+def admin_config(command_config: str | None) -> dict[str, Any]:
+    """KafkaAdminClient keyword arguments from a --command-config file (none without one)."""
+    if not command_config:
+        return {}
+    from reassign_cli.admin.client_config import admin_client_kwargs, read_client_properties
+
+    return admin_client_kwargs(read_client_properties(command_config))
+
+
 # verify and cancel take the plan that execute was given.
 executed_file_option = click.option(
     "--reassignment-json-file",
@@ -115,10 +162,24 @@ def require_zookeeper(opts: Options) -> str:
 
 
 def zk_options(opts: Options) -> ZkOptions:
-    """The ZooKeeper connection the options ask for (--zookeeper is required)."""
+    """The ZooKeeper connection the options ask for (--zookeeper is required). Without --zk-jaas-file, the
+    JAAS file of KAFKA_OPTS is used as Kafka's own tools would; a file found there without a Client
+    section means no SASL (ZooKeeper's client does the same), a named one without it is an error."""
+    import os
+
+    from reassign_cli.zk_security import jaas_file_from_kafka_opts
     from reassign_cli.zookeeper.session import ZkOptions
 
-    return ZkOptions(require_zookeeper(opts), opts.zk_timeout)
+    from_opts, section = jaas_file_from_kafka_opts(os.environ.get("KAFKA_OPTS"))
+    jaas, required = (opts.zk_jaas_file, True) if opts.zk_jaas_file else (from_opts, False)
+    return ZkOptions(
+        require_zookeeper(opts),
+        opts.zk_timeout,
+        jaas_file=jaas,
+        jaas_section=section,
+        jaas_required=required,
+        tls_config_file=opts.zk_tls_config_file,
+    )
 
 
 @contextlib.contextmanager

@@ -6,7 +6,13 @@ from typing import Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    admin_config,
+    command_config_option,
+    connection_options,
+    open_backend,
+)
 from reassign_cli.errors import UsageError
 from reassign_cli.inputs import read_input_file
 
@@ -102,6 +108,7 @@ def _rate(value: int | None) -> int | None:
     is_flag=True,
     help="With --wait: at the end, elect the preferred replicas as leaders (as elect-leaders does).",
 )
+@command_config_option
 @connection_options
 def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions).
@@ -126,6 +133,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         throttle=_rate(kw["throttle"]),
         log_dir_throttle=_rate(kw["log_dir_throttle"]),
         bootstrap_server=kw["bootstrap_server"],
+        admin_config=admin_config(kw["command_config"]),
         dry_run=kw["dry_run"],
         wait=kw["wait"],
         poll_interval=kw["poll_interval"],

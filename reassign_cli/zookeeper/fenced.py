@@ -150,15 +150,17 @@ class FencedThrottles:
     def _transaction(self, ops: list[Any], writes: list[_Write], guard: Guard) -> bool:
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
+        acl = self.session.acl
         t = self.session.client.transaction()
         for op in ops:
             self._add(t, op)
         for w in writes:
             if w.version is None:
-                t.create(w.path, w.payload)
+                t.create(w.path, w.payload, acl=acl(w.path))
             else:
                 t.set_data(w.path, w.payload, version=w.version)
-            t.create(CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), sequence=True)
+            change = encode_config_change(w.entity, w.name)
+            t.create(CONFIG_CHANGE_PREFIX, change, acl=acl(CONFIG_CHANGE_PREFIX), sequence=True)
         try:
             results = self.session.write(PRIORS_PATH, t.commit_async)
         except InDoubt:
@@ -167,6 +169,9 @@ class FencedThrottles:
         errors = [(i, r) for i, r in errors if not isinstance(r, RolledBackError)]
         if not errors:
             return True
+        refused = self.session.refusal(t.operations, results)
+        if refused:
+            raise refused  # the whole transaction was rolled back: nothing half-written
         i, err = errors[0]
         if i == 0 and guard in ("begin", "idle") and isinstance(err, NodeExistsError):
             raise SetupInProgress(SETUP_BUSY, hint="Wait a moment and run it again.")
@@ -179,26 +184,27 @@ class FencedThrottles:
         raise OperationalError(f"cannot write the throttles: {type(err).__name__}")
 
     def _add(self, t: Any, op: Any) -> None:
+        setup_acl, record_acl = self.session.acl(SETUP_PATH), self.session.acl(PRIORS_PATH)
         if op[0] == "guard":
             if op[1] == "begin":
-                t.create(SETUP_PATH, b"", ephemeral=True)
+                t.create(SETUP_PATH, b"", acl=setup_acl, ephemeral=True)
             elif op[1] == "end":
                 t.delete(SETUP_PATH)
             else:  # idle: absent (fails with NodeExists while an execute holds it)
-                t.create(SETUP_PATH, b"")
+                t.create(SETUP_PATH, b"", acl=setup_acl)
                 t.delete(SETUP_PATH)
             return
         kind, payload, version = op
         if kind == "check":
             if version is None:  # absent: same trick
-                t.create(PRIORS_PATH, b"")
+                t.create(PRIORS_PATH, b"", acl=record_acl)
                 t.delete(PRIORS_PATH)
             else:
                 t.check(PRIORS_PATH, version)
         elif not payload:
             t.delete(PRIORS_PATH, version=version)
         elif version is None:
-            t.create(PRIORS_PATH, payload)
+            t.create(PRIORS_PATH, payload, acl=record_acl)
         else:
             t.set_data(PRIORS_PATH, payload, version=version)
 
@@ -239,7 +245,7 @@ class FencedThrottles:
         for _ in range(MAX_ATTEMPTS):
             rec, version = self.store._get(PRIORS_PATH)
             t = self.session.client.transaction()
-            t.create(REASSIGN_PARTITIONS, data)
+            t.create(REASSIGN_PARTITIONS, data, acl=self.session.acl(REASSIGN_PARTITIONS))
             if self.holding:
                 t.delete(SETUP_PATH)
             if version is not None and rec is not None:
@@ -258,6 +264,9 @@ class FencedThrottles:
             if not errors:
                 self.holding = False
                 return True
+            refused = self.session.refusal(t.operations, results)
+            if refused:
+                raise refused
             if isinstance(results[0], NodeExistsError):
                 return False
             if not isinstance(errors[0], BadVersionError | NoNodeError):

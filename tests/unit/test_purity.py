@@ -23,6 +23,8 @@ PURE_MODULES = [
     "elect",
     "cancel",
     "backend",
+    "zk_security",
+    "admin.client_config",
 ]
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).
