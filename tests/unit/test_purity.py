@@ -19,6 +19,11 @@ PURE_MODULES = [
     "progress",
     "elect",
     "cancel",
+    "balance",
+    "balance_state",
+    "balance_targets",
+    "balance_replicas",
+    "balance_leaders",
 ]
 FORBIDDEN = ["kazoo", "kafka", "click", "rich", "pyspark"]
 
