@@ -137,6 +137,8 @@ class _Paths:
             for even_topics in (True, False):
                 while self._global_path(even_topics):
                     changed = True
+            # A topic's path depends on the global counts at its ends: look at every uneven topic again.
+            self.pending = set(_uneven_topics(self.w, self.lead))
             while self._topic_path():
                 changed = True
         self.led[:] = self.loads
