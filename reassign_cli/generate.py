@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from reassign_cli import plan
+from reassign_cli import balance, plan
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.zookeeper.session import ZkOptions
@@ -70,7 +70,8 @@ class Request:
     spark_master: str = "local[*]"
     verbose: bool = False
     stats: bool = True  # count the summary statistics (skipped with -q)
-    strategy: Callable[[int], Strategy] | None = None  # given the seed; None: Kafka's (KafkaStrategy)
+    # Given the seed and the cluster state; None: Kafka's (KafkaStrategy). See STRATEGIES.
+    strategy: Callable[[int, ClusterState], Strategy] | None = None
     replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
 
 
@@ -126,6 +127,34 @@ class KafkaStrategy:
         return None
 
 
+@dataclass(slots=True)
+class BalancedStrategy:
+    """The fewest copies to a balanced, rack-aware assignment (reassign_cli.balance): planned whole at the
+    first call of `proposals` (it needs every partition at once), then handed out in bounded chunks."""
+
+    seed: int
+    state: ClusterState
+    chunk_partitions: int = CHUNK_PARTITIONS
+    stats: balance.BalanceStats | None = None
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
+        plan.check_specs(specs, brokers)
+
+    def proposals(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> Iterator[Assignment]:
+        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed)
+        self.stats = result.stats
+        yield from result.chunks(self.chunk_partitions)
+
+    def extra_stats(self) -> Mapping[str, Any] | None:
+        return None if self.stats is None else self.stats.as_dict()
+
+
+STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
+    "kafka": lambda seed, state: KafkaStrategy(seed),
+    "balanced": BalancedStrategy,
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # The pipeline
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +179,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         rf = request.replication_factor
         specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
     seed = plan.random_seed() if request.seed is None else request.seed
-    strategy = (request.strategy or KafkaStrategy)(seed)
+    strategy = (request.strategy or STRATEGIES["kafka"])(seed, state)
     strategy.check(specs, brokers)
     if request.seed is None:
         reporter.seed_chosen(seed)

@@ -31,7 +31,7 @@ SNAPSHOT = {
 class WholePlan:
     """A strategy that returns the whole proposal at once, with figures of its own."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, state: object = None) -> None:
         self.seed = seed
 
     def check(self, specs: Sequence[TopicSpec], brokers: Sequence[Broker]) -> None:

@@ -25,6 +25,11 @@ PURE_MODULES = [
     "backend",
     "zk_security",
     "admin.client_config",
+    "balance",
+    "balance_state",
+    "balance_targets",
+    "balance_replicas",
+    "balance_leaders",
 ]
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).
