@@ -163,7 +163,7 @@ STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
 def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
     or planning check fails; Ctrl-C leaves no partial file."""
-    if request.engine == "spark" and request.strategy is not None:
+    if request.engine == "spark" and request.strategy not in (None, STRATEGIES["kafka"]):
         # The executors run Kafka's per-topic kernel; another strategy would silently not be used.
         raise UsageError("--engine spark plans with Kafka's strategy only")
     if _executors_read(request, source, reporter):
