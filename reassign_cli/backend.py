@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from reassign_cli.errors import BusyError
 from reassign_cli.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.throttle import Entity
 
@@ -29,8 +30,18 @@ ConfigFn = Callable[[dict[str, str]], dict[str, str]]
 ConfigUpdate = tuple[Entity, str, ConfigFn]  # (entity, name, read-modify-write function)
 RecordFn = Callable[[dict[str, Any]], dict[str, Any]]
 
+Guard = Literal["none", "begin", "end", "idle"]
+ConfigReader = Callable[[Entity, str], dict[str, str]]
+# Given the record as it is now and a reader of current configs: the config updates and the new record, or
+# None to change nothing (a precondition no longer holds).
+ThrottlePlan = Callable[[dict[str, Any], ConfigReader], tuple[Sequence[ConfigUpdate], dict[str, Any]] | None]
+
 ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
 ReplicaDirs = dict[ReplicaKey, str]  # replica -> the log dir it should move to
+
+
+class SetupInProgress(BusyError):
+    """Another execute is between its throttle writes and its reassignment (its setup mark is held)."""
 
 
 @dataclass(slots=True)
@@ -101,18 +112,23 @@ class Backend(Protocol):
         """An entity's config; None when it has none stored."""
         ...
 
-    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
-        """Read-modify-write of several entity configs, committed together where the backend can; brokers
-        are told. create=False leaves an entity without a stored config alone. Returns what changed."""
-        ...
-
     def read_priors(self) -> dict[str, Any]:
         """This tool's record of the throttle values that existed before it wrote any (throttle.py's
         record format); empty when there is none."""
         ...
 
-    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
-        """Read-modify-write of the record; an empty result removes it. Returns the record written."""
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        """ONE fenced change of throttle configs and the record: `plan` gets the record and the configs as
+        they are now, and the configs and the record it returns are committed together, against the
+        record's version (on any conflict: read again, plan again). None when `plan` returned None.
+
+        guard: "begin" also marks an execute as being set up (throttles written, reassignment not yet
+        created; SetupInProgress when another holds the mark); "end" also ends this run's mark (undo);
+        "idle" commits only while no execute is being set up (SetupInProgress otherwise). A change too large
+        for one commit goes record first (record_last: record last), so no prior value is ever lost.
+        create=False leaves an entity without a stored config alone."""
         ...
 
     # -- triggers --------------------------------------------------------------------------------
@@ -123,7 +139,8 @@ class Backend(Protocol):
 
     def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
         """Start moving `entries` to their replicas. False, with nothing changed, when another
-        reassignment exists already (lost the race to create it)."""
+        reassignment exists already (lost the race to create it). Ends this run's setup mark, if held,
+        in the same commit, and moves the record's version on (a clear planned before it then conflicts)."""
         ...
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +24,12 @@ from reassign_cli.backend import (
     Backend,
     ConfigChange,
     ConfigFn,
+    ConfigReader,
     ConfigUpdate,
     LogDirMoves,
     ReplicaDirs,
     ReplicaKey,
+    SetupInProgress,
 )
 from reassign_cli.errors import (
     BusyError,
@@ -47,8 +49,15 @@ from reassign_cli.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.progress import PartitionProgress, Status, classify, overall_exit
-from reassign_cli.unthrottle import clear_throttles
+from reassign_cli.progress import (
+    PartitionProgress,
+    Status,
+    StuckWatch,
+    classify,
+    overall_exit,
+    resume_split,
+)
+from reassign_cli.unthrottle import SETUP_WAIT_SECONDS, clear_throttles
 from reassign_cli.validate import Violation, split_batches, validate_reassignment
 from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 
@@ -84,6 +93,8 @@ class ExecuteRequest:
     batch_size: int | None = None
     log_dir_timeout: float = 10.0
     elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
+    resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
+    stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
 
 
@@ -174,6 +185,8 @@ class ThrottleWrites:
     record_before: dict[str, Any]
     brokers: list[int]
     topics: list[str]
+    record_after: dict[str, Any] = field(default_factory=dict)
+    setup: bool = False  # this run holds the setup mark (backend.commit_throttles guard)
     offline: list[int] = dataclasses.field(default_factory=list)  # brokers not throttled: not registered
 
 
@@ -208,10 +221,13 @@ def apply_throttles(
     log_dir_rate: int | None,
     *,
     topics_too: bool = True,
+    begin_setup: bool = False,
 ) -> ThrottleWrites:
-    """Record prior values, then write the topic lists (rate only) and the broker rates.
+    """The prior values recorded and the topic lists (rate only) and broker rates written, in ONE fenced
+    commit (backend.commit_throttles): the priors are the configs as that commit found them.
 
-    topics_too=False: only the broker rates (changing the speed of a running move).
+    topics_too=False: only the broker rates (changing the speed of a running move). begin_setup: also
+    mark this execute as being set up until its reassignment is created (verify keeps off meanwhile).
     """
     broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
     offline: list[int] = []
@@ -221,59 +237,26 @@ def apply_throttles(
         offline = sorted(b for b in broker_cfgs if b not in set(state.broker_ids))
         broker_cfgs = {b: c for b, c in broker_cfgs.items() if b not in offline}
     if not broker_cfgs and not topic_cfgs:
-        return ThrottleWrites([], backend.read_priors(), [], [], offline)
+        return ThrottleWrites([], backend.read_priors(), [], [], offline=offline)
     backend.ensure_writable()
-
-    # 1. the prior values, from the configs as they are now (only keys not yet recorded are noted)
-    seen: dict[tuple[str, str], dict[str, str]] = {
-        ("topics", t): backend.read_config("topics", t) or {} for t in topic_cfgs
-    }
-    seen.update({("brokers", str(b)): backend.read_config("brokers", str(b)) or {} for b in broker_cfgs})
-    record_before = backend.read_priors()
-
-    def note(rec: dict[str, Any]) -> dict[str, Any]:
-        for t, cfg in topic_cfgs.items():
-            rec = th.record_priors(rec, "topics", t, seen[("topics", t)], cfg.keys())
-        for b, cfg in broker_cfgs.items():
-            rec = th.record_priors(rec, "brokers", b, seen[("brokers", str(b))], cfg.keys())
-        return rec
-
-    backend.update_priors(note)
-
-    # 2. topic lists, then broker rates, each with its notification, all in one transaction: brokers
-    #    see every throttle in one pass over /config/changes.
     updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
     updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
-    changes = backend.update_configs(updates)
-    _correct_priors(backend, changes, record_before, seen)
-    return ThrottleWrites(changes, record_before, sorted(broker_cfgs), sorted(topic_cfgs), offline)
+    before: list[dict[str, Any]] = []
 
+    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
+        before[:] = [th.load_record(th.dump_record(rec))]
+        for t, cfg in topic_cfgs.items():
+            rec = th.record_priors(rec, "topics", t, read("topics", t), cfg.keys())
+        for b, cfg in broker_cfgs.items():
+            rec = th.record_priors(rec, "brokers", b, read("brokers", str(b)), cfg.keys())
+        return updates, rec
 
-def _correct_priors(
-    backend: Backend,
-    changes: Sequence[ConfigChange],
-    record_before: dict[str, Any],
-    seen: dict[tuple[str, str], dict[str, str]],
-) -> None:
-    """If a config changed between the first read and its versioned write (the write re-read it), the
-    value really replaced is the prior: correct the keys this run recorded first."""
-    fixes: list[tuple[th.Entity, str, str, str | None]] = []
-    for ch in changes:
-        had = th.record_entry(record_before, ch.entity, ch.name) or {}
-        before = seen.get((ch.entity, ch.name), {})
-        fixes += [
-            (ch.entity, ch.name, k, v) for k, v in ch.before.items() if k not in had and v != before.get(k)
-        ]
-    if not fixes:
-        return
-
-    def fix(rec: dict[str, Any]) -> dict[str, Any]:
-        rec = th.load_record(th.dump_record(rec))
-        for entity, name, k, v in fixes:
-            rec[entity].setdefault(name, {})[k] = v
-        return rec
-
-    backend.update_priors(fix)
+    done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
+    assert done is not None  # plan never declines
+    changes, after = done
+    return ThrottleWrites(
+        changes, before[0], sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline
+    )
 
 
 def _setter(updates: dict[str, str]) -> ConfigFn:
@@ -281,21 +264,41 @@ def _setter(updates: dict[str, str]) -> ConfigFn:
 
 
 def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
-    """Put back exactly what this run changed (keys it set), and the record as it was before the run."""
-    for ch in reversed(writes.changes):
+    """Take back exactly what this run changed, in one fenced commit that also ends its setup mark: a
+    config key only where it still holds the value this run wrote, a record entry only where this run
+    added it. What another run wrote since is left alone."""
+    ours = {(ch.entity, ch.name): ch for ch in writes.changes}
 
-        def revert(cur: dict[str, str], ch: ConfigChange = ch) -> dict[str, str]:
+    def revert(ch: ConfigChange) -> ConfigFn:
+        def fn(cur: dict[str, str]) -> dict[str, str]:
             out = dict(cur)
             for k, v in ch.before.items():
-                if v is None:
-                    out.pop(k, None)
-                else:
-                    out[k] = v
+                if out.get(k) == ch.after.get(k):
+                    if v is None:
+                        out.pop(k, None)
+                    else:
+                        out[k] = v
             return out
 
-        backend.update_configs([(ch.entity, ch.name, revert)], create=False)
-    before = writes.record_before
-    backend.update_priors(lambda _rec: th.load_record(th.dump_record(before)))
+        return fn
+
+    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
+        rec = th.load_record(th.dump_record(rec))
+        for (entity, name), ch in ours.items():
+            had = writes.record_before.get(entity, {}).get(name, {})
+            added = writes.record_after.get(entity, {}).get(name, {})
+            entry = rec.get(entity, {}).get(name)
+            current = read(entity, name)
+            for k in ch.after:
+                # ours to take back: still the value we wrote, and recorded by this run
+                if entry is not None and k in added and k not in had and current.get(k) == ch.after[k]:
+                    entry.pop(k, None)
+            if entry == {}:
+                del rec[entity][name]
+        updates = [(e, n, revert(ch)) for (e, n), ch in reversed(list(ours.items()))]
+        return updates, rec
+
+    backend.commit_throttles(plan, guard="end" if writes.setup else "none", record_last=True, create=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,13 +407,25 @@ def _execute(
         backend = backend.as_dry_run()  # the same reads; every write recorded, none made
     backend.ensure_writable()  # a migrating cluster: nothing goes through ZooKeeper any more
 
-    # A running reassignment: refuse, unless it is this very file and only the speed changes.
+    resuming = req.resume or req.batch_size is not None
+    throttling = req.throttle is not None or req.log_dir_throttle is not None
+    # A running reassignment: refuse, unless it is this very file (then: the speed changes, or a resumed
+    # run waits for it).
     if busy_partitions(state, targets):
-        throttling = req.throttle is not None or req.log_dir_throttle is not None
-        if throttling and same_reassignment(state, targets):
-            return change_running_throttle(backend, state, entries, req, report), None
-        raise BusyError(BUSY_MESSAGE)
-
+        if not same_reassignment(state, targets):
+            raise BusyError(BUSY_MESSAGE)
+        if not resuming:
+            if throttling:
+                return change_running_throttle(backend, state, entries, req, report), None
+            raise BusyError(BUSY_MESSAGE)
+    earlier: list[PartitionProgress] = []
+    if resuming and not req.dry_run:
+        entries, earlier = _resume(backend, state, entries, req, report)
+        limit = backend.reassignment_bytes_limit()
+        batches = split_batches(entries, req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+        if not entries:
+            return _finish(backend, targets, earlier, req, report)
+        state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)
     throttled = req.throttle is not None or req.log_dir_throttle is not None
     if throttled and not wait:
@@ -424,7 +439,47 @@ def _execute(
         return ExitCode.OK, None
     if not wait:
         return ExitCode.OK, None
-    # Everything finished: take the throttles off as verify does.
+    return _finish(backend, targets, earlier + results, req, report)
+
+
+def _resume(
+    backend: Backend,
+    state: ClusterState,
+    entries: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> tuple[list[PlanEntry], list[PartitionProgress]]:
+    """A plan run again: skip what is done, wait for this plan's batch still moving (at the new rates, if
+    given); returns what is left to submit and the results of the waited-for batch."""
+    split = resume_split(entries, state)
+    if split.done:
+        n = len(split.done)
+        where = "partition already at its target" if n == 1 else "partitions already at their target"
+        report.info(f"Skipping {n} {where} ({_names(split.done)})")
+    results: list[PartitionProgress] = []
+    if split.running:
+        report.info(f"Waiting for the batch already running ({_names(split.running)})")
+        if req.throttle is not None or req.log_dir_throttle is not None:
+            change_running_throttle(backend, state, split.running, req, report)
+        results = wait_for(backend, {(e.topic, e.partition): e.replicas for e in split.running}, req, report)
+        if split.todo and backend.read_state(sorted({e.topic for e in split.todo})).reassignment is not None:
+            raise BusyError(BUSY_MESSAGE)
+    return split.todo, results
+
+
+def _names(entries: Sequence[PlanEntry], limit: int = 10) -> str:
+    names = [f"{e.topic}-{e.partition}" for e in entries[:limit]]
+    return ",".join(names) + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
+
+
+def _finish(
+    backend: Backend,
+    targets: dict[TopicPartition, list[int]],
+    results: list[PartitionProgress],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> tuple[int, list[PartitionProgress] | None]:
+    """Everything finished: take the throttles off as verify does; elect leaders if asked."""
     cleared = clear_throttles(backend, targets)
     report.cleared(cleared)
     code = overall_exit(results)
@@ -500,7 +555,7 @@ def submit_batch(
 ) -> None:
     """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
     if the create loses a race, this batch's throttle writes are undone."""
-    writes = apply_throttles(backend, state, batch, req.throttle, req.log_dir_throttle)
+    writes = _throttles_when_free(backend, state, batch, req)
     if writes.offline:
         report.info(
             f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
@@ -538,6 +593,26 @@ def submit_batch(
         start_until_done(mover, moves, req.log_dir_timeout, report)
 
 
+def _throttles_when_free(
+    backend: Backend, state: ClusterState, batch: list[PlanEntry], req: ExecuteRequest
+) -> ThrottleWrites:
+    """apply_throttles with this run's setup mark. Another execute in its setup (or killed in it: its mark
+    goes with its ZooKeeper session) is waited for, then the cluster is checked for its reassignment."""
+    deadline = time.monotonic() + SETUP_WAIT_SECONDS
+    while True:
+        try:
+            return apply_throttles(
+                backend, state, batch, req.throttle, req.log_dir_throttle, begin_setup=True
+            )
+        except SetupInProgress:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(0.5)
+        state = backend.read_state(sorted({e.topic for e in batch}))
+        if busy_partitions(state, {(e.topic, e.partition): e.replicas for e in batch}):
+            raise BusyError(BUSY_MESSAGE)
+
+
 def change_running_throttle(
     backend: Backend,
     state: ClusterState,
@@ -571,12 +646,15 @@ def wait_for(
     topics = sorted({t for t, _ in targets})
     start = time.monotonic()
     deadline = start + req.timeout if req.timeout is not None else None
+    stuck = StuckWatch(req.stuck_after)
     try:
         with report.progress(len(targets)) as bar:
             while True:
                 state = backend.read_state(topics, partition_state=True)
                 results = classify(targets, state)
                 bar.update(results, time.monotonic() - start)
+                for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
+                    report.warn(stuck_line(p.name, broker, gone, req.file_name))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]
                 if not moving:
                     return results
@@ -593,6 +671,14 @@ def wait_for(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
             hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
         ) from None
+
+
+def stuck_line(name: str, broker: int, gone: float, file_name: str) -> str:
+    return (
+        f"{name} is stuck: its target broker {broker} has not been registered for {gone:.0f} s. Start "
+        f"broker {broker}, or cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} "
+        "--bootstrap-server HOST:PORT"
+    )
 
 
 def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str:

@@ -18,14 +18,16 @@ import dataclasses
 import mmap
 import os
 import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from reassign_cli import plan
+from reassign_cli import balance, plan
 from reassign_cli.client_config import AdminOptions
-from reassign_cli.errors import InvalidInputError, OperationalError
+from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.zookeeper.session import ZkOptions
 
@@ -71,7 +73,8 @@ class Request:
     spark_master: str = "local[*]"
     verbose: bool = False
     stats: bool = True  # count the summary statistics (skipped with -q)
-    strategy: Callable[[int], Strategy] | None = None  # given the seed; None: Kafka's (KafkaStrategy)
+    # Given the seed and the cluster state; None: Kafka's (KafkaStrategy). See STRATEGIES.
+    strategy: Callable[[int, ClusterState], Strategy] | None = None
     replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
 
 
@@ -127,6 +130,34 @@ class KafkaStrategy:
         return None
 
 
+@dataclass(slots=True)
+class BalancedStrategy:
+    """The fewest copies to a balanced, rack-aware assignment (reassign_cli.balance): planned whole at the
+    first call of `proposals` (it needs every partition at once), then handed out in bounded chunks."""
+
+    seed: int
+    state: ClusterState
+    chunk_partitions: int = CHUNK_PARTITIONS
+    stats: balance.BalanceStats | None = None
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
+        plan.check_specs(specs, brokers)
+
+    def proposals(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> Iterator[Assignment]:
+        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed)
+        self.stats = result.stats
+        yield from result.chunks(self.chunk_partitions)
+
+    def extra_stats(self) -> Mapping[str, Any] | None:
+        return None if self.stats is None else self.stats.as_dict()
+
+
+STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
+    "kafka": lambda seed, state: KafkaStrategy(seed),
+    "balanced": BalancedStrategy,
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # The pipeline
 # ---------------------------------------------------------------------------------------------
@@ -135,6 +166,12 @@ class KafkaStrategy:
 def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
     or planning check fails; Ctrl-C leaves no partial file."""
+    if request.engine == "spark" and request.strategy not in (None, STRATEGIES["kafka"]):
+        # The executors run Kafka's per-topic kernel; another strategy would silently not be used.
+        raise UsageError("--engine spark plans with Kafka's strategy only")
+    if _executors_read(request, source, reporter):
+        assert source.snapshot_file is not None
+        return _run_spark_lines(request, source, reporter)
     state = load_state(source, request.topics, reporter)
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
@@ -145,7 +182,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         rf = request.replication_factor
         specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
     seed = plan.random_seed() if request.seed is None else request.seed
-    strategy = (request.strategy or KafkaStrategy)(seed)
+    strategy = (request.strategy or STRATEGIES["kafka"])(seed, state)
     strategy.check(specs, brokers)
     if request.seed is None:
         reporter.seed_chosen(seed)
@@ -168,17 +205,21 @@ def load_state(source: Source, topics: list[str], reporter: Reporter) -> Cluster
 
 
 def _load_snapshot(path: str) -> ClusterState:
-    """The snapshot file, memory-mapped: its pages are dropped as the parser moves on, so a 750 MB file
-    (10M partitions) does not add to the peak memory on top of the state built from it."""
-    from reassign_cli import snapshot
+    """The snapshot file (a document or JSON lines, told apart by its first bytes), memory-mapped: its
+    pages are dropped as the parser moves on, so a 750 MB file (10M partitions) does not add to the peak
+    memory on top of the state built from it."""
+    from reassign_cli import snapshot, snapshot_lines
 
     try:
         with open(path, "rb") as f:
+            lines = snapshot_lines.is_lines(f.read(snapshot_lines.SNIFF_BYTES))
+            loads = snapshot_lines.loads if lines else snapshot.loads
+            f.seek(0)
             size = os.fstat(f.fileno()).st_size
             if size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
-                return snapshot.loads(f.read(), partition_state=False)
+                return loads(f.read(), partition_state=False)
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return snapshot.loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
+                return loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
     except OSError as e:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
@@ -196,14 +237,6 @@ def _read_admin(options: AdminOptions, topics: list[str]) -> ClusterState:
 
     with open_admin_backend(options) as backend:
         return backend.read_state(topics)
-
-
-def read_bytes(path: str, what: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as e:
-        raise OperationalError(f"cannot read {what} {path}: {e.strerror or e}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,44 +271,117 @@ def _write_local(job: _Job, strategy: Strategy) -> tuple[plan.PlanStats | None, 
     return stats, outs.paths
 
 
+def _current_slices(job: _Job) -> Iterator[str]:
+    for chunk in plan.chunked(job.specs, CHUNK_PARTITIONS):
+        yield format_partition_entries({s.name: job.current[s.name] for s in chunk})
+
+
 def _write_spark(job: _Job) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
-    """The proposed document from Spark (which, with an output dir, writes the file itself), then the
-    statistics from the document read back. Spark runs before anything is written: if it fails, nothing
-    is left behind."""
+    """The proposed document from Spark: computed before anything is written (if Spark fails, nothing is
+    left behind), then streamed from the executors' part files (output dir) or from the executors.
+    The statistics are counted here chunk by chunk from the same deterministic plan, which costs far
+    less than reading the proposed document back."""
     from reassign_cli import spark_engine
 
-    request, current = job.request, job.current
-    with _Outputs(request.output_dir, job.frame) as outs:
-        out_path = outs.reserve_proposed()
-        text = spark_engine.proposed_json(
-            job.specs,
-            job.brokers,
-            job.seed,
-            master=request.spark_master,
-            verbose=request.verbose,
-            out_path=out_path,
-        )
-        outs.write_current(iter([format_partition_entries(current)]))
-        if text is not None:
-            outs.write_proposed(iter([text[len(DOC_HEAD) : -len(DOC_TAIL)]]))
-        else:
-            outs.proposed_written()
+    request = job.request
+    with (
+        spark_engine.engine(request.spark_master, verbose=request.verbose) as eng,
+        _Outputs(request.output_dir, job.frame) as outs,
+    ):
+        proposed = eng.proposed(job.specs, job.brokers, job.seed, outs.parts_dir(eng.executors_here))
+        outs.write_current(_current_slices(job))
+        outs.write_proposed(proposed)
         stats = None
         if request.stats:
-            if text is None:
-                assert out_path is not None
-                text = read_bytes(out_path, "proposed plan").decode()
-            stats = plan.plan_stats(current, _assignment_of(text))
+            stats = plan.PlanStats()
+            for chunk in plan.chunked(job.specs, CHUNK_PARTITIONS):
+                stats.add(plan.plan_stats(job.current, plan.assign_topics(chunk, job.brokers, job.seed)))
     return stats, outs.paths
 
 
-def _assignment_of(doc: str | bytes) -> Assignment:
-    import orjson
+# ---------------------------------------------------------------------------------------------
+# Spark, with a JSON-lines snapshot: the executors read it
+# ---------------------------------------------------------------------------------------------
 
-    assignment: Assignment = {}
-    for e in orjson.loads(doc)["partitions"]:
-        assignment.setdefault(e["topic"], {})[e["partition"]] = e["replicas"]
-    return assignment
+
+def _executors_read(request: Request, source: Source, reporter: Reporter) -> bool:
+    """Whether the Spark executors read the snapshot (JSON lines, at a path Hadoop takes)."""
+    from reassign_cli import snapshot_lines, spark_engine
+
+    if request.engine != "spark" or not source.snapshot_file:
+        return False
+    try:
+        with open(source.snapshot_file, "rb") as f:
+            if not snapshot_lines.is_lines(f.read(snapshot_lines.SNIFF_BYTES)):
+                return False
+    except OSError:
+        return False  # load_state reports it
+    if not spark_engine.readable_by_hadoop(source.snapshot_file):
+        reporter.warning(
+            f"The Spark executors cannot read a path with any of {spark_engine.UNREADABLE_PATH_CHARS!r} "
+            "in it (Hadoop takes them for path lists and URI schemes): the driver reads the snapshot instead"
+        )
+        return False
+    return True
+
+
+def _read_header(path: str) -> ClusterState:
+    """The JSON-lines snapshot's header line as a state without topics."""
+    from reassign_cli import snapshot_lines
+
+    blocks: list[bytes] = []
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 16):
+                blocks.append(block)
+                if b"\n" in block or b"\r" in block:
+                    break
+    except OSError as e:
+        raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
+    head = b"".join(blocks)
+    header = snapshot_lines.parse_header(head[: snapshot_lines.header_span(head)[0]])
+    return ClusterState(header.brokers, {}, header.deleting, header.reassignment)
+
+
+def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Outcome:
+    """`run` when the executors read the snapshot: the driver holds the header, the selected names and one
+    slice at a time, never the topics. Errors come in the local engine's order: the file's first bad
+    line, then the brokers, then the topics (split_plan); nothing is written before."""
+    from reassign_cli import spark_engine, split_plan
+
+    assert source.snapshot_file is not None
+    if source.zookeeper:
+        reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
+    header = _read_header(source.snapshot_file)
+    try:
+        brokers, warnings = plan.select_brokers(header, request.broker_list, request.rack_aware)
+        broker_error = None
+    except ReassignError as e:
+        brokers, warnings, broker_error = [], [], e
+    pairs = tuple((b.id, b.rack) for b in brokers)
+    sel = split_plan.Selection(
+        sorted(set(request.topics)), pairs, request.replication_factor, header.deleting
+    )
+    seed = plan.random_seed() if request.seed is None else request.seed
+    with spark_engine.engine(request.spark_master, verbose=request.verbose) as eng:
+        scans = eng.scan(source.snapshot_file, sel)
+        error = split_plan.first_line_error(scans) or broker_error
+        if error is not None:
+            raise error
+        for w in warnings:
+            reporter.warning(w)
+        error = split_plan.first_plan_error(scans, sel)
+        if error is not None:
+            raise error
+        if request.seed is None:
+            reporter.seed_chosen(seed)
+        del scans
+        with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
+            parts_dir = outs.parts_dir(eng.executors_here)
+            result = eng.plan(source.snapshot_file, sel, seed, request.stats, parts_dir)
+            outs.write_current(result.current)
+            outs.write_proposed(result.proposed)
+    return Outcome(seed, brokers, result.stats, None, outs.paths)
 
 
 class _Outputs:
@@ -290,6 +396,7 @@ class _Outputs:
         self.paths: tuple[str, str] | None = None
         self._tmps: dict[str, str] = {}
         self._open: list[IO[str]] = []
+        self._scratch: list[str] = []
 
     def __enter__(self) -> _Outputs:
         if self.output_dir is not None:
@@ -319,14 +426,16 @@ class _Outputs:
             return tmp
         raise OperationalError(f"cannot create a temporary file in {self.output_dir}")  # pragma: no cover
 
-    def write_current(self, slices: Iterator[str]) -> None:
+    def write_current(self, slices: Iterator[str] | Iterator[bytes]) -> None:
         self._write(CURRENT_FILE, self.frame[0], slices, self.frame[1])
 
-    def write_proposed(self, slices: Iterator[str], after: Callable[[], str] | None = None) -> None:
+    def write_proposed(
+        self, slices: Iterator[str] | Iterator[bytes | str], after: Callable[[], str] | None = None
+    ) -> None:
         """`after`, if given, replaces frame[2]; it is asked for once the slices are written."""
         self._write(PROPOSED_FILE, "", slices, after or (lambda: self.frame[2]))
 
-    def _write(self, name: str, before: str, slices: Iterator[str], after: str | Callable[[], str]) -> None:
+    def _write(self, name: str, before: str, slices: Iterator[Any], after: str | Callable[[], str]) -> None:
         """On stdout, framed; in a file, the document and a newline."""
         f = sys.stdout if self.output_dir is None else self._file(name)
         if self.output_dir is not None:
@@ -335,14 +444,26 @@ class _Outputs:
         _write_document(f, slices)
         f.write(after if isinstance(after, str) else after())
 
-    def reserve_proposed(self) -> str | None:
-        """With an output dir, the temporary path another writer (Spark) fills with the proposed
-        document, without the final newline (see proposed_written)."""
-        return None if self.output_dir is None else self._reserve(PROPOSED_FILE)
+    def scratch_dir(self) -> str:
+        """A new directory for other writers' pieces (Spark executors' part files), removed on exit: hidden
+        in the output dir (which must be on a filesystem the executors share), or without one a
+        temporary directory (for executors on this host)."""
+        where = self.output_dir
+        try:
+            path = tempfile.mkdtemp(
+                prefix=".kafka-reassign-parts-" if where else "kafka-reassign-parts-", dir=where
+            )
+        except OSError as e:
+            raise OperationalError(
+                f"cannot write into {where or tempfile.gettempdir()}: {e.strerror or e}"
+            ) from None
+        self._scratch.append(path)
+        return path
 
-    def proposed_written(self) -> None:
-        with open(self._tmps[PROPOSED_FILE], "a", encoding="utf-8") as f:
-            f.write("\n")
+    def parts_dir(self, executors_here: bool) -> str | None:
+        """Where Spark executors write their part files: the output dir's scratch dir; on stdout, a
+        temporary one when the executors run on this host, else None (they stream to the driver)."""
+        return self.scratch_dir() if self.output_dir is not None or executors_here else None
 
     def final_paths(self) -> tuple[str, str]:
         assert self.output_dir is not None
@@ -350,6 +471,8 @@ class _Outputs:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self.output_dir is None:
+            for path in self._scratch:
+                shutil.rmtree(path, ignore_errors=True)
             if exc is None:
                 sys.stdout.flush()
             return
@@ -368,19 +491,34 @@ class _Outputs:
             for tmp in self._tmps.values():
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+            for path in self._scratch:
+                shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_document(f: IO[str], slices: Iterator[str]) -> None:
-    """Kafka's reassignment document from its comma-joined entry slices (empty slices skipped)."""
+def _write_document(f: IO[str], slices: Iterator[str] | Iterator[bytes] | Iterator[bytes | str]) -> None:
+    """Kafka's reassignment document from its comma-joined entry slices (empty slices skipped); slices
+    in bytes (UTF-8) go to the stream's binary buffer when it has one."""
     f.write(DOC_HEAD)
     first = True
     for text in slices:
         if text:
             if not first:
                 f.write(",")
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                _write_bytes(f, text)
             first = False
     f.write(DOC_TAIL)
+
+
+def _write_bytes(f: IO[str], data: bytes) -> None:
+    buffer = getattr(f, "buffer", None)
+    if buffer is None:
+        f.write(data.decode())
+        return
+    f.flush()
+    buffer.write(data)
 
 
 def _make_dir(path: str) -> None:

@@ -43,12 +43,18 @@ __all__ = [
     "TopicRng",
     "TopicSpec",
     "assign_topics",
+    "check_racks",
+    "check_spec",
     "check_specs",
     "chunked",
+    "deleting_topics_error",
     "generate_plan",
+    "missing_topics_error",
+    "no_partitions_error",
     "plan_stats",
     "random_seed",
     "select_brokers",
+    "spec_problems",
     "topic_draws",
     "topic_draws_many",
     "topic_specs",
@@ -218,36 +224,66 @@ def topic_specs(state: ClusterState, topics: Iterable[str]) -> list[TopicSpec]:
     chosen = [get(t) for t in names]
     missing = [t for t, topic in zip(names, chosen, strict=True) if topic is None]
     if missing:
-        if len(missing) == 1:
-            raise InvalidInputError(f"Topic {missing[0]} not found.")
-        raise InvalidInputError(f"Topics not found: {','.join(missing)}")
+        raise missing_topics_error(missing)
     deleting = [t for t in names if t in state.deleting] if state.deleting else []
     if deleting:
-        raise InvalidInputError(
-            f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
-        )
+        raise deleting_topics_error(deleting)
     if not names:
         return []
-    return _specs_of(names, [t for t in chosen if t is not None])
+    return _specs_of([t for t in chosen if t is not None])
 
 
-def _specs_of(names: list[str], chosen: list[Topic]) -> list[TopicSpec]:
-    empty = [t.name for t in chosen if not t.replicas]
-    if empty:
-        raise InvalidInputError(f"Topic {empty[0]} has no partitions")
-    counts = [len(t.replicas) for t in chosen]
-    lo, hi = _rf_bounds(chosen)
+def missing_topics_error(missing: Sequence[str]) -> InvalidInputError:
+    """The error for selected topics that do not exist (names sorted)."""
+    if len(missing) == 1:
+        return InvalidInputError(f"Topic {missing[0]} not found.")
+    return InvalidInputError(f"Topics not found: {','.join(missing)}")
+
+
+def deleting_topics_error(deleting: Sequence[str]) -> InvalidInputError:
+    """The error for selected topics queued for deletion (names sorted)."""
+    return InvalidInputError(
+        f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
+    )
+
+
+def no_partitions_error(name: str) -> InvalidInputError:
+    return InvalidInputError(f"Topic {name} has no partitions")
+
+
+def _specs_of(chosen: list[Topic]) -> list[TopicSpec]:
+    specs, empty, mixed = spec_problems(chosen)
+    if empty is not None:
+        raise no_partitions_error(empty)
+    if mixed is not None:
+        raise mixed
+    return specs
+
+
+def spec_problems(chosen: Sequence[Topic]) -> tuple[list[TopicSpec], str | None, InvalidInputError | None]:
+    """The specs of the topics (in order) that have partitions and one replication factor; the name of
+    the first topic without partitions; the error for the first topic with mixed replication factors.
+    topic_specs raises the second, else the third; a caller that sees the topics in pieces (Spark
+    executors) combines the pieces' first problems in the same order."""
+    empty = next((t.name for t in chosen if not t.replicas), None)
+    full = [t for t in chosen if t.replicas] if empty is not None else list(chosen)
+    if not full:
+        return [], empty, None
+    counts = [len(t.replicas) for t in full]
+    lo, hi = _rf_bounds(full)
+    mixed = None
     if lo != hi:
-        t = next(t for t, a, b in zip(chosen, lo, hi, strict=True) if a != b)
+        t = next(t for t, a, b in zip(full, lo, hi, strict=True) if a != b)
         if t.removing:
             found = sorted({len(t.target(p)) for p in t.replicas})
         else:
             found = sorted(set(map(len, t.replicas.values())))
-        raise InvalidInputError(
+        mixed = InvalidInputError(
             f"Topic {t.name} has partitions with different replication factors "
             f"({','.join(map(str, found))}); generate needs one replication factor per topic"
         )
-    return [TopicSpec(n, c, r) for n, c, r in zip(names, counts, lo, strict=True)]
+    rows = zip(full, counts, lo, hi, strict=True)
+    return [TopicSpec(t.name, c, r) for t, c, r, h in rows if r == h], empty, mixed
 
 
 def _rf_bounds(chosen: list[Topic]) -> tuple[list[int], list[int]]:
@@ -295,13 +331,23 @@ def check_specs(
     `assign_topics` would raise, before any of the plan is computed or written."""
     pairs = _pairs(brokers)
     for s in specs:
-        try:
-            check_arguments(len(pairs), s.n_partitions, s.replication_factor)
-        except InvalidReplicationFactorError as e:
-            raise type(e)(
-                str(e), hint=f"topic {s.name} has replication factor {s.replication_factor}"
-            ) from None
-    if specs and any(r is not None for _, r in pairs) and any(r is None for _, r in pairs):
+        check_spec(s, len(pairs))
+    if specs:
+        check_racks(pairs)
+
+
+def check_spec(s: TopicSpec, n_brokers: int) -> None:
+    """Kafka's argument checks for one topic, its name in the hint."""
+    try:
+        check_arguments(n_brokers, s.n_partitions, s.replication_factor)
+    except InvalidReplicationFactorError as e:
+        raise type(e)(str(e), hint=f"topic {s.name} has replication factor {s.replication_factor}") from None
+
+
+def check_racks(brokers: Sequence[Broker] | Sequence[tuple[int, str | None]]) -> None:
+    """Kafka's rack-aware assignment needs a rack on every broker or on none."""
+    pairs = _pairs(brokers)
+    if any(r is not None for _, r in pairs) and any(r is None for _, r in pairs):
         raise AdminOperationError(MIXED_RACKS_MESSAGE)
 
 

@@ -48,36 +48,43 @@ def _err(msg: str) -> InvalidInputError:
 
 def to_document(state: ClusterState) -> dict[str, Any]:
     """The snapshot as plain JSON-able data (sorted)."""
+    doc = header_document(state)
+    doc["topics"] = [topic_document(state.topics[name]) for name in sorted(state.topics)]
+    return doc
+
+
+def header_document(state: ClusterState) -> dict[str, Any]:
+    """Everything of the document but "topics": version, brokers, deleting, reassignment (if any)."""
     brokers = [{"id": b.id, "rack": b.rack} if b.rack is not None else {"id": b.id} for b in state.brokers]
-    topics: list[dict[str, Any]] = []
-    for name in sorted(state.topics):
-        t = state.topics[name]
-        parts: list[dict[str, Any]] = []
-        isr, leader, adding, removing = t.isr, t.leader, t.adding, t.removing
-        for p in sorted(t.replicas):
-            entry: dict[str, Any] = {"partition": p, "replicas": t.replicas[p]}
-            if p in isr:
-                entry["isr"] = isr[p]
-            if p in leader:
-                entry["leader"] = leader[p]
-            if adding.get(p):
-                entry["adding_replicas"] = adding[p]
-            if removing.get(p):
-                entry["removing_replicas"] = removing[p]
-            parts.append(entry)
-        tdoc: dict[str, Any] = {"topic": name}
-        if t.topic_id is not None:
-            tdoc["topic_id"] = t.topic_id
-        tdoc["partitions"] = parts
-        topics.append(tdoc)
     doc: dict[str, Any] = {"version": VERSION, "brokers": brokers, "deleting": sorted(state.deleting)}
     if state.reassignment is not None:
         doc["reassignment"] = [
             {"topic": t, "partition": p, "replicas": reps}
             for (t, p), reps in sorted(state.reassignment.items())
         ]
-    doc["topics"] = topics
     return doc
+
+
+def topic_document(t: Topic) -> dict[str, Any]:
+    """One entry of "topics": the topic, its id if known, its partitions sorted."""
+    parts: list[dict[str, Any]] = []
+    isr, leader, adding, removing = t.isr, t.leader, t.adding, t.removing
+    for p in sorted(t.replicas):
+        entry: dict[str, Any] = {"partition": p, "replicas": t.replicas[p]}
+        if p in isr:
+            entry["isr"] = isr[p]
+        if p in leader:
+            entry["leader"] = leader[p]
+        if adding.get(p):
+            entry["adding_replicas"] = adding[p]
+        if removing.get(p):
+            entry["removing_replicas"] = removing[p]
+        parts.append(entry)
+    tdoc: dict[str, Any] = {"topic": t.name}
+    if t.topic_id is not None:
+        tdoc["topic_id"] = t.topic_id
+    tdoc["partitions"] = parts
+    return tdoc
 
 
 def dumps(state: ClusterState) -> bytes:

@@ -5,19 +5,30 @@ pays for it. The executors need only numpy and orjson: the reassign_cli package 
 shipped with the job (SparkContext.addPyFile), so a stock Spark cluster works without our package
 installed on its workers.
 
-How it works: topics are sorted by name and cut into contiguous batches of roughly equal partition
-counts (a range partitioning, so concatenating the batches in order gives Kafka's sorted order). Each
-Spark partition holds one batch; its task runs plan.assign_topics + model.format_partition_entries and
-returns (or, with out_path, writes) one comma-joined slice of the "partitions" array. A topic's plan
-depends only on (seed, topic, brokers, partition count, RF), so the result is byte-identical to the
-local engine's whatever the batching.
+Two ways in, both byte-identical to the local engine:
+
+* The driver knows the topic specs (a snapshot document or ZooKeeper, read by generate.py): topics are
+  sorted by name and cut into contiguous batches of roughly equal partition counts (a range
+  partitioning, so concatenating the batches in order gives Kafka's sorted order). Each Spark partition
+  holds one batch; its task runs plan.assign_topics + model.format_partition_entries and returns (or
+  writes as a part file) one comma-joined slice of the "partitions" array (`proposed_json`,
+  `Engine.proposed`).
+* A JSON-lines snapshot (snapshot_lines): the driver reads its header line only; the executors read the
+  file with textFile, each its own byte range, and do everything else in two jobs (split_plan): a scan
+  that returns only the first problems and counts (every error is raised before anything is written),
+  then the plan, which writes both documents' slices (`Engine.scan`, `Engine.plan`).
+
+A topic's plan depends only on (seed, topic, brokers, partition count, RF), so the result is
+byte-identical to the local engine's whatever the batching or the splits.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
+import gc
 import hashlib
 import ipaddress
 import os
@@ -36,7 +47,8 @@ from reassign_cli.errors import OperationalError, ReassignError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from reassign_cli.model import Broker
-    from reassign_cli.plan import TopicSpec
+    from reassign_cli.plan import PlanStats, TopicSpec
+    from reassign_cli.split_plan import Selection, SplitScan
 
 DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "pip install 'reassign-cli[spark]'"
@@ -48,6 +60,12 @@ EXECUTOR_TIMEOUT_ENV = "KAFKA_REASSIGN_SPARK_EXECUTOR_TIMEOUT"
 DEFAULT_EXECUTOR_TIMEOUT = 120.0
 # A batch (one Spark partition, one task) holds about this many Kafka partitions: ~15 MB of JSON.
 PARTITIONS_PER_BATCH = 250_000
+# A JSON-lines snapshot is read in splits of at most this many bytes (~400k Kafka partitions; Hadoop's
+# block size for local files), and in at least two splits per core.
+SPLIT_BYTES = 32 << 20
+# Characters that Hadoop's path handling cannot take in the path of a file to read: "," separates paths,
+# ":" is taken for a URI scheme. Glob characters are escaped (_hadoop_path).
+UNREADABLE_PATH_CHARS = ",:"
 
 _SpecTuple = tuple[str, int, int]
 
@@ -97,6 +115,184 @@ def proposed_json(
         finally:
             shutil.rmtree(parts_dir, ignore_errors=True)
         return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine of `generate`: a context held open while the driver streams the documents
+# ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def engine(master: str = DEFAULT_MASTER, *, verbose: bool = False) -> Iterator[Engine]:
+    """A Spark context for generate (see spark_context) with an executor up; what the jobs cached or
+    broadcast is released at the end."""
+    with spark_context(master, verbose=verbose) as sc:
+        wait_for_executors(sc)
+        eng = Engine(sc)
+        try:
+            yield eng
+        finally:
+            eng.release()
+
+
+@dataclasses.dataclass(slots=True)
+class LinesPlan:
+    """Both documents' entries as slices in topic order (bytes, comma-joined within a slice), and the
+    summary statistics when asked for."""
+
+    current: Iterator[bytes]
+    proposed: Iterator[bytes]
+    stats: PlanStats | None
+
+
+class Engine:
+    """The jobs of generate on one SparkContext. Every method runs its jobs before it returns, so that
+    any error is raised before the caller writes anything; the slices it returns are then read from the
+    executors' part files in `parts_dir` (a directory they share with the driver), or, without one,
+    streamed from the executors one Spark partition at a time (toLocalIterator over a cached result):
+    either way the driver never holds more than one slice."""
+
+    def __init__(self, sc: Any) -> None:
+        self.sc = sc
+        self._cached: list[Any] = []
+        self._broadcasts: dict[int, Any] = {}
+        self._lines: dict[str, Any] = {}
+
+    @property
+    def executors_here(self) -> bool:
+        """Whether the executors run on this host (a local or loopback master): they see our files."""
+        return is_loopback_master(str(self.sc.master or ""))
+
+    def release(self) -> None:
+        for rdd in self._cached:
+            with contextlib.suppress(Exception):
+                rdd.unpersist()
+        for bc in self._broadcasts.values():
+            with contextlib.suppress(Exception):
+                bc.destroy()
+        self._cached.clear()
+        self._broadcasts.clear()
+
+    def proposed(
+        self, specs: Sequence[TopicSpec], brokers: Sequence[Broker], seed: int, parts_dir: str | None = None
+    ) -> Iterator[bytes | str]:
+        """The proposed entries of `specs` (known to the driver), as slices in topic order."""
+        ordered = sorted(((s.name, int(s.n_partitions), int(s.replication_factor)) for s in specs), key=_name)
+        n_batches = batch_count(sum(t[1] for t in ordered), len(ordered), self.sc.defaultParallelism)
+        rdd = self.sc.parallelize(split_batches(ordered, n_batches), max(1, n_batches))
+        broker_list = list(brokers)
+        if parts_dir is not None:
+            writer = functools.partial(_write_slices, parts_dir, broker_list, seed)
+            parts = _checked(_run_job(lambda: rdd.mapPartitionsWithIndex(writer).collect()))
+            return read_parts([(_part_path(parts_dir, i), size) for i, size in sorted(parts)])
+        cached = self._persist(rdd.mapPartitions(functools.partial(_format_slices, broker_list, seed)))
+        _checked(_run_job(lambda: cached.filter(_is_error).collect()))
+        return _stream(cached.map(_payload))
+
+    def scan(self, path: str, sel: Selection) -> list[SplitScan]:
+        """Pass 1 over a JSON-lines snapshot (split_plan.scan_split), the splits' answers in split order."""
+        fn = functools.partial(_scan_task, self._broadcast(sel))
+        scans: list[SplitScan] = _run_job(lambda: self._lines_rdd(path).mapPartitionsWithIndex(fn).collect())
+        return sorted(scans, key=lambda s: s.index)
+
+    def plan(
+        self, path: str, sel: Selection, seed: int, stats: bool, parts_dir: str | None = None
+    ) -> LinesPlan:
+        """Pass 2 (split_plan.plan_split): both documents and the statistics, once scan found no problem."""
+        bc, lines = self._broadcast(sel), self._lines_rdd(path)
+        if parts_dir is not None:
+            fn = functools.partial(_plan_files_task, parts_dir, bc, seed, stats)
+            done = sorted(_checked(_run_job(lambda: lines.mapPartitionsWithIndex(fn).collect())), key=_first)
+            return LinesPlan(
+                read_parts([(_lines_part(parts_dir, "current", i), c) for i, c, _, _ in done]),
+                read_parts([(_lines_part(parts_dir, "proposed", i), p) for i, _, p, _ in done]),
+                _sum_stats([st for *_, st in done]) if stats else None,
+            )
+        cached = self._persist(
+            lines.mapPartitionsWithIndex(functools.partial(_plan_records_task, bc, seed, stats))
+        )
+        small = _checked(_run_job(lambda: cached.filter(_is_small).collect()))
+        return LinesPlan(
+            _stream(cached.filter(_is_current).map(_payload)),
+            _stream(cached.filter(_is_proposed).map(_payload)),
+            _sum_stats(small) if stats else None,
+        )
+
+    def _persist(self, rdd: Any) -> Any:
+        from pyspark import StorageLevel
+
+        self._cached.append(rdd.persist(StorageLevel.DISK_ONLY))
+        return rdd
+
+    def _broadcast(self, sel: Selection) -> Any:
+        if id(sel) not in self._broadcasts:
+            self._broadcasts[id(sel)] = self.sc.broadcast(sel)
+        return self._broadcasts[id(sel)]
+
+    def _lines_rdd(self, path: str) -> Any:
+        """The file's lines as bytes (textFile), in splits of at most SPLIT_BYTES, two per core at least.
+        One RDD per path, so that both passes see the same splits."""
+        if path not in self._lines:
+            size = os.path.getsize(path)
+            n = max(2 * max(1, self.sc.defaultParallelism), -(-size // SPLIT_BYTES))
+            self._lines[path] = self.sc.textFile(hadoop_path(path), n, use_unicode=False)
+        return self._lines[path]
+
+
+def _name(spec: _SpecTuple) -> str:
+    return spec[0]
+
+
+def hadoop_path(path: str) -> str:
+    """The local file `path` as Hadoop must be given it: a file: URI, glob characters escaped."""
+    return "file://" + re.sub(r"([\\*?\[\]{}])", r"\\\1", os.path.abspath(path))
+
+
+def readable_by_hadoop(path: str) -> bool:
+    return not any(c in os.path.abspath(path) for c in UNREADABLE_PATH_CHARS)
+
+
+def read_parts(parts: Sequence[tuple[str, int]]) -> Iterator[bytes]:
+    """The executors' part files (path, size as the executor wrote it) one by one, empty ones skipped."""
+    for path, size in parts:
+        if size == 0:
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b""
+        if len(data) != size:
+            raise OperationalError(
+                f"the Spark executors wrote the plan under {os.path.dirname(path)} but the driver cannot read "
+                f"{os.path.basename(path)} there: the output directory must be on a filesystem shared with "
+                "the executors"
+            )
+        yield data
+
+
+def _stream(rdd: Any) -> Iterator[Any]:
+    """The RDD's records on the driver, one Spark partition at a time (the next one fetched meanwhile)."""
+    try:
+        yield from rdd.toLocalIterator(prefetchPartitions=True)
+    except ReassignError:
+        raise
+    except Exception as e:
+        raise _job_failed(e) from None
+
+
+def _first(t: tuple[Any, ...]) -> Any:
+    return t[0]
+
+
+def _sum_stats(parts: Iterable[PlanStats | None]) -> PlanStats:
+    from reassign_cli.plan import PlanStats
+
+    total = PlanStats()
+    for st in parts:
+        if st is not None:
+            total.add(st)
+    return total
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,6 +423,112 @@ def _write_slices(
         f.write(data)
     os.replace(tmp, path)
     return [("ok", (index, len(data)))]
+
+
+def _error_record(e: ReassignError) -> tuple[str, str, str, str | None]:
+    return ("err", type(e).__name__, str(e), e.hint)
+
+
+def _is_error(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] == "err")
+
+
+def _is_small(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] in ("err", "ok"))
+
+
+def _is_current(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] == "current")
+
+
+def _is_proposed(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] == "proposed")
+
+
+def _payload(record: tuple[Any, ...]) -> Any:
+    return record[1]
+
+
+def _lines_part(parts_dir: str, kind: str, index: int) -> str:
+    return os.path.join(parts_dir, f"{kind}-{index:05d}.json")
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for one of our tasks, as it was again after it. A task builds and
+    drops millions of acyclic containers, which the collector would traverse over and over (60 % more
+    CPU, measured); a PySpark worker process runs one task at a time, so nothing else is affected."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _scan_task(sel: Any, index: int, records: Iterable[bytes]) -> list[SplitScan]:
+    from reassign_cli import split_plan
+
+    with _gc_paused():
+        return [split_plan.scan_split(index, records, sel.value)]
+
+
+def _plan_files_task(
+    parts_dir: str, sel: Any, seed: int, stats: bool, index: int, records: Iterable[bytes]
+) -> list[tuple[Any, ...]]:
+    """Both documents' slices of this split written to parts_dir; ("ok", (index, current bytes, proposed
+    bytes, statistics))."""
+    from reassign_cli import plan, split_plan
+
+    paths = (_lines_part(parts_dir, "current", index), _lines_part(parts_dir, "proposed", index))
+    tmps = [f"{p}.{os.getpid()}.tmp" for p in paths]  # a retried or speculative task never leaves a torn part
+    sizes = [0, 0]
+    total = plan.PlanStats() if stats else None
+    try:
+        with _gc_paused(), open(tmps[0], "wb") as cur, open(tmps[1], "wb") as prop:
+            for piece in split_plan.plan_split(index, records, sel.value, seed, stats):
+                sizes[0] += _append(cur, piece.current, sizes[0])
+                sizes[1] += _append(prop, piece.proposed, sizes[1])
+                if total is not None and piece.stats is not None:
+                    total.add(piece.stats)
+    except ReassignError as e:
+        for tmp in tmps:
+            os.unlink(tmp)
+        return [_error_record(e)]
+    for tmp, path in zip(tmps, paths, strict=True):
+        os.replace(tmp, path)
+    return [("ok", (index, sizes[0], sizes[1], total))]
+
+
+def _append(f: Any, text: str, written: int) -> int:
+    """Write a non-empty slice after those already written (comma-separated); the bytes written."""
+    if not text:
+        return 0
+    data = text.encode()
+    if written:
+        f.write(b",")
+    f.write(data)
+    return len(data) + (1 if written else 0)
+
+
+def _plan_records_task(sel: Any, seed: int, stats: bool, index: int, records: Iterable[bytes]) -> list[Any]:
+    """This split's slices as records ("current", bytes), ("proposed", bytes), and ("ok", statistics)."""
+    from reassign_cli import plan, split_plan
+
+    current: list[str] = []
+    proposed: list[str] = []
+    total = plan.PlanStats() if stats else None
+    try:
+        with _gc_paused():
+            for piece in split_plan.plan_split(index, records, sel.value, seed, stats):
+                current += [piece.current] if piece.current else []
+                proposed += [piece.proposed] if piece.proposed else []
+                if total is not None and piece.stats is not None:
+                    total.add(piece.stats)
+    except ReassignError as e:
+        return [_error_record(e)]
+    return [("ok", total), ("current", ",".join(current).encode()), ("proposed", ",".join(proposed).encode())]
 
 
 def _checked(results: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -597,11 +899,15 @@ def _run_job(job: Any) -> Any:
     except ReassignError:
         raise
     except Exception as e:
-        raise OperationalError(
-            f"the Spark job failed: {_one_line(e)}",
-            hint="The Spark workers need Python with numpy and orjson (see PYSPARK_PYTHON); "
-            "run with -v to see Spark's own logs.",
-        ) from None
+        raise _job_failed(e) from None
+
+
+def _job_failed(e: BaseException) -> OperationalError:
+    return OperationalError(
+        f"the Spark job failed: {_one_line(e)}",
+        hint="The Spark workers need Python with numpy and orjson (see PYSPARK_PYTHON); "
+        "run with -v to see Spark's own logs.",
+    )
 
 
 _PY_ERROR = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$")

@@ -28,7 +28,15 @@ from typing import Any
 import orjson
 
 from reassign_cli import throttle as th
-from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.backend import (
+    ConfigChange,
+    ConfigUpdate,
+    Guard,
+    PlannedWrite,
+    RecordFn,
+    SetupInProgress,
+    ThrottlePlan,
+)
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
 from reassign_cli.throttle import Entity
@@ -74,6 +82,7 @@ class FakeCluster:
     bytes_limit: int | None = field(default_factory=max_trigger_bytes)  # one create's limit (ZooKeeper's)
     # As the admin API: a read of some topics also names the reassigning partitions of the others.
     lists_all_reassignments: bool = False
+    setup_held: bool = False  # an execute's setup mark (backend.commit_throttles guard)
     log: list[tuple[Any, ...]] = field(default_factory=list)
 
     def writes(self) -> list[tuple[Any, ...]]:
@@ -182,6 +191,28 @@ class FakeBackend:
             self._store_record(th.load_record(th.dump_record(new)))
         return new
 
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        """As the ZooKeeper backend's one transaction, without concurrency: the setup mark checked and
+        moved, then the record and the configs (the record last with record_last)."""
+        if guard in ("begin", "idle") and self.cluster.setup_held:
+            raise SetupInProgress("another execute is being set up")
+        planned = plan(self.read_priors(), lambda e, n: self.read_config(e, n) or {})
+        if planned is None:
+            return None
+        updates, record = planned
+        if guard in ("begin", "end") and not self.dry_run:
+            self.cluster.setup_held = guard == "begin"
+            self._log("setup", guard)
+        if record_last:
+            changes = self.update_configs(updates, create=create)
+            self.update_priors(lambda _r: record)
+        else:
+            self.update_priors(lambda _r: record)
+            changes = self.update_configs(updates, create=create)
+        return changes, record
+
     def _store_record(self, record: dict[str, Any] | None) -> None:
         if self.dry_run:
             self._record = record
@@ -203,6 +234,7 @@ class FakeBackend:
             self._log("create_reassignment", entry_ops, False)
             return False
         self._log("create_reassignment", entry_ops, True)
+        self.cluster.setup_held = False
         if not self.cluster.complete_on_create:
             state.reassignment = {(e.topic, e.partition): list(e.replicas) for e in entries}
             return True

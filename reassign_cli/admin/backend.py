@@ -29,7 +29,7 @@ import orjson
 from reassign_cli import throttle as th
 from reassign_cli.admin.client import cancel_reassignments, connect
 from reassign_cli.admin.record import RecordLog
-from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.backend import ConfigChange, ConfigUpdate, Guard, PlannedWrite, RecordFn, ThrottlePlan
 from reassign_cli.client_config import AdminOptions
 from reassign_cli.elect import encode_election
 from reassign_cli.errors import OperationalError
@@ -277,6 +277,40 @@ class AdminBackend:
             self._plan("Produce", f"{TOPIC}-0", data)
             self._record = th.load_record(th.dump_record(new))
         return new
+
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        """The admin API has no multi-key transaction and no ephemeral node: the record (a log with an
+        optimistic check, admin/record.py) is written FIRST when throttles are set and LAST when they are
+        taken off, so no prior value is ever lost; the setup-mark guards are not enforced here
+        (docs/kraft.md)."""
+        read = lambda e, n: self.read_config(e, n) or {}  # noqa: E731
+        if not record_last:
+            got: list[tuple[Sequence[ConfigUpdate], dict[str, Any]] | None] = []
+
+            def record_fn(rec: dict[str, Any]) -> dict[str, Any]:
+                got[:] = [plan(rec, read)]
+                return rec if got[0] is None else got[0][1]
+
+            new = self.update_priors(record_fn)
+            if got[0] is None:
+                return None
+            return self.update_configs(got[0][0], create=create), new
+        first = self.read_priors()
+        planned = plan(first, read)
+        if planned is None:
+            return None
+        updates, new = planned
+        changes = self.update_configs(updates, create=create)
+
+        def record_after(cur: dict[str, Any]) -> dict[str, Any]:
+            if th.dump_record(cur) == th.dump_record(first):
+                return new
+            again = plan(cur, read)  # someone wrote the record meanwhile: plan its part again
+            return cur if again is None else again[1]
+
+        return changes, self.update_priors(record_after)
 
     # -- reassignments and elections -------------------------------------------------------------
     def reassignment_bytes_limit(self) -> int | None:

@@ -27,12 +27,35 @@ class Options:
     verbose: bool
     bootstrap: str | None = None
     command_config: str | None = None
+    zk_jaas_file: str | None = None
+    zk_tls_config_file: str | None = None
     # Which of these came from the command line (not the environment or a default).
     explicit: frozenset[str] = frozenset()
 
     @property
     def json(self) -> bool:
         return self.format == "json"
+
+
+# Secured ZooKeeper (issue 9): the files Kafka's own tools take.
+ZK_SECURITY_OPTIONS = [
+    click.option(
+        "--zk-jaas-file",
+        envvar="KAFKA_REASSIGN_ZK_JAAS_FILE",
+        metavar="FILE",
+        help="JAAS file whose Client section (DigestLoginModule username/password) authenticates to "
+        "ZooKeeper with SASL DIGEST-MD5; the znodes we create then get Kafka's zookeeper.set.acl=true "
+        "ACLs [env: KAFKA_REASSIGN_ZK_JAAS_FILE; default: KAFKA_OPTS' "
+        "-Djava.security.auth.login.config].",
+    ),
+    click.option(
+        "--zk-tls-config-file",
+        envvar="KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE",
+        metavar="FILE",
+        help="Kafka's ZooKeeper TLS client properties (zookeeper.ssl.client.enable, "
+        "zookeeper.ssl.keystore.*/truststore.*, PEM) [env: KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE].",
+    ),
+]
 
 
 def _option_decorators() -> list[Callable[[Any], Any]]:
@@ -67,6 +90,7 @@ def _option_decorators() -> list[Callable[[Any], Any]]:
             metavar="SECONDS",
             help="ZooKeeper connect and request timeout.",
         ),
+        *ZK_SECURITY_OPTIONS,
         click.option(
             "--format",
             "fmt",
@@ -98,6 +122,8 @@ def _pop_options(kwargs: dict[str, Any]) -> Options:
         verbose=kwargs.pop("verbose"),
         bootstrap=kwargs.pop("bootstrap"),
         command_config=kwargs.pop("command_config"),
+        zk_jaas_file=kwargs.pop("zk_jaas_file"),
+        zk_tls_config_file=kwargs.pop("zk_tls_config_file"),
         explicit=explicit,
     )
 
@@ -177,14 +203,12 @@ def connection(opts: Options, *, admin_too: bool = False) -> Connection:
             "(or set KAFKA_REASSIGN_ZOOKEEPER or KAFKA_REASSIGN_BOOTSTRAP)"
         )
     if use_zk:
-        from reassign_cli.zookeeper.session import ZkOptions
-
         if "command_config" in opts.explicit and not (admin_too and opts.bootstrap):
             raise UsageError(
                 "--command-config configures --bootstrap-server, which this command does not use here"
             )
         admin = _admin_options(opts) if admin_too and opts.bootstrap else None
-        return Connection(ZkOptions(opts.zookeeper or "", opts.zk_timeout), admin)
+        return Connection(_zk_options(opts), admin)
     if admin_too and opts.zookeeper and not opts.quiet:
         # Before the admin backend, `--bootstrap-server` beside KAFKA_REASSIGN_ZOOKEEPER meant ZooKeeper mode.
         click.echo(
@@ -211,6 +235,27 @@ def _admin_options(opts: Options) -> AdminOptions:
     if options.ignored and opts.verbose:
         click.echo(f"Ignored in the command config: {', '.join(options.ignored)}", err=True)
     return options
+
+
+def _zk_options(opts: Options) -> ZkOptions:
+    """Without --zk-jaas-file, the JAAS file of KAFKA_OPTS is used as Kafka's own tools would; a file found
+    there without a Client section means no SASL (ZooKeeper's client does the same), a named one without
+    it is an error."""
+    import os
+
+    from reassign_cli.zk_security import jaas_file_from_kafka_opts
+    from reassign_cli.zookeeper.session import ZkOptions
+
+    from_opts, section = jaas_file_from_kafka_opts(os.environ.get("KAFKA_OPTS"))
+    jaas, required = (opts.zk_jaas_file, True) if opts.zk_jaas_file else (from_opts, False)
+    return ZkOptions(
+        opts.zookeeper or "",
+        opts.zk_timeout,
+        jaas_file=jaas,
+        jaas_section=section,
+        jaas_required=required,
+        tls_config_file=opts.zk_tls_config_file,
+    )
 
 
 def zk_options(opts: Options) -> ZkOptions | None:

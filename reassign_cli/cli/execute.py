@@ -81,6 +81,20 @@ def _rate(value: int | None) -> int | None:
     help="How long to retry starting the log-dir moves (Kafka's --timeout).",
 )
 @click.option(
+    "--resume",
+    is_flag=True,
+    help="Run the file again after an interruption: skip the partitions already at their target, wait for "
+    "its own batch still moving, then do the rest (implied by --batch-size; implies --wait).",
+)
+@click.option(
+    "--stuck-after",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="While waiting: warn once a target broker of a moving partition has been unregistered this long.",
+)
+@click.option(
     "--elect-leaders",
     is_flag=True,
     help="With --wait: at the end, elect the preferred replicas as leaders (as elect-leaders does).",
@@ -99,6 +113,8 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
+    if kw["resume"]:
+        kw["wait"] = True
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
     if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
@@ -116,6 +132,8 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         batch_size=kw["batch_size"],
         log_dir_timeout=kw["log_dir_timeout"],
         elect_leaders=kw["elect_leaders"],
+        resume=kw["resume"],
+        stuck_after=kw["stuck_after"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:

@@ -44,7 +44,8 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "  kafka-reassign generate --topic orders --topic payments --broker-list 1,2,3 --seed 42\n"
     "  kafka-reassign generate --topics-to-move-json-file topics.json --broker-list 4,5,6 "
     "--output-dir plan/\n"
-    "  kafka-reassign generate --snapshot cluster.json --topic orders --broker-list 1,2,3",
+    "  kafka-reassign generate --snapshot cluster.json --topic orders --broker-list 1,2,3\n"
+    "  kafka-reassign generate --strategy balanced --topics-to-move-json-file all.json --broker-list 1,2,3,4",
 )
 @click.option(
     "--topics-to-move-json-file",
@@ -89,6 +90,14 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     help="Give every selected topic N replicas per partition [default: keep each topic's].",
 )
 @click.option(
+    "--strategy",
+    type=click.Choice(["kafka", "balanced"]),
+    default="kafka",
+    show_default=True,
+    help="kafka: Kafka's own round robin, each topic anew. balanced: the fewest replica copies to a "
+    "cluster balanced in replicas and preferred leaders per broker (all topics counted), rack-aware.",
+)
+@click.option(
     "--engine",
     type=click.Choice(["local", "spark"]),
     default="local",
@@ -113,6 +122,7 @@ def command(
     output_dir: str | None,
     snapshot_file: str | None,
     replication_factor: int | None,
+    strategy: str,
     engine: str,
     spark_master: str,
 ) -> None:
@@ -128,6 +138,8 @@ def command(
         raise UsageError("one of --topics-to-move-json-file or --topic is required")
     if _from_command_line(ctx, "spark_master") and engine != "spark":
         raise UsageError("--spark-master needs --engine spark")
+    if strategy == "balanced" and engine == "spark":
+        raise UsageError("--strategy balanced runs on the local engine only (drop --engine spark)")
     for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
         if snapshot_file and name in opts.explicit:
             raise UsageError(f"--snapshot and {flag} cannot be used together")
@@ -137,14 +149,16 @@ def command(
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
+        strategy=generate.STRATEGIES[strategy],
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
         current_path, proposed_path = result.files
         if opts.json:
-            out.result_json(
-                {"seed": result.seed, "current_file": current_path, "proposed_file": proposed_path}
-            )
+            doc = {"seed": result.seed, "current_file": current_path, "proposed_file": proposed_path}
+            if result.extra_stats is not None:
+                doc["stats"] = dict(result.extra_stats)
+            out.result_json(doc)
         else:
             out.result(f"{CURRENT_HEADER} written to {current_path}")
             out.result(f"{PROPOSED_HEADER} written to {proposed_path}")

@@ -32,6 +32,33 @@ def output_frame(
     return f"{CURRENT_HEADER}\n", f"\n\n{PROPOSED_HEADER}\n", "\n"
 
 
+BALANCED_KEYS = (
+    "copies",
+    "lower_bound",
+    "copies_over_lower_bound",
+    "leader_changes",
+    "replicas_max_min_before",
+    "replicas_max_min_after",
+    "leaders_max_min_before",
+    "leaders_max_min_after",
+)
+
+
+def extra_lines(extra: Mapping[str, Any]) -> list[str]:
+    """A strategy's figures for the summary: the balanced strategy's in sentences, others as "name: value"."""
+    if set(extra) != set(BALANCED_KEYS):
+        return [f"{name}: {value}" for name, value in extra.items()]
+    e = extra
+    return [
+        f"copies: {e['copies']} (lower bound {e['lower_bound']}, ratio {e['copies_over_lower_bound']:.3f})",
+        f"preferred leaders changed: {e['leader_changes']}",
+        f"replicas per broker, max - min (all topics): {e['replicas_max_min_before']} before, "
+        f"{e['replicas_max_min_after']} after",
+        f"preferred leaders per broker, max - min (all topics): {e['leaders_max_min_before']} before, "
+        f"{e['leaders_max_min_after']} after",
+    ]
+
+
 MAX_BROKER_ROWS = 30  # more brokers than this: a condensed table unless --verbose
 
 
@@ -52,7 +79,7 @@ def summary_table(
         f"move, {st.leaders_changed} preferred leaders change"
     )
     if extra_stats:
-        caption += "".join(f"\n{name}: {value}" for name, value in extra_stats.items())
+        caption += "".join(f"\n{line}" for line in extra_lines(extra_stats))
     condensed = len(ids) > MAX_BROKER_ROWS and not every_broker
     table = Table(
         title=f"Proposed plan over {len(chosen)} brokers" if condensed else "Proposed plan by broker",

@@ -105,6 +105,9 @@ class ExecuteReport:
     def info(self, line: str) -> None:
         self.out.info(line)
 
+    def warn(self, line: str) -> None:
+        self.out.warn(line)
+
     def rollback(self, js: str) -> None:
         if self.json:
             self.doc["rollback"] = orjson.loads(js)

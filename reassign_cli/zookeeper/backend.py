@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from reassign_cli.backend import ConfigChange, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.backend import ConfigChange, Guard, PlannedWrite, ThrottlePlan
 from reassign_cli.client_config import AdminOptions
 from reassign_cli.elect import ELECTION_PATH, encode_election
 from reassign_cli.errors import UsageError
@@ -17,8 +17,8 @@ from reassign_cli.validate import max_trigger_bytes
 from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 from reassign_cli.zookeeper.configs import ConfigStore
 from reassign_cli.zookeeper.election import create_election
+from reassign_cli.zookeeper.fenced import FencedThrottles
 from reassign_cli.zookeeper.read import read_state
-from reassign_cli.zookeeper.reassign import create_trigger
 from reassign_cli.zookeeper.session import ZkSession
 
 
@@ -35,6 +35,7 @@ class ZkBackend:
         self.dry_run = dry_run
         self.admin = admin
         self.store = ConfigStore(session, dry_run=dry_run)
+        self.fenced = FencedThrottles(self.store)
 
     def as_dry_run(self) -> ZkBackend:
         return ZkBackend(self.session, dry_run=True, admin=self.admin)
@@ -53,14 +54,13 @@ class ZkBackend:
     def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:
         return self.store.get_config(entity, name)
 
-    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
-        return self.store.update_configs(updates, create=create)
-
     def read_priors(self) -> dict[str, Any]:
         return self.store.read_priors()
 
-    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
-        return self.store.update_priors(fn)
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        return self.fenced.commit(plan, guard, record_last, create)
 
     def reassignment_bytes_limit(self) -> int | None:
         return max_trigger_bytes()
@@ -82,7 +82,7 @@ class ZkBackend:
         if self.dry_run:
             self.store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
             return True
-        return create_trigger(self.session, data)
+        return self.fenced.create_trigger(data)
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:
         data = encode_election(partitions)

@@ -1,14 +1,8 @@
-"""Entity configs (`/config/topics/<t>`, `/config/brokers/<id>`), their change notifications, and this
-tool's own record of the throttle values that existed before it wrote any.
-
-Every config write is read-modify-write against the znode version: `set(version=stat.version)`, and on
-BadVersion re-read and retry; a missing znode is created (retry on NodeExists). Each write goes in ONE
-kazoo transaction with its `config_change_` notification (a PERSISTENT_SEQUENTIAL node under
-/config/changes), so a broker never sees a config without being told. Unrelated keys are kept, values
-are strings (KAFKA-SPEC §1.8, §1.9).
-
-Requests go through the session (`zookeeper.session`): each has a deadline, reads are retried across a
-dropped connection, and a write whose answer was lost is looked up (`_landed`) instead of guessed.
+"""Entity configs (`/config/topics/<t>`, `/config/brokers/<id>`) and this tool's own record of the throttle
+values that existed before it wrote any: reads (through the session: deadlines, retried across a dropped
+connection), the dry-run overlay, the look-up of writes whose answer was lost (`_landed`), and the
+migration guard. Every write is in zookeeper/fenced.py: one transaction per throttle change, each config
+with its `config_change_` notification, fenced on the record's version (KAFKA-SPEC §1.8, §1.9).
 
 With dry_run=True nothing is written: each write is recorded in `planned` (path and exact content) and
 later reads in the same run see the planned content.
@@ -23,18 +17,14 @@ from typing import Any, Literal
 import orjson
 
 from reassign_cli import throttle as th
-from reassign_cli.backend import ConfigChange, ConfigFn, ConfigUpdate, PlannedWrite, RecordFn
+from reassign_cli.backend import ConfigChange, ConfigFn, PlannedWrite
 from reassign_cli.errors import OperationalError
 from reassign_cli.throttle import Entity
 from reassign_cli.znodes import (
-    CONFIG_CHANGE_PREFIX,
-    CONFIG_CHANGES,
     decode_entity_config,
-    encode_config_change,
-    encode_entity_config,
     entity_config_path,
 )
-from reassign_cli.zookeeper.session import InDoubt, ZkSession, unknown_outcome
+from reassign_cli.zookeeper.session import ZkSession, unknown_outcome
 
 PRIORS_PATH = "/reassign_cli/throttles"  # under the chroot, like every other path here
 CONTROLLER_PATH = "/controller"
@@ -91,94 +81,6 @@ class ConfigStore:
         data, version = self._get(config_path(entity, name))
         return None if version is None else decode_config(config_path(entity, name), data)
 
-    # -- config read-modify-write -------------------------------------------------------------
-    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
-        """Several read-modify-writes committed together: every changed config with its notification in
-        one transaction (split only if it would exceed TXN_BYTES), so brokers see the whole change in one
-        notification pass. A BadVersion/NodeExists re-reads and retries that transaction's configs.
-        Configs whose content does not change are not written. Returns the changes, in write order.
-        """
-        pending = list(updates)
-        done: list[ConfigChange] = []
-        for _ in range(MAX_ATTEMPTS):
-            planned: list[_Write] = []
-            for entity, name, fn in pending:
-                path = config_path(entity, name)
-                data, version = self._get(path)
-                if version is None and not create:
-                    continue
-                current = decode_config(path, data)
-                new = fn(dict(current))
-                if (new == current and version is not None) or (version is None and not new):
-                    continue
-                planned.append(
-                    _Write(
-                        entity,
-                        name,
-                        fn,
-                        path,
-                        encode_entity_config(new),
-                        version,
-                        _diff(entity, name, current, new),
-                    )
-                )
-            if not planned:
-                return done
-            self.ensure_zk_controller()
-            if self.dry_run:
-                for w in planned:
-                    op: Literal["create", "set"] = "set" if w.version is not None else "create"
-                    self.planned.append(PlannedWrite(op, w.path, w.payload, w.version))
-                    self.planned.append(
-                        PlannedWrite(
-                            "create", CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), None, True
-                        )
-                    )
-                    self._overlay[w.path] = (w.payload, 0 if w.version is None else w.version + 1)
-                return done + [w.change for w in planned]
-            retry: list[ConfigUpdate] = []
-            for chunk in _chunks(planned):
-                if self._commit(chunk):
-                    done += [w.change for w in chunk]
-                else:
-                    retry += [(w.entity, w.name, w.fn) for w in chunk]
-            if not retry:
-                return done
-            pending = retry
-        raise OperationalError(
-            f"{config_path(pending[0][0], pending[0][1])} kept changing under us; gave up after {MAX_ATTEMPTS} attempts"
-        )
-
-    def _commit(self, writes: Sequence[_Write]) -> bool:
-        """One transaction: each config write followed by its notification. False: lost a race, re-read."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
-
-        t = self.session.client.transaction()
-        for w in writes:
-            if w.version is None:
-                t.create(w.path, w.payload)
-            else:
-                t.set_data(w.path, w.payload, version=w.version)
-            t.create(CONFIG_CHANGE_PREFIX, encode_config_change(w.entity, w.name), sequence=True)
-        try:
-            results = self.session.write(writes[0].path, t.commit_async)
-        except InDoubt:
-            return self._landed([(w.path, w.payload, w.version) for w in writes])
-        errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-        if not errors:
-            return True
-        err = errors[0]
-        if isinstance(err, BadVersionError | NodeExistsError):
-            return False
-        if isinstance(err, NoNodeError):
-            # A missing parent (/config/changes, /config/brokers) or a config znode that vanished: make
-            # the parents and try again from the read.
-            self.session.ensure_path(CONFIG_CHANGES)
-            for w in writes:
-                self.session.ensure_path(w.path.rsplit("/", 1)[0])
-            return False
-        raise OperationalError(f"cannot write {writes[0].path}: {type(err).__name__}")
-
     def _landed(self, writes: Sequence[tuple[str, bytes, int | None]]) -> bool:
         """After a lost answer: did our versioned writes (path, payload, expected version; payload b""
         for a delete) land? Each znode then holds our bytes at the version our write gave it (ZooKeeper
@@ -201,23 +103,6 @@ class ConfigStore:
         data, version = self._get(PRIORS_PATH)
         return th.load_record(data if version is not None else None, PRIORS_PATH)
 
-    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
-        """Read-modify-write of the record against its version; an empty record deletes the znode."""
-        for _ in range(MAX_ATTEMPTS):
-            data, version = self._get(PRIORS_PATH)
-            current = th.load_record(data if version is not None else None, PRIORS_PATH)
-            new = fn(current)
-            empty = th.record_is_empty(new)
-            payload = b"" if empty else th.dump_record(new)
-            if (version is None and empty) or (version is not None and not empty and payload == data):
-                return new
-            if self.dry_run:
-                self._plan_priors(payload, version)
-                return new
-            if self._write_priors(payload, version):
-                return new
-        raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
-
     def _plan_priors(self, payload: bytes, version: int | None) -> None:
         if not payload:
             self.planned.append(PlannedWrite("delete", PRIORS_PATH, b"", version))
@@ -226,29 +111,6 @@ class ConfigStore:
         op: Literal["create", "set"] = "set" if version is not None else "create"
         self.planned.append(PlannedWrite(op, PRIORS_PATH, payload, version))
         self._overlay[PRIORS_PATH] = (payload, 0 if version is None else version + 1)
-
-    def _write_priors(self, payload: bytes, version: int | None) -> bool:
-        """The record written (b"": deleted) if still at `version`. False: someone changed it, or our
-        write whose answer was lost did not land; re-read and recompute."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
-        client = self.session.client
-        try:
-            if not payload:
-                self.session.write(PRIORS_PATH, lambda: client.delete_async(PRIORS_PATH, version=version))
-            elif version is None:
-                self.session.write(
-                    PRIORS_PATH, lambda: client.create_async(PRIORS_PATH, payload, makepath=True)
-                )
-            else:
-                self.session.write(
-                    PRIORS_PATH, lambda: client.set_async(PRIORS_PATH, payload, version=version)
-                )
-        except (BadVersionError, NodeExistsError, NoNodeError):
-            return False
-        except InDoubt:
-            return self._landed([(PRIORS_PATH, payload, version)])
-        return True
 
 
 @dataclass(slots=True)

@@ -15,28 +15,29 @@ The policy:
   and recomputes; a create-only znode compares its bytes, `create_once`). Without a reconnect within
   `ZkOptions.write_reconnect` seconds: "may or may not have been applied; run verify".
 
-`ZkOptions` also carries what issue 9 (secured ZooKeeper) will wire: a JAAS file, a TLS config file and
-the ACL policy for the znodes we create. They are carried, not used yet.
+Secured ZooKeeper (zookeeper/security.py): SASL DIGEST-MD5 from a JAAS file's Client section, TLS from
+Kafka's --zk-tls-config-file properties, and on an authenticated connection every znode we create gets
+the ACLs a broker with zookeeper.set.acl=true would give it (`ZkSession.acl`). A write ZooKeeper refuses
+(NoAuth) is one line naming the znode, the right it needed and who we are (`ZkSession.denied`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from reassign_cli import zk_security as zs
 from reassign_cli.errors import OperationalError, UsageError
+from reassign_cli.zk_security import AclPolicy
+from reassign_cli.zookeeper.security import ZkSecurity, denied, load_security, parent
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
 
 T = TypeVar("T")
-
-# Which ACLs the znodes we create get (issue 9): "open" as today (world: all); "kafka" as brokers with
-# zookeeper.set.acl=true (the authenticated identity: all, world: read). None: decided from the connection.
-AclPolicy = Literal["open", "kafka"]
 
 READ_RETRY_SECONDS = 60.0  # how long a read waits for a dropped connection to come back
 WRITE_RECONNECT_SECONDS = 30.0  # how long a write in doubt waits for it before "may or may not"
@@ -51,8 +52,9 @@ class ZkOptions:
     require_chroot: bool = True  # a missing chroot is an error (a typo would look like an empty cluster)
     read_retry: float = READ_RETRY_SECONDS
     write_reconnect: float = WRITE_RECONNECT_SECONDS
-    # Issue 9 fills these in; carried, not used yet.
     jaas_file: str | None = None  # the JAAS file's Client section: SASL DIGEST-MD5 credentials
+    jaas_section: str = "Client"  # ZooKeeper's zookeeper.sasl.clientconfig
+    jaas_required: bool = True  # False for a file found in KAFKA_OPTS: no Client section, no SASL
     tls_config_file: str | None = None  # Kafka's --zk-tls-config-file properties
     acls: AclPolicy | None = None
 
@@ -95,9 +97,31 @@ def _is_connection_error(e: BaseException) -> bool:
 class ZkSession:
     """A started kazoo client rooted at the chroot, with the policy above. Paths are chroot-relative."""
 
-    def __init__(self, client: KazooClient, options: ZkOptions) -> None:
+    def __init__(self, client: KazooClient, options: ZkOptions, security: ZkSecurity | None = None) -> None:
         self.client = client
         self.options = options
+        self.security = security or ZkSecurity()
+
+    # -- security ---------------------------------------------------------------------------------
+    def acl(self, path: str) -> list[Any] | None:
+        """The ACL of a znode we create at `path`; None: kazoo's default (world: all, as unsecured Kafka)."""
+        return self.security.acl(path)
+
+    def denied(self, path: str, perms: int, on: str | None = None) -> OperationalError:
+        return denied(path, perms, self.security.identity, on)
+
+    def refusal(self, operations: Sequence[Any], results: Sequence[Any]) -> OperationalError | None:
+        """The one line for a transaction ZooKeeper refused with NoAuth (None: it was not refused so)."""
+        from kazoo.exceptions import NoAuthError
+        from kazoo.protocol.serialization import CheckVersion, Create, Delete
+
+        for op, result in zip(operations, results, strict=False):
+            if isinstance(result, NoAuthError):
+                path = op.path[len(self.chroot) :] if self.chroot else op.path
+                if isinstance(op, Create | Delete):
+                    return self.denied(path, zs.CREATE if isinstance(op, Create) else zs.DELETE, parent(path))
+                return self.denied(path, zs.READ if isinstance(op, CheckVersion) else zs.WRITE)
+        return None
 
     # -- state ----------------------------------------------------------------------------------
     @property
@@ -162,7 +186,7 @@ class ZkSession:
             except NoNodeError:
                 return None, None
             except NoAuthError:
-                raise OperationalError(f"ZooKeeper denied read access to {path}{self.where()}") from None
+                raise self.denied(path, zs.READ) from None
             except KazooException as e:
                 raise self.failed(f"reading {path} from ZooKeeper", e) from None
             return data, stat.version
@@ -171,11 +195,13 @@ class ZkSession:
 
     def ensure_path(self, path: str) -> None:
         """Create `path` and its parents where missing (idempotent, so retried like a read)."""
-        from kazoo.exceptions import KazooException
+        from kazoo.exceptions import KazooException, NoAuthError
 
         def once() -> None:
             try:
-                self.answer(self.client.ensure_path_async(path), f"creating {path}")
+                self.answer(self.client.ensure_path_async(path, self.acl(path)), f"creating {path}")
+            except NoAuthError:
+                raise self.denied(path, zs.CREATE, parent(path)) from None
             except KazooException as e:
                 raise self.failed(f"creating {path}", e) from None
 
@@ -206,13 +232,16 @@ class ZkSession:
 
         After a lost answer the znode holding exactly our bytes means our create landed; a missing znode
         means it did not (it is created now); anything else is someone else's."""
-        from kazoo.exceptions import NodeExistsError, ZookeeperError
+        from kazoo.exceptions import NoAuthError, NodeExistsError, ZookeeperError
 
+        acl = self.acl(path)
         for _ in range(3):
             try:
-                self.write(path, lambda: self.client.create_async(path, data, makepath=True))
+                self.write(path, lambda: self.client.create_async(path, data, acl=acl, makepath=True))
             except NodeExistsError:
                 return False
+            except NoAuthError:
+                raise self.denied(path, zs.CREATE, parent(path)) from None
             except InDoubt:
                 try:
                     found, version = self.get(path)
@@ -234,14 +263,23 @@ def open_session(options: ZkOptions) -> Iterator[ZkSession]:
     from kazoo.retry import KazooRetry
 
     hosts, chroot = split_connect_string(options.connect)
+    security = load_security(
+        options.jaas_file,
+        options.tls_config_file,
+        options.acls,
+        jaas_section=options.jaas_section,
+        jaas_required=options.jaas_required,
+    )
     # Reconnect after a dropped connection or a ZooKeeper leader change; never give up on the client.
     retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=1.0)
-    client = KazooClient(hosts=hosts, timeout=options.timeout, connection_retry=retry)
+    client = KazooClient(
+        hosts=hosts, timeout=options.timeout, connection_retry=retry, **security.kazoo_kwargs()
+    )
     try:
-        _start(client, hosts, options.timeout)
+        _start(client, hosts, options.timeout, security)
         if chroot:
             _enter_chroot(client, hosts, chroot, options.require_chroot, options.timeout)
-        yield ZkSession(client, options)
+        yield ZkSession(client, options, security)
     finally:
         with contextlib.suppress(Exception):
             client.stop()
@@ -249,19 +287,27 @@ def open_session(options: ZkOptions) -> Iterator[ZkSession]:
             client.close()
 
 
-def _start(client: Any, hosts: str, timeout: float) -> None:
+def _start(client: Any, hosts: str, timeout: float, security: ZkSecurity) -> None:
     from kazoo.exceptions import AuthFailedError
     from kazoo.handlers.threading import KazooTimeoutError
 
     try:
         client.start(timeout=timeout)
+        if security.credentials:  # SASL fails on the first request after the handshake: make it now
+            client.exists_async("/").get(timeout=timeout)
     except KazooTimeoutError:
+        tls = " (over TLS)" if security.tls else ""
         raise OperationalError(
-            f"cannot connect to ZooKeeper at {hosts} within {timeout:g}s",
-            hint="Check --zookeeper (or KAFKA_REASSIGN_ZOOKEEPER) and that ZooKeeper is running.",
+            f"cannot connect to ZooKeeper at {hosts}{tls} within {timeout:g}s",
+            hint="Check --zookeeper (or KAFKA_REASSIGN_ZOOKEEPER), --zk-tls-config-file and that ZooKeeper "
+            "is running.",
         ) from None
     except AuthFailedError:
-        raise OperationalError(f"ZooKeeper authentication failed at {hosts}") from None
+        who = f" as {security.identity!r}" if security.identity else ""
+        raise OperationalError(
+            f"ZooKeeper SASL authentication{who} failed at {hosts}",
+            hint="Check the username and password of the JAAS file's Client section.",
+        ) from None
 
 
 def _enter_chroot(client: Any, hosts: str, chroot: str, required: bool, timeout: float) -> None:

@@ -31,7 +31,7 @@ SNAPSHOT = {
 class WholePlan:
     """A strategy that returns the whole proposal at once, with figures of its own."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, state: object = None) -> None:
         self.seed = seed
 
     def check(self, specs: Sequence[TopicSpec], brokers: Sequence[Broker]) -> None:
@@ -126,3 +126,17 @@ def test_summary_caption_lists_the_strategys_figures() -> None:
     table = summary_table(PlanStats(), [1, 2], extra_stats={"copies": 7, "lower bound": 6})
     assert str(table.caption).splitlines()[1:] == ["copies: 7", "lower bound: 6"]
     assert "\n" not in str(summary_table(PlanStats(), [1, 2]).caption)
+
+
+def test_spark_engine_refuses_another_strategy(snap: generate.Source, tmp_path: Path) -> None:
+    """The executors run Kafka's kernel: a strategy of its own with --engine spark would be ignored
+    silently, so it is refused before anything is read or started."""
+    from reassign_cli.errors import ExitCode, UsageError
+
+    request = generate.Request(
+        ["a"], seed=1, output_dir=str(tmp_path / "out"), strategy=WholePlan, engine="spark"
+    )
+    with pytest.raises(UsageError, match=r"^--engine spark plans with Kafka's strategy only$") as ei:
+        generate.run(request, snap, Quiet())
+    assert ei.value.exit_code == ExitCode.USAGE
+    assert not (tmp_path / "out").exists()

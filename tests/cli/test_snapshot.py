@@ -121,6 +121,53 @@ def test_snapshot_of_synthetic_chroot_exact(zk_chroot: str, run_cli: RunCli, tmp
     assert doc["brokers"] == SYNTHETIC_SNAPSHOT["brokers"]
 
 
+def test_snapshot_jsonl_of_synthetic_chroot(zk_chroot: str, run_cli: RunCli, tmp_path: Path) -> None:
+    """JSON lines by the .jsonl name or by --jsonl (to a file or stdout): the header is the document's
+    fields but "topics", "format" first; then each topic entry on its own line, in name order."""
+    fill_synthetic(zk_chroot)
+    header = {"format": "jsonl", **{k: v for k, v in SYNTHETIC_SNAPSHOT.items() if k != "topics"}}
+    topics: Any = SYNTHETIC_SNAPSHOT["topics"]
+    expected = b"".join(orjson.dumps(x) + b"\n" for x in [header, *topics])
+    assert expected.count(b"\n") == 4 and expected.startswith(b'{"format":"jsonl","version":1,"brokers":[')
+    by_name = tmp_path / "s.jsonl"
+    r = run_cli("snapshot", "--zookeeper", zk_chroot, "-o", by_name)
+    assert r.returncode == 0, r.stderr
+    assert by_name.read_bytes() == expected
+    by_flag = tmp_path / "s.data"
+    r = run_cli("snapshot", "--zookeeper", zk_chroot, "--jsonl", "-o", by_flag, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert by_flag.read_bytes() == expected
+    assert orjson.loads(r.stdout) == {
+        "file": str(by_flag),
+        "bytes": len(expected),
+        "brokers": 3,
+        "topics": 3,
+        "partitions": 4,
+    }
+    r = run_cli("snapshot", "--zookeeper", zk_chroot, "--jsonl", "-q")
+    assert (r.returncode, r.stdout, r.stderr) == (0, expected.decode(), "")
+    # generate plans the same from either layout
+    document = tmp_path / "s.json"
+    assert run_cli("snapshot", "--zookeeper", zk_chroot, "-o", document).returncode == 0
+    plans = [
+        run_cli(
+            "generate",
+            "--snapshot",
+            str(f),
+            "--topic",
+            "v1",
+            "--topic",
+            "v2",
+            "--seed",
+            "3",
+            "--disable-rack-aware",
+        )
+        for f in (document, by_name)
+    ]
+    assert plans[0].returncode == 0, plans[0].stderr
+    assert (plans[1].returncode, plans[1].stdout, plans[1].stderr) == (0, plans[0].stdout, plans[0].stderr)
+
+
 def test_snapshot_json_format_reports_counts(zk_chroot: str, run_cli: RunCli, tmp_path: Path) -> None:
     fill_synthetic(zk_chroot)
     out = tmp_path / "s.json"

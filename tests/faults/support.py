@@ -68,9 +68,11 @@ class Child:
         assert self.proc.returncode == -signal.SIGKILL
 
     def finish(self, timeout: float = 300) -> int:
-        out, _ = self.proc.communicate(timeout=timeout)
-        self._reader.join(timeout=10)
-        self.out = out or ""
+        # stdout here, stderr by the reader thread only (communicate() would take stderr's tail from it)
+        assert self.proc.stdout is not None
+        self.out = self.proc.stdout.read()
+        self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=30)
         return self.proc.returncode
 
     @property

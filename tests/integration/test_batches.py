@@ -40,7 +40,7 @@ def test_batches_run_one_after_another(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import reassign_cli.zookeeper.backend as zk_backend
+    from reassign_cli.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]}, messages=300)
     targets = {(topic, 0): [2, 3], (topic, 1): [3, 1], (topic, 2): [1, 2]}
@@ -48,10 +48,10 @@ def test_batches_run_one_after_another(
     mover.plans.append((plan, [topic]))
     await_idle(zk)
 
-    real_create = zk_backend.create_trigger
+    real_create = FencedThrottles.create_trigger
     created: list[list[tuple[str, int]]] = []
 
-    def checked_create(session: Any, data: bytes) -> bool:
+    def checked_create(self: Any, data: bytes) -> bool:
         batch = [(e["topic"], e["partition"]) for e in json.loads(data)["partitions"]]
         # Every earlier batch is complete in the real cluster before this trigger is created.
         doc = get_json(zk, f"/brokers/topics/{topic}")
@@ -64,9 +64,9 @@ def test_batches_run_one_after_another(
         (p,) = (p for _, p in batch)
         assert config(zk, "topics", topic)[FOLLOWER_REPLICAS] == f"{p}:{targets[(topic, p)][1]}"
         created.append(batch)
-        return real_create(session, data)
+        return real_create(self, data)
 
-    monkeypatch.setattr(zk_backend, "create_trigger", checked_create)
+    monkeypatch.setattr(FencedThrottles, "create_trigger", checked_create)
     code = _run(
         [
             "execute",

@@ -288,8 +288,8 @@ def test_lost_race_undoes_this_runs_throttle_writes(
 ) -> None:
     """The trigger create hits NodeExists after the throttles were written (someone else started a
     reassignment in between): this run's config writes and record entries are put back exactly."""
-    import reassign_cli.zookeeper.backend as zk_backend
     from reassign_cli.cli import main
+    from reassign_cli.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2]}, configs={"retention.ms": "3600000"})
     plan = mover.plan("move.json", {(topic, 0): [3, 2]})
@@ -299,13 +299,13 @@ def test_lost_race_undoes_this_runs_throttle_writes(
     before = {p: get_raw(zk, p) for p in paths}
     calls: list[bytes] = []
 
-    def lose(session: Any, data: bytes) -> bool:
+    def lose(self: Any, data: bytes) -> bool:
         calls.append(data)
         # Throttles are in place at this point ...
         assert config(zk, "topics", topic)[FOLLOWER_REPLICAS] == "0:3"
         return False  # ... and the create lost the race
 
-    monkeypatch.setattr(zk_backend, "create_trigger", lose)
+    monkeypatch.setattr(FencedThrottles, "create_trigger", lose)
     monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
     monkeypatch.chdir(mover.tmp)
     with pytest.raises(SystemExit) as exc:
@@ -335,31 +335,34 @@ def test_prior_value_taken_from_the_versioned_write(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """An operator's throttle lands between execute's first read and its versioned write: the write
-    re-reads the znode, and the record ends up with the value really replaced (restored by verify)."""
+    """An operator's throttle lands between execute's reads and its fenced transaction: the transaction
+    fails on the config's version, the throttles are planned again from fresh reads, and the record ends
+    up with the value really replaced (restored by verify)."""
     from reassign_cli.cli import main
-    from reassign_cli.zookeeper.configs import ConfigStore
+    from reassign_cli.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2]})
     plan = mover.plan("move.json", {(topic, 0): [2, 1]})  # a reorder: completes at once
     mover.plans.append((plan, [topic]))  # cleanup verifies it even if the test fails half-way
     await_idle(zk)
     before = config(zk, "brokers", 2)
-    real_get = ConfigStore.get_config
+    real_transaction = FencedThrottles._transaction
+    attempts: list[int] = []
 
-    def stale_get(self: ConfigStore, entity: str, name: str) -> Any:
-        cfg = real_get(self, entity, name)  # type: ignore[arg-type]
-        if (entity, name) == ("brokers", "2"):
-            set_config(zk, "brokers", 2, {**(cfg or {}), LEADER_RATE: "888"})  # the operator, just now
-        return cfg
+    def racing(self: FencedThrottles, ops: Any, writes: Any, guard: Any) -> bool:
+        if not attempts:  # the operator, just now, before our first commit
+            set_config(zk, "brokers", 2, {**(config(zk, "brokers", 2) or {}), LEADER_RATE: "888"})
+        attempts.append(len(writes))
+        return real_transaction(self, ops, writes, guard)
 
-    monkeypatch.setattr(ConfigStore, "get_config", stale_get)
+    monkeypatch.setattr(FencedThrottles, "_transaction", racing)
     monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
     monkeypatch.chdir(mover.tmp)
     try:
         with pytest.raises(SystemExit) as exc:
             main(["execute", "--reassignment-json-file", str(plan), "--throttle", "4000"])
         assert exc.value.code == 0, capsys.readouterr().err
+        assert len(attempts) == 2  # the first commit lost to the operator's write, the second planned anew
         assert get_json(zk, RECORD)["brokers"]["2"][LEADER_RATE] == "888"
         monkeypatch.undo()
         mover.wait_complete(plan)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from reassign_cli.errors import OperationalError
-from reassign_cli.zookeeper.configs import ConfigStore
 from reassign_cli.zookeeper.reassign import create_trigger
 from reassign_cli.zookeeper.session import ZkOptions, ZkSession, open_session
+from tests.integration.reassign_support import fenced_write
 
 TRIGGER = "/admin/reassign_partitions"
 OURS = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2,1]}]}'
@@ -86,8 +86,9 @@ def test_trigger_outcome_unknown_without_reconnect(zk_chroot: str) -> None:
 
 def test_record_write_with_lost_answer_is_applied_once(zk_chroot: str) -> None:
     with open_session(ZkOptions(zk_chroot)) as real:
-        store = ConfigStore(session_of(LosesAnswer(real.client, landed=True), real))
-        rec = store.update_priors(lambda r: {**r, "topics": {"t": {"k": None}}})
+        proxy = LosesCommit(real.client, landed=True)
+        rec = fenced_write(session_of(proxy, real), [], lambda r: {**r, "topics": {"t": {"k": None}}})[1]
+        assert proxy.lost == 1
         assert rec["topics"] == {"t": {"k": None}}
         assert b'"topics":{"t":{"k":null}}' in real.client.get("/reassign_cli/throttles")[0]
 
@@ -129,8 +130,7 @@ def test_config_write_with_lost_answer_is_applied_once(zk_chroot: str, landed: b
         real.client.ensure_path("/config/changes")
         real.client.create("/config/brokers/1", b'{"version":1,"config":{"a":"1"}}', makepath=True)
         proxy = LosesCommit(real.client, landed)
-        store = ConfigStore(session_of(proxy, real))
-        changes = store.update_configs([("brokers", "1", lambda c: {**c, "b": "2"})])
+        changes = fenced_write(session_of(proxy, real), [("brokers", "1", lambda c: {**c, "b": "2"})])[0]
         assert proxy.lost == 1
         assert json.loads(real.client.get("/config/brokers/1")[0]) == {
             "version": 1,

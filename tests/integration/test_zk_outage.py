@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from reassign_cli.zookeeper.configs import ConfigStore
 from reassign_cli.zookeeper.read import read_state
 from reassign_cli.zookeeper.session import Disconnected, ZkOptions, ZkSession, open_session
+from tests.integration.reassign_support import fenced_write
 
 
 def test_read_waits_out_a_zookeeper_restart(cluster: Any) -> None:
@@ -110,7 +110,7 @@ def test_requests_outlast_their_deadline_during_an_outage(cluster: Any, zk_chroo
         restarting = threading.Thread(target=restart)
         restarting.start()
         try:
-            changes = ConfigStore(writer).update_configs([("brokers", "1", lambda c: {**c, "b": "2"})])
+            changes = fenced_write(writer, [("brokers", "1", lambda c: {**c, "b": "2"})])[0]
         finally:
             write_late.set()  # whatever happened, ZooKeeper is started again
             restarting.join(180)

@@ -85,3 +85,36 @@ def test_parity_on_standalone_cluster_with_shipped_package(
         assert report["texts"][i] == expected
         assert (out_dir / f"proposed-{i}.json").read_text() == expected
     assert sorted(os.listdir(out_dir)) == ["proposed-0.json", "proposed-1.json", "report.json"]
+
+
+def test_jsonl_snapshot_read_by_the_executors_of_a_cluster(
+    spark_master: str, bare_worker_python: str, tmp_path: Path
+) -> None:
+    """The whole CLI on the standalone cluster: the executors (without reassign_cli installed) read the
+    JSON-lines snapshot and write both documents; stdout, stderr and files equal the local engine's."""
+    from reassign_cli import snapshot, snapshot_lines
+    from reassign_cli.model import ClusterState, Topic
+    from tests.helpers import run_cli
+
+    specs = random_specs(random.Random(8), 400, 3, max_partitions=100)
+    state = ClusterState(RACKED, {t: Topic(t, p) for t, p in plan.assign_topics(specs, RACKED, 1).items()})
+    doc, lines, topics = tmp_path / "s.json", tmp_path / "s.jsonl", tmp_path / "t.json"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": s.name} for s in specs[:300]]}))
+    common = ["--topics-to-move-json-file", str(topics), "--seed", "6"]
+    spark = ["--engine", "spark", "--spark-master", spark_master]
+    env = {"PYSPARK_PYTHON": bare_worker_python}
+    for out in ([], ["--output-dir"]):
+        local = run_cli(
+            "generate", "--snapshot", str(doc), *common, *out, *([str(tmp_path / "local")] if out else [])
+        )
+        remote = run_cli("generate", "--snapshot", str(lines), *common, *spark, *out,
+                         *([str(tmp_path / "spark")] if out else []), env=env)  # fmt: skip
+        assert local.returncode == 0, local.stderr
+        assert remote.returncode == 0, remote.stderr[-3000:]
+        assert remote.stderr == local.stderr
+        assert remote.stdout.replace(str(tmp_path / "spark"), str(tmp_path / "local")) == local.stdout
+    for name in ("current.json", "proposed.json"):
+        assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert sorted(os.listdir(tmp_path / "spark")) == ["current.json", "proposed.json"]

@@ -14,6 +14,8 @@ PURE_MODULES = [
     "assign",
     "plan",
     "snapshot",
+    "snapshot_lines",
+    "split_plan",
     "znodes",
     "validate",
     "throttle",
@@ -23,6 +25,12 @@ PURE_MODULES = [
     "backend",
     "client_config",
     "record_log",
+    "zk_security",
+    "balance",
+    "balance_state",
+    "balance_targets",
+    "balance_replicas",
+    "balance_leaders",
 ]
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).

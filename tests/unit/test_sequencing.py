@@ -189,11 +189,17 @@ def test_lost_create_race_undoes_exactly_this_runs_throttle_writes(tmp_path: Pat
         ("write_priors", recorded),
         ("write_configs", THROTTLES),
         ("create_reassignment", TRIGGER, False),
-        # undone in reverse order, one config at a time: each key back to its prior value or removed
-        ("write_configs", (("brokers", "3", {}),)),
-        ("write_configs", (("brokers", "2", {}),)),
-        ("write_configs", (("brokers", "1", {LR: "777"}),)),
-        ("write_configs", (("topics", "t", {"retention.ms": "1000"}),)),
+        # undone in one fenced commit, configs in reverse order (each key back to its prior value or
+        # removed), the record last (only this run's entries taken out)
+        (
+            "write_configs",
+            (
+                ("brokers", "3", {}),
+                ("brokers", "2", {}),
+                ("brokers", "1", {LR: "777"}),
+                ("topics", "t", {"retention.ms": "1000"}),
+            ),
+        ),
         ("write_priors", earlier),
     ]
     assert c.record == earlier
@@ -239,7 +245,8 @@ def test_clear_throttles_touches_nothing_while_anything_reassigns(start: Any) ->
     start(c)
     assert clear_throttles(FakeBackend(c), {("t", 0): [3, 2]}) is None
     assert c.writes() == []
-    assert c.log == [("read_state", None, False)]  # not even the record is read
+    # the record is read (the commit is fenced on it), then the state: nothing is planned or written
+    assert c.log == [("read_priors",), ("read_state", None, False)]
     assert c.record == RECORD
 
 
@@ -280,3 +287,34 @@ def test_elect_leaders_starts_one_election_for_what_is_not_led_by_its_preferred_
     assert c.writes() == [("start_election", (("t", 0),))]
     assert outcome.submitted == [("t", 0)]
     assert outcome.exit_code == ExitCode.OK
+
+
+def test_clear_keeps_off_while_an_execute_is_being_set_up() -> None:
+    # Another execute has written its throttles and holds the setup mark: the clear waits, then keeps them.
+    c = cluster(record=RECORD)
+    c.setup_held = True
+    assert clear_throttles(FakeBackend(c), {("t", 0): [3, 2]}, setup_wait=0) is None
+    assert c.writes() == []
+    assert c.record == RECORD
+
+
+def test_undo_leaves_what_someone_else_wrote_since() -> None:
+    # This run set broker 1's leader rate 5000 over nothing (recorded: absent); since then someone set it to
+    # 9999. The undo takes back only broker 2's key and the record entry of broker 2; broker 1's value and
+    # its record entry stay, for a later verify to restore.
+    from reassign_cli.backend import ConfigChange
+    from reassign_cli.executor import ThrottleWrites, undo_throttles
+
+    after = {"version": 1, "brokers": {"1": {LR: None}, "2": {LR: None}}, "topics": {}}
+    c = cluster(record=after)
+    c.configs[("brokers", "1")] = {LR: "9999"}
+    c.configs[("brokers", "2")] = {LR: "5000"}
+    changes = [
+        ConfigChange("brokers", "1", {LR: None}, {LR: "5000"}),
+        ConfigChange("brokers", "2", {LR: None}, {LR: "5000"}),
+    ]
+    writes = ThrottleWrites(changes, {"version": 1, "brokers": {}, "topics": {}}, [1, 2], [], after, True)
+    undo_throttles(FakeBackend(c), writes)
+    assert c.configs[("brokers", "1")] == {LR: "9999"}
+    assert c.configs[("brokers", "2")] == {}
+    assert c.record == {"version": 1, "brokers": {"1": {LR: None}}, "topics": {}}

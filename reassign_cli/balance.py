@@ -1,0 +1,349 @@
+"""The balanced strategy: the fewest copies to a balanced, rack-aware assignment. Pure (numpy).
+
+B is the brokers given (as plan.select_brokers returns them: sorted by id, racks dropped when not
+rack-aware). Counts are per broker of B over ALL topics: unselected topics count but never move; their
+replicas off B are ignored. Each selected partition ends with RF distinct brokers of B spanning
+min(RF, racks of B) racks (see docs/balanced.md for the whole contract). The work, in order:
+
+1. targets: each broker's final replica count, by water-filling the selected replicas over B on top of the
+   unselected ones (balance_targets), the extra unit of an uneven split going to the brokers that hold
+   the most now, so that the fewest replicas move; with racks, each rack's share within what the rack
+   rule allows first.
+2. replica sets (balance_replicas): replicas off B dropped, RF decreases and rack repairs drop from the
+   brokers most over their target, holes filled from the brokers most under it, then replicas moved from
+   over-full to under-full brokers in rows where the move keeps the rack spread and the topic's cap
+   (no broker above the larger of the topic's even share rounded up and the most one broker held of it
+   before).
+3. leaders (balance_leaders): the first replica of each row, balanced over B (all topics counted) and
+   within each topic where the sets allow, the current leader kept unless it left or must move.
+
+Deterministic: rows in (topic name, partition) order, brokers by id, ties broken by a generator seeded
+with `seed` only; the dict order of the input never matters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+from reassign_cli import balance_leaders, balance_replicas
+from reassign_cli.balance_state import PairCounts, Work, spans
+from reassign_cli.balance_targets import Targets, fill, rack_bounds, rack_fill
+from reassign_cli.model import Assignment, Broker, Topic
+from reassign_cli.plan import TopicSpec
+
+__all__ = ["BalanceStats", "Balanced", "lower_bound", "plan_balanced"]
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceStats:
+    copies: int  # brokers added to replica sets: the replicas that cross the network
+    lower_bound: int
+    leader_changes: int  # partitions whose preferred leader changes
+    replicas_spread: tuple[int, int]  # max - min of replicas per broker of B, all topics: before, after
+    leaders_spread: tuple[int, int]  # the same for preferred leaders
+
+    def as_dict(self) -> dict[str, int | float]:
+        return {
+            "copies": self.copies,
+            "lower_bound": self.lower_bound,
+            "copies_over_lower_bound": round(self.copies / self.lower_bound, 4) if self.lower_bound else 1.0,
+            "leader_changes": self.leader_changes,
+            "replicas_max_min_before": self.replicas_spread[0],
+            "replicas_max_min_after": self.replicas_spread[1],
+            "leaders_max_min_before": self.leaders_spread[0],
+            "leaders_max_min_after": self.leaders_spread[1],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Balanced:
+    """The plan: rows of broker ids (leader first) for every selected partition, in (topic, pid) order."""
+
+    names: list[str]
+    starts: np.ndarray  # (topics + 1,) first row of each topic
+    pid: np.ndarray  # (P,) partition id of each row
+    rows: np.ndarray  # (P, W) broker ids, -1 beyond the row's RF
+    rf: np.ndarray  # (P,)
+    stats: BalanceStats
+
+    def chunks(self, max_partitions: int) -> Iterator[Assignment]:
+        """The assignment, topics in name order, in pieces of about `max_partitions` partitions."""
+        first = 0
+        while first < len(self.names):
+            last = first + 1
+            while last < len(self.names) and self.starts[last + 1] - self.starts[first] <= max_partitions:
+                last += 1
+            yield self._assignment(first, last)
+            first = last
+
+    def _assignment(self, first: int, last: int) -> Assignment:
+        lo, hi = int(self.starts[first]), int(self.starts[last])
+        rf = self.rf[lo:hi]
+        if len(rf) and (rf == rf[0]).all():
+            reps = self.rows[lo:hi, : int(rf[0])].tolist()
+        else:
+            reps = [row[:k] for row, k in zip(self.rows[lo:hi].tolist(), rf.tolist(), strict=True)]
+        pids = self.pid[lo:hi].tolist()
+        bounds = (self.starts[first : last + 1] - lo).tolist()
+        out: Assignment = {}
+        for i, name in enumerate(self.names[first:last]):
+            a, b = bounds[i], bounds[i + 1]
+            out[name] = dict(zip(pids[a:b], reps[a:b], strict=True))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The problem, read from the cluster state
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Problem:
+    ids: np.ndarray  # (n,) broker ids of B, sorted
+    rack: np.ndarray  # (n,) rack index
+    n_racks: int
+    names: list[str]
+    starts: np.ndarray
+    tix: np.ndarray  # (P,)
+    pid: np.ndarray  # (P,)
+    rf: np.ndarray  # (P,) target RF
+    old: np.ndarray  # (P, W0) current replicas as broker indices, -1 off B (or empty)
+    old_len: np.ndarray  # (P,) current replica count, off-B included
+    stride: int  # key stride of (topic, broker) pairs: brokers of B, then every other id seen
+    pair_keys: np.ndarray  # topic * stride + broker for every current replica (off B included)
+    fixed: np.ndarray  # (n,) replicas of unselected topics per broker
+    fixed_leaders: np.ndarray  # (n,) preferred leaders of unselected topics per broker
+    before: np.ndarray  # (n,) replicas per broker now, all topics
+    targets: Targets
+
+
+def _targets_of(topic: Topic) -> Mapping[int, Sequence[int]]:
+    """The replicas a partition will have once a running reassignment ends (RS minus RR)."""
+    if not topic.removing:
+        return topic.replicas
+    return {p: topic.target(p) for p in topic.replicas}
+
+
+def _flatten(maps: list[Mapping[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(partition ids, replica counts, replica ids flattened), in the given order."""
+    n_parts = sum(map(len, maps))
+    pids = np.fromiter(chain.from_iterable(m.keys() for m in maps), dtype=np.int64, count=n_parts)
+    lens = np.fromiter(map(len, chain.from_iterable(m.values() for m in maps)), dtype=np.int64, count=n_parts)
+    flat = np.fromiter(
+        chain.from_iterable(chain.from_iterable(m.values() for m in maps)),
+        dtype=np.int64,
+        count=int(lens.sum()),
+    )
+    return pids, lens, flat
+
+
+def _index(ids: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Position of each id in the sorted `ids`, -1 when absent."""
+    if len(ids) == 0:
+        return np.full(len(flat), -1, dtype=np.int64)
+    pos = np.searchsorted(ids, flat)
+    pos[pos == len(ids)] = 0
+    return np.where(ids[pos] == flat, pos, -1)
+
+
+def _fixed_counts(
+    topics: Mapping[str, Topic], selected: set[str], ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Replicas and preferred leaders of the unselected topics on each broker of B."""
+    n = len(ids)
+    maps = [_targets_of(t) for name, t in topics.items() if name not in selected]
+    _, lens, flat = _flatten(maps)
+    idx = _index(ids, flat)
+    replicas = np.bincount(idx[idx >= 0], minlength=n)
+    firsts = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1], out=firsts[1:])
+    lead = idx[firsts[lens > 0]]
+    return replicas, np.bincount(lead[lead >= 0], minlength=n)
+
+
+def _racks(brokers: list[Broker]) -> tuple[np.ndarray, int]:
+    """Rack index of each broker (racks in name order); no racks: one rack for all."""
+    names = sorted({b.rack for b in brokers if b.rack is not None})
+    if not names:
+        return np.zeros(len(brokers), dtype=np.int64), 1
+    where = {r: i for i, r in enumerate(names)}
+    return np.array([where[b.rack] for b in brokers if b.rack is not None], dtype=np.int64), len(names)
+
+
+def _rows(tix: np.ndarray, pids: np.ndarray, lens: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The (P, W0) matrix of current replicas, rows sorted by (topic, partition id)."""
+    n_rows = len(lens)
+    width = int(lens.max()) if n_rows else 0
+    old = np.full((n_rows, max(width, 1)), -1, dtype=np.int64)
+    starts = np.zeros(n_rows, dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    row = np.repeat(np.arange(n_rows), lens)
+    old[row, np.arange(len(idx)) - np.repeat(starts, lens)] = idx
+    key = (tix << 32) | pids
+    if n_rows > 1 and not (key[1:] > key[:-1]).all():
+        order = np.argsort(key, kind="stable")
+        old, pids, lens = old[order], pids[order], lens[order]
+    return old, pids, lens
+
+
+def _problem(topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec]) -> _Problem:
+    bs = sorted(brokers, key=lambda b: b.id)
+    ids = np.array([b.id for b in bs], dtype=np.int64)
+    rack, n_racks = _racks(bs)
+    ordered = sorted(specs, key=lambda s: s.name)
+    names = [s.name for s in ordered]
+    maps = [_targets_of(topics[name]) for name in names]
+    per_topic = np.array([len(m) for m in maps], dtype=np.int64)
+    pids, lens, flat = _flatten(maps)
+    tix = np.repeat(np.arange(len(names), dtype=np.int64), per_topic)
+    idx = _index(ids, flat)
+    outside = np.unique(flat[idx < 0])
+    gid = np.where(idx >= 0, idx, len(ids) + np.searchsorted(outside, flat))
+    stride = len(ids) + len(outside)
+    pair_keys = np.repeat(tix, lens) * stride + gid
+    old, pids, lens = _rows(tix, pids, lens, idx)
+    rf = np.repeat(np.array([s.replication_factor for s in ordered], dtype=np.int64), per_topic)
+    fixed, fixed_leaders = _fixed_counts(topics, set(names), ids)
+    before = fixed + np.bincount(idx[idx >= 0], minlength=len(ids))
+    starts = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(per_topic, out=starts[1:])
+    targets = _replica_targets(fixed, before, rf, rack, n_racks)
+    return _Problem(
+        ids, rack, n_racks, names, starts, tix, pids, rf, old, lens, stride, pair_keys, fixed,
+        fixed_leaders, before, targets,
+    )  # fmt: skip
+
+
+def _replica_targets(
+    fixed: np.ndarray, before: np.ndarray, rf: np.ndarray, rack: np.ndarray, n_racks: int
+) -> Targets:
+    """Each broker's final count: at most one replica of a partition per broker; with racks, each
+    rack's total within what the rack rule allows."""
+    cap = np.full(len(fixed), len(rf), dtype=np.int64)
+    total = int(rf.sum())
+    if n_racks == 1:
+        return fill(fixed, cap, total, before)
+    values, counts = np.unique(rf, return_counts=True)
+    bounds = rack_bounds(dict(zip(values.tolist(), counts.tolist(), strict=True)), np.bincount(rack))
+    return rack_fill(fixed, cap, total, before, rack, bounds)
+
+
+def _dedup(old: np.ndarray) -> np.ndarray:
+    """The current rows with repeated brokers (and brokers off B) blanked."""
+    rep = old.copy()
+    for j in range(1, rep.shape[1]):
+        seen = (rep[:, :j] == rep[:, j : j + 1]).any(axis=1)
+        rep[seen & (rep[:, j] >= 0), j] = -1
+    return rep
+
+
+def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
+    """Per topic: the larger of its even share rounded up and the most one broker held of it before."""
+    n_topics = len(prob.names)
+    most = np.zeros(n_topics, dtype=np.int64)
+    np.maximum.at(most, pairs.keys // prob.stride, pairs.counts)
+    replicas = np.bincount(prob.tix, weights=prob.rf, minlength=n_topics).astype(np.int64)
+    return np.maximum(-(-replicas // max(n, 1)), most)
+
+
+def _work(prob: _Problem, seed: int) -> Work:
+    n = len(prob.ids)
+    cur = _dedup(prob.old)
+    width = max(int(prob.rf.max()) if len(prob.rf) else 1, cur.shape[1])
+    rep = np.full((len(cur), width), -1, dtype=np.int64)
+    in_place = prob.old_len == prob.rf
+    packed = np.take_along_axis(cur, np.argsort(cur < 0, axis=1, kind="stable"), axis=1)
+    rep[:, : cur.shape[1]] = np.where(in_place[:, None], cur, packed)
+    count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
+    pairs = PairCounts.of(prob.pair_keys)
+    return Work(
+        n=n,
+        rack=prob.rack,
+        n_racks=prob.n_racks,
+        tix=prob.tix,
+        rf=prob.rf,
+        rep=rep,
+        count=count,
+        target=prob.targets.target.copy(),
+        pairs=pairs,
+        stride=prob.stride,
+        cap=_caps(prob, pairs, n),
+        rng=np.random.Generator(np.random.PCG64(seed & ((1 << 64) - 1))),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_balanced(
+    topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec], seed: int
+) -> Balanced:
+    """The balanced assignment of the topics of `specs` (with their target RF) over `brokers`.
+    `topics`: every topic of the cluster (unselected ones count towards the brokers' load).
+    The caller has checked the specs against the brokers (plan.check_specs: RF <= brokers)."""
+    prob = _problem(topics, brokers, specs)
+    w = _work(prob, seed)
+    balance_replicas.trim(w, balance_replicas.rows_to_trim(w))
+    balance_replicas.fill_holes(w)
+    balance_replicas.move(w)
+    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders)
+    ordered = _leader_first(w.rep, lead)
+    stats = _stats(prob, w, ordered, lead)
+    rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
+    return Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
+
+
+def _leader_first(rep: np.ndarray, lead: np.ndarray) -> np.ndarray:
+    """Each row with its leader first and the other replicas in their order (empty slots last)."""
+    packed = np.take_along_axis(rep, np.argsort(rep < 0, axis=1, kind="stable"), axis=1)
+    j = np.argmax(packed == lead[:, None], axis=1)
+    width = packed.shape[1]
+    others = packed[np.arange(width)[None, :] != j[:, None]].reshape(len(packed), width - 1)
+    return np.column_stack([lead, others])
+
+
+def _stats(prob: _Problem, w: Work, ordered: np.ndarray, lead: np.ndarray) -> BalanceStats:
+    old = prob.old
+    fresh = (ordered[:, :, None] != old[:, None, :]).all(axis=2) & (ordered >= 0)
+    n = len(prob.ids)
+    first = old[:, 0]
+    led_before = prob.fixed_leaders + np.bincount(first[first >= 0], minlength=n)
+    led_after = prob.fixed_leaders + np.bincount(lead, minlength=n)
+    return BalanceStats(
+        copies=int(fresh.sum()),
+        lower_bound=_lower_bound(prob),
+        leader_changes=int((first != lead).sum()),
+        replicas_spread=(_spread(prob.before), _spread(w.count)),
+        leaders_spread=(_spread(led_before), _spread(led_after)),
+    )
+
+
+def _spread(counts: np.ndarray) -> int:
+    return int(counts.max() - counts.min()) if len(counts) else 0
+
+
+def _lower_bound(prob: _Problem) -> int:
+    """The larger of: (a) what brokers below their lowest balanced count must receive; (b) what must
+    leave brokers above their highest balanced count, plus the slots each partition must gain (RF
+    increases, replicas off B) net of RF decreases; (c) per partition, the slots it must gain or the
+    racks it lacks, whichever is more."""
+    before, t = prob.before, prob.targets
+    cur = _dedup(prob.old)
+    kept = (cur >= 0).sum(axis=1)
+    racks = spans(np.append(prob.rack, -1)[cur])
+    need = np.minimum(prob.rf, prob.n_racks)
+    a = int(np.clip(t.low - before, 0, None).sum())
+    b = int(np.clip(before - t.high, 0, None).sum() + (prob.rf - kept).sum())
+    c = int(np.maximum(np.maximum(prob.rf - kept, need - racks), 0).sum())
+    return max(a, b, c)
+
+
+def lower_bound(topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec]) -> int:
+    """The fewest copies any balanced plan needs (the contract's point 5; see _lower_bound)."""
+    return _lower_bound(_problem(topics, brokers, specs))

@@ -1,0 +1,529 @@
+"""The balanced strategy (reassign_cli.balance) against the contract of issue 11, points 1-6.
+
+Hand-worked examples first, then hypothesis over random clusters: brokers added, removed from the broker
+list, dead (holding replicas, not registered), racks of equal and unequal size or none, skewed placements,
+mixed RF, RF up and down, subsets of topics. Every expected value is computed here, independently of the
+code under test: the best achievable replica spread by brute force over rack totals and a greedy fill one
+unit at a time, the best leader spread by max-flow, the lower bound from its definition.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from reassign_cli.balance import Balanced, plan_balanced
+from reassign_cli.model import Assignment, Broker, Topic
+from reassign_cli.plan import TopicSpec, assign_topics
+
+# ---------------------------------------------------------------------------------------------
+# Helpers (independent of reassign_cli.balance)
+# ---------------------------------------------------------------------------------------------
+
+
+def assignment(result: Balanced) -> Assignment:
+    out: Assignment = {}
+    for chunk in result.chunks(7):  # small chunks: the chunking itself is exercised
+        assert not out.keys() & chunk.keys()
+        out.update(chunk)
+    return out
+
+
+def specs_of(topics: Mapping[str, Topic], names: Sequence[str], rf: int | None = None) -> list[TopicSpec]:
+    return [
+        TopicSpec(t, len(topics[t].replicas), rf or len(next(iter(topics[t].replicas.values()))))
+        for t in sorted(names)
+    ]
+
+
+def copies(before: Mapping[str, Mapping[int, Sequence[int]]], after: Assignment) -> int:
+    return sum(len(set(r) - set(before[t][p])) for t, parts in after.items() for p, r in parts.items())
+
+
+def broker_counts(
+    topics: Mapping[str, Topic], result: Assignment, ids: Sequence[int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Replicas and preferred leaders per broker of `ids`, all topics, with `result` replacing its topics."""
+    reps = dict.fromkeys(ids, 0)
+    leads = dict.fromkeys(ids, 0)
+    for name, topic in topics.items():
+        for row in result.get(name, topic.replicas).values():
+            for b in row:
+                if b in reps:
+                    reps[b] += 1
+            if row and row[0] in leads:
+                leads[row[0]] += 1
+    return reps, leads
+
+
+def max_flow(arcs: list[tuple[object, object, int]]) -> int:
+    """Edmonds-Karp from "s" to "t" over arcs (u, v, capacity), each path's bottleneck at a time."""
+    index: dict[object, int] = {}
+    for u, v, _ in arcs:
+        index.setdefault(u, len(index))
+        index.setdefault(v, len(index))
+    if "s" not in index or "t" not in index:
+        return 0
+    adj: list[list[int]] = [[] for _ in index]
+    to: list[int] = []
+    cap: list[int] = []
+    for u, v, c in arcs:
+        for x, y, c2 in ((index[u], index[v], c), (index[v], index[u], 0)):
+            adj[x].append(len(to))
+            to.append(y)
+            cap.append(c2)
+    src, sink, total = index["s"], index["t"], 0
+    while True:
+        via: list[int] = [-1] * len(index)  # the arc that reached each node
+        seen = [False] * len(index)
+        seen[src] = True
+        queue = [src]
+        for x in queue:
+            for e in adj[x]:
+                if cap[e] > 0 and not seen[to[e]]:
+                    seen[to[e]] = True
+                    via[to[e]] = e
+                    queue.append(to[e])
+        if not seen[sink]:
+            return total
+        path, x = [], sink
+        while x != src:
+            path.append(via[x])
+            x = to[via[x] ^ 1]
+        push = min(cap[e] for e in path)
+        for e in path:
+            cap[e] -= push
+            cap[e ^ 1] += push
+        total += push
+
+
+def _search_level(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest level in [lo, hi] for which ok holds (ok monotone, true at hi)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@dataclass
+class Placement:
+    """Where the selected replicas may go: partitions (topic, RF), brokers, racks, per-topic caps."""
+
+    parts: list[tuple[str, int]]
+    ids: list[int]
+    rack: dict[int, str | None]
+    cap: dict[tuple[str, int], int]  # per (topic, broker)
+    fixed: dict[int, int]
+
+    def arcs(self, sink_cap: Mapping[int, int]) -> list[tuple[object, object, int]]:
+        racks = sorted({r for r in self.rack.values() if r is not None})
+        arcs: list[tuple[object, object, int]] = []
+        for i, (t, rf) in enumerate(self.parts):
+            arcs.append(("s", ("p", i), rf))
+            for b in self.ids:
+                # With racks (and RF <= racks, as `exact` requires): one replica per rack.
+                via = ("pr", i, self.rack[b]) if len(racks) > 1 else ("p", i)
+                arcs.append((via, ("tb", t, b), 1))
+            if len(racks) > 1:
+                arcs.extend((("p", i), ("pr", i, r), 1) for r in racks)
+        for t in {t for t, _ in self.parts}:
+            arcs.extend((("tb", t, b), ("b", b), self.cap[t, b]) for b in self.ids)
+        arcs.extend((("b", b), "t", c) for b, c in sink_cap.items())
+        return arcs
+
+    def best(self) -> tuple[int, int]:
+        """(least possible max, greatest possible min) of replica counts: both by max-flow (the counts
+        a flow can give form a polymatroid base, whose lexicographic optimum has both)."""
+        total = sum(rf for _, rf in self.parts)
+        fixed, ids = self.fixed, self.ids
+        top = max(fixed.values()) + total
+
+        def fits_under(hi: int) -> bool:
+            return max_flow(self.arcs({b: max(0, hi - fixed[b]) for b in ids})) == total
+
+        def cannot_reach(lo: int) -> bool:
+            need = {b: max(0, lo - fixed[b]) for b in ids}
+            return max_flow(self.arcs(need)) < sum(need.values())
+
+        hi = _search_level(fits_under, max(fixed.values()), top)
+        return hi, _search_level(cannot_reach, min(fixed.values()), top + 1) - 1
+
+
+def best_leader_spread(rows: list[list[int]], fixed: dict[int, int]) -> tuple[int, int]:
+    """(least possible max, greatest possible min) of leader counts when each row's leader is one of its
+    replicas and `fixed` leaders are already there: both by max-flow."""
+
+    def arcs(sink_cap: Mapping[int, int]) -> list[tuple[object, object, int]]:
+        out: list[tuple[object, object, int]] = [("s", ("p", i), 1) for i in range(len(rows))]
+        out += [(("p", i), ("b", b), 1) for i, r in enumerate(rows) for b in r]
+        return out + [(("b", b), "t", c) for b, c in sink_cap.items()]
+
+    top = max(fixed.values()) + len(rows)
+    hi = _search_level(
+        lambda hi: max_flow(arcs({b: max(0, hi - f) for b, f in fixed.items()})) == len(rows),
+        max(fixed.values()),
+        top,
+    )
+
+    def cannot_reach(lo: int) -> bool:
+        need = {b: max(0, lo - f) for b, f in fixed.items()}
+        return max_flow(arcs(need)) < sum(need.values())
+
+    return hi, _search_level(cannot_reach, min(fixed.values()), top + 1) - 1
+
+
+def racks_of(brokers: Sequence[Broker]) -> dict[int, str | None]:
+    return {b.id: b.rack for b in brokers}
+
+
+def spans(row: Sequence[int], rack_of: Mapping[int, str | None]) -> int:
+    return len({rack_of[b] for b in row})
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-worked examples
+# ---------------------------------------------------------------------------------------------
+
+
+def test_two_topics_on_brokers_1_2_onto_1_2_3() -> None:
+    # a: 4 partitions, b: 2 partitions, RF 2, all on brokers 1 and 2 (6 replicas each, broker 3 empty).
+    topics = {
+        "a": Topic("a", {0: [1, 2], 1: [2, 1], 2: [1, 2], 3: [2, 1]}),
+        "b": Topic("b", {0: [1, 2], 1: [2, 1]}),
+    }
+    brokers = [Broker(1), Broker(2), Broker(3)]
+    result = plan_balanced(topics, brokers, specs_of(topics, ["a", "b"]), seed=1)
+    after = assignment(result)
+    # T = 12 replicas over n = 3 brokers: 4 each. Lower bound: (a) broker 3 must receive 4 - 0 = 4;
+    # (b) brokers 1 and 2 must each shed 6 - 4 = 2, no RF change: 4. So exactly 4 copies, all to broker 3.
+    assert result.stats.lower_bound == 4
+    assert copies({t: topics[t].replicas for t in topics}, after) == 4
+    reps, leads = broker_counts(topics, after, [1, 2, 3])
+    assert reps == {1: 4, 2: 4, 3: 4}
+    # 6 partitions, 6 preferred leaders: 2 each. Before: 1 led 3, 2 led 3 (spread 3 with broker 3).
+    assert leads == {1: 2, 2: 2, 3: 2}
+    assert result.stats.replicas_spread == (6, 0)
+    assert result.stats.leaders_spread == (3, 0)
+    # Topic b (2 partitions) has two different leaders; topic a (4 over 3 brokers) at most 2 on one.
+    assert len({after["b"][0][0], after["b"][1][0]}) == 2
+    assert max(Counter(r[0] for r in after["a"].values()).values()) == 2
+    # Broker 3 takes one replica of each of four partitions; each such partition keeps one of 1, 2.
+    assert sum(3 in r for parts in after.values() for r in parts.values()) == 4
+
+
+def test_drain_a_broker() -> None:
+    # One topic, 3 partitions on 1,2,3 (RF 2); broker 3 leaves the broker list.
+    topics = {"t": Topic("t", {0: [1, 2], 1: [2, 3], 2: [3, 1]})}
+    result = plan_balanced(topics, [Broker(1), Broker(2)], specs_of(topics, ["t"]), seed=7)
+    after = assignment(result)
+    # Every partition needs both remaining brokers: {1,2} three times; the two replicas on broker 3
+    # are replaced: 2 copies, the lower bound ((b): 0 over-full + 2 slots lost off B).
+    assert {p: sorted(r) for p, r in after["t"].items()} == {0: [1, 2], 1: [1, 2], 2: [1, 2]}
+    assert copies({"t": topics["t"].replicas}, after) == 2 == result.stats.lower_bound
+    # Partition 0 is unchanged and keeps its order; 3 leaders over 2 brokers: 2 and 1.
+    assert after["t"][0] == [1, 2]
+    assert sorted(Counter(r[0] for r in after["t"].values()).values()) == [1, 2]
+
+
+def test_rf_up_from_2_to_3_on_three_brokers() -> None:
+    topics = {"t": Topic("t", {0: [1, 2], 1: [2, 3], 2: [3, 1]})}
+    specs = specs_of(topics, ["t"], rf=3)
+    result = plan_balanced(topics, [Broker(1), Broker(2), Broker(3)], specs, seed=3)
+    after = assignment(result)
+    # Each partition gains the one broker it lacks: 3 copies (the lower bound: 3 slots to gain), and keeps
+    # its leader (leaders 1, 2, 3 are already one each).
+    assert after == {"t": {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}}
+    assert result.stats.copies == 3 == result.stats.lower_bound
+    assert result.stats.leader_changes == 0
+
+
+def test_rf_down_drops_from_the_fullest_broker() -> None:
+    # RF 3 -> 2 over 3 brokers with 2 partitions of t; the unselected topic u holds two more replicas on
+    # broker 1. After: 4 + 2 = 6 replicas over 3 brokers, 2 each, so broker 1 (4 now) must shed both of
+    # its t replicas, which the RF decrease drops for free: no copy at all.
+    topics = {
+        "t": Topic("t", {0: [1, 2, 3], 1: [2, 1, 3]}),
+        "u": Topic("u", {0: [1], 1: [1]}),
+    }
+    result = plan_balanced(topics, [Broker(1), Broker(2), Broker(3)], specs_of(topics, ["t"], rf=2), seed=0)
+    after = assignment(result)
+    # Partition 0 lost its leader (1): its next replica, 2, leads; partition 1 keeps 2 and 3 in order, but
+    # leaders are balanced 1 and 1 between 2 and 3 (broker 1 already leads u's two partitions).
+    assert [sorted(r) for r in after["t"].values()] == [[2, 3], [2, 3]]
+    assert sorted(r[0] for r in after["t"].values()) == [2, 3]
+    assert result.stats.copies == 0 == result.stats.lower_bound
+    reps, leads = broker_counts(topics, after, [1, 2, 3])
+    assert reps == {1: 2, 2: 2, 3: 2}
+    assert leads == {1: 2, 2: 1, 3: 1}
+
+
+def test_dead_broker_replicas_move_and_racks_are_spread() -> None:
+    # Racks: 1,2 in a; 3,4 in b. Broker 9 is dead (not registered, not in B) and holds replicas.
+    brokers = [Broker(1, "a"), Broker(2, "a"), Broker(3, "b"), Broker(4, "b")]
+    topics = {"t": Topic("t", {0: [9, 1], 1: [1, 2], 2: [3, 9], 3: [4, 3]})}
+    result = plan_balanced(topics, brokers, specs_of(topics, ["t"]), seed=11)
+    after = assignment(result)
+    rack = racks_of(brokers)
+    for row in after["t"].values():
+        assert len(set(row)) == 2 and 9 not in row and spans(row, rack) == 2
+    # Two replicas off B (broker 9) and two rack repairs (partitions 1 and 3 sit in one rack): the lower
+    # bound's per-partition term is 1 + 1 + 1 + 1 = 4, and that is what moves.
+    assert result.stats.lower_bound == 4 == result.stats.copies
+    reps, leads = broker_counts(topics, after, [1, 2, 3, 4])
+    assert sorted(reps.values()) == [2, 2, 2, 2] and sorted(leads.values()) == [1, 1, 1, 1]
+
+
+def test_same_bytes_whatever_the_dict_order() -> None:
+    rng = random.Random(5)
+    parts = {p: rng.sample(range(1, 7), 3) for p in range(30)}
+    a = {"x": Topic("x", dict(parts)), "y": Topic("y", {0: [1, 2, 3], 1: [4, 5, 6]})}
+    b = {"y": Topic("y", {1: [4, 5, 6], 0: [1, 2, 3]}), "x": Topic("x", dict(reversed(parts.items())))}
+    brokers = [Broker(i) for i in range(1, 10)]
+    first = assignment(plan_balanced(a, brokers, specs_of(a, ["x", "y"]), seed=9))
+    second = assignment(plan_balanced(b, list(reversed(brokers)), specs_of(b, ["y", "x"]), seed=9))
+    assert repr(first) == repr(second)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random clusters
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    topics: dict[str, Topic]
+    brokers: list[Broker]  # B, as given to the planner
+    selected: list[str]
+    rf: int | None  # --replication-factor
+    racks: str  # "none", "equal", "unequal", "ignored" (racks exist, --disable-rack-aware)
+    seed: int
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    kind = draw(st.sampled_from(["none", "equal", "unequal", "ignored"]))
+    if kind in ("equal", "ignored"):
+        n_racks = draw(st.integers(2, 3))
+        sizes = [draw(st.integers(1, 3))] * n_racks
+    elif kind == "unequal":
+        sizes = draw(st.lists(st.integers(1, 4), min_size=2, max_size=3).filter(lambda s: len(set(s)) > 1))
+    else:
+        sizes = [draw(st.integers(1, 8))]
+    names = [f"r{i}" for i in range(len(sizes))] if kind != "none" else [None]
+    rack_list = [r for r, s in zip(names, sizes, strict=True) for _ in range(s)]
+    draw(st.randoms()).shuffle(rack_list)
+    brokers = [Broker(i + 1, r) for i, r in enumerate(rack_list)]
+    n = len(brokers)
+    added = draw(st.integers(0, min(3, n - 1)))  # the last brokers of B hold nothing yet
+    others = list(range(101, 101 + draw(st.integers(0, 2))))  # removed from the list or dead
+    pool = [b.id for b in brokers[: n - added]] + others
+    topics: dict[str, Topic] = {}
+    for t in range(draw(st.integers(1, 4))):
+        rf = draw(st.integers(1, min(4, len(pool))))
+        n_parts = draw(st.integers(1, 9))
+        weights = draw(st.lists(st.integers(1, 5), min_size=len(pool), max_size=len(pool)))
+        rnd = draw(st.randoms())
+        parts = {}
+        for p in range(n_parts):
+            chosen: list[int] = []
+            while len(chosen) < rf:  # skewed: heavier brokers drawn more often
+                b = rnd.choices(pool, weights)[0]
+                if b not in chosen:
+                    chosen.append(b)
+            parts[p] = chosen
+        topics[f"t{t}"] = Topic(f"t{t}", parts)
+    selected = draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True))
+    rf_opt = draw(st.one_of(st.none(), st.integers(1, min(4, n))))
+    if rf_opt is None and any(len(topics[t].replicas[0]) > n for t in selected):
+        rf_opt = n
+    if kind in ("ignored", "none"):
+        brokers = [Broker(b.id) for b in brokers]
+    return Case(topics, brokers, sorted(selected), rf_opt, kind, draw(st.integers(0, 2**31)))
+
+
+def _plan(case: Case) -> tuple[Balanced, Assignment]:
+    result = plan_balanced(
+        case.topics, case.brokers, specs_of(case.topics, case.selected, case.rf), case.seed
+    )
+    return result, assignment(result)
+
+
+# BALANCE_EXAMPLES=2000 for a longer search.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("BALANCE_EXAMPLES", "200")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+@SETTINGS
+@given(cases())
+def test_valid_sets_over_b_spanning_the_racks(case: Case) -> None:
+    """Point 1."""
+    _, after = _plan(case)
+    assert sorted(after) == case.selected
+    ids = {b.id for b in case.brokers}
+    rack = racks_of(case.brokers)
+    n_racks = len({r for r in rack.values()})
+    for t in case.selected:
+        rf = case.rf or len(case.topics[t].replicas[0])
+        assert sorted(after[t]) == sorted(case.topics[t].replicas)
+        for row in after[t].values():
+            assert len(row) == rf == len(set(row)) and set(row) <= ids
+            assert spans(row, rack) >= min(rf, n_racks)
+
+
+def _fixed(case: Case) -> dict[int, int]:
+    reps, _ = broker_counts(
+        {t: x for t, x in case.topics.items() if t not in case.selected}, {}, [b.id for b in case.brokers]
+    )
+    return reps
+
+
+def placement(case: Case) -> Placement:
+    """Point 4's cap per (topic, broker), raised where the rack rule forces more onto a small rack."""
+    n = len(case.brokers)
+    rack = racks_of(case.brokers)
+    sizes = Counter(rack.values())
+    parts: list[tuple[str, int]] = []
+    cap: dict[tuple[str, int], int] = {}
+    for t in case.selected:
+        rows = case.topics[t].replicas
+        rf = case.rf or len(rows[0])
+        parts += [(t, rf)] * len(rows)
+        held = Counter(b for r in rows.values() for b in r)
+        limit = max(math.ceil(rf * len(rows) / n), max(held.values()))
+        floor = rack_floor(rf, sizes) if len(sizes) > 1 else {}
+        for b in rack:
+            forced = math.ceil(len(rows) * floor[rack[b]] / sizes[rack[b]]) if floor else 0
+            cap[t, b] = max(limit, forced)
+    return Placement(parts, [b.id for b in case.brokers], rack, cap, _fixed(case))
+
+
+def exact(case: Case) -> bool:
+    """Whether Placement models every rule: with racks, only RF <= racks is modelled (one per rack)."""
+    n_racks = len({b.rack for b in case.brokers})
+    return n_racks <= 1 or all(rf <= n_racks for _, rf in placement(case).parts)
+
+
+@SETTINGS
+@given(cases())
+def test_replicas_as_even_as_possible(case: Case) -> None:
+    """Point 2: the best (max, min) achievable under the rules, by max-flow; with every topic selected and
+    racks equal (or none), max - min <= 1; no broker fuller than under the Kafka strategy."""
+    _, after = _plan(case)
+    ids = [b.id for b in case.brokers]
+    reps, _ = broker_counts(case.topics, after, ids)
+    if exact(case):
+        assert (max(reps.values()), min(reps.values())) == placement(case).best()
+    if len(case.selected) == len(case.topics) and case.racks in ("none", "equal", "ignored"):
+        assert max(reps.values()) - min(reps.values()) <= 1
+    kafka = assign_topics(specs_of(case.topics, case.selected, case.rf), case.brokers, case.seed)
+    kafka_reps, _ = broker_counts(case.topics, kafka, ids)
+    assert max(reps.values()) <= max(kafka_reps.values())
+
+
+@SETTINGS
+@given(cases())
+def test_leaders_as_even_as_the_sets_allow(case: Case) -> None:
+    """Point 3: global leader counts reach the best (max, min) that max-flow finds for these sets; with
+    one topic and nothing else, that is also the topic's own balance."""
+    _, after = _plan(case)
+    ids = [b.id for b in case.brokers]
+    _, leads = broker_counts(case.topics, after, ids)
+    unselected = {t: x for t, x in case.topics.items() if t not in case.selected}
+    _, fixed = broker_counts(unselected, {}, ids)
+    rows = [r for t in case.selected for r in after[t].values()]
+    assert (max(leads.values()), min(leads.values())) == best_leader_spread(rows, fixed)
+
+
+def rack_floor(rf: int, sizes: Mapping[str, int]) -> dict[str, int]:
+    """The fewest replicas of one partition each rack must hold: one each when RF >= racks, and what
+    the other racks cannot take (each holds at most one when RF <= racks, else RF - (racks - 1))."""
+    n_racks = len(sizes)
+    most = {r: min(k, 1 if rf <= n_racks else rf - n_racks + 1) for r, k in sizes.items()}
+    total = sum(most.values())
+    return {r: max(1 if rf >= n_racks else 0, rf - (total - most[r])) for r in sizes}
+
+
+@SETTINGS
+@given(cases())
+def test_no_concentration(case: Case) -> None:
+    """Point 4: no broker holds more of a topic than its even share rounded up or the most any broker
+    held of it before, unless the rack rule forces it (a small rack that must hold a replica of every
+    partition)."""
+    _, after = _plan(case)
+    n = len(case.brokers)
+    rack = racks_of(case.brokers)
+    sizes = Counter(rack.values())
+    for t in case.selected:
+        before = Counter(b for r in case.topics[t].replicas.values() for b in r)
+        now = Counter(b for r in after[t].values() for b in r)
+        rf = case.rf or len(case.topics[t].replicas[0])
+        limit = max(math.ceil(rf * len(after[t]) / n), max(before.values()))
+        floor = rack_floor(rf, sizes) if len(sizes) > 1 else {}
+        for b, held in now.items():
+            forced = math.ceil(len(after[t]) * floor[rack[b]] / sizes[rack[b]]) if floor else 0
+            assert held <= max(limit, forced), (t, b, now, limit, forced)
+
+
+def lower_bound_by_hand(case: Case, best_max: int, best_min: int) -> int:
+    """The contract's lower bound: (a) what brokers below the balanced minimum must receive; (b) what
+    must leave brokers above the balanced maximum plus each partition's slot balance (RF change, replicas
+    off B); (c) per partition, the slots it lacks or the racks it lacks."""
+    ids = [b.id for b in case.brokers]
+    rack = racks_of(case.brokers)
+    n_racks = len(set(rack.values()))
+    fixed = _fixed(case)
+    now, _ = broker_counts(case.topics, {}, ids)
+    a = sum(max(0, best_min - now[b]) for b in ids if fixed[b] <= best_max)
+    b_term = sum(max(0, now[b] - max(best_max, fixed[b])) for b in ids)
+    c_term = 0
+    for t in case.selected:
+        rf = case.rf or len(case.topics[t].replicas[0])
+        for row in case.topics[t].replicas.values():
+            kept = {x for x in row if x in rack}
+            b_term += rf - len(kept)
+            c_term += max(0, rf - len(kept), min(rf, n_racks) - len({rack[x] for x in kept}))
+    return max(a, b_term, c_term)
+
+
+@SETTINGS
+@given(cases())
+def test_copies_near_the_lower_bound(case: Case) -> None:
+    """Point 5: copies within 10% of the lower bound plus the number of brokers."""
+    assume(exact(case))  # the bound needs the best spread, which max-flow gives for these cases
+    result, after = _plan(case)
+    best_max, best_min = placement(case).best()
+    bound = lower_bound_by_hand(case, best_max, best_min)
+    moved = copies({t: case.topics[t].replicas for t in case.selected}, after)
+    assert result.stats.copies == moved
+    assert moved <= 1.1 * bound + len(case.brokers), (moved, bound)
+
+
+@SETTINGS
+@given(cases())
+def test_idempotent_and_deterministic(case: Case) -> None:
+    """Point 6: planning the result again changes nothing; the input's dict order does not matter."""
+    _, after = _plan(case)
+    again_topics = dict(case.topics)
+    for t, parts in after.items():
+        again_topics[t] = Topic(t, parts)
+    again = plan_balanced(again_topics, case.brokers, specs_of(again_topics, case.selected), case.seed + 1)
+    assert assignment(again) == after
+    assert again.stats.copies == 0 and again.stats.leader_changes == 0
+    shuffled = {
+        t: Topic(t, dict(reversed(list(x.replicas.items())))) for t, x in reversed(list(case.topics.items()))
+    }
+    other = plan_balanced(shuffled, case.brokers[::-1], specs_of(shuffled, case.selected, case.rf), case.seed)
+    assert repr(assignment(other)) == repr(after)
