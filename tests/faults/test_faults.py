@@ -49,10 +49,11 @@ def _reconnected(zk: Any) -> None:
 
 
 def _finish(mover: Mover, plan: Any) -> None:
-    """The recovery's last step for a move left running: speed it up, wait, verify (throttles off)."""
-    r = mover.execute(plan, "--throttle", FAST)
+    """The recovery's last step for a move left running: the same execute again with --resume at a higher
+    rate (it speeds the move up and waits for it, or, if it has finished meanwhile, skips it: never a
+    second move), then verify (throttles off)."""
+    r = mover.execute(plan, "--throttle", FAST, "--resume", "--poll-interval", "0.5")
     assert r.returncode == 0, r.stderr
-    assert "only its throttle rates are changed" in r.stderr
     mover.wait_complete(plan)
     v = mover.verify(plan)
     assert v.returncode == 0, v.stdout + v.stderr
@@ -183,7 +184,8 @@ def test_4_zookeeper_down_during_execute_wait(
         time.sleep(15)  # the outage itself: 15 s, longer than the ZooKeeper session timeout of 10 s
         assert child.proc.poll() is None, child.stderr  # --wait rides it out
     _reconnected(zk)
-    r = mover.execute(plan, "--throttle", FAST)  # speed the move up: only the rates change
+    # speed the move up (or, if it finished meanwhile, skip it) and wait with it
+    r = mover.execute(plan, "--throttle", FAST, "--resume", "--poll-interval", "0.5")
     assert r.returncode == 0, r.stderr
     assert child.finish() == 0, child.stderr
     assert "Clearing broker-level throttles on brokers 1,2,3" in child.out
@@ -211,7 +213,7 @@ def test_5_controller_stopped_in_mid_move(
             message="another broker became the controller",
         )
         assert child.proc.poll() is None, child.stderr
-    r = mover.execute(plan, "--throttle", FAST)
+    r = mover.execute(plan, "--throttle", FAST, "--resume", "--poll-interval", "0.5")
     assert r.returncode == 0, r.stderr
     assert child.finish() == 0, child.stderr
     assert_recovered(zk, cluster.broker_ids, {(topic, 0): [b]}, {topic: values}, consume_all)
