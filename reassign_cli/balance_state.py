@@ -76,7 +76,7 @@ class Work:
     target: np.ndarray  # (n,) the count each broker should end with
     pairs: PairCounts  # replicas per (topic, broker), key topic * stride + broker
     stride: int
-    cap: np.ndarray  # (topics,) most replicas of the topic one broker may hold (no concentration)
+    cap: np.ndarray  # (topics, racks) most replicas of the topic one broker of the rack may hold
     rng: np.random.Generator
 
     @property
