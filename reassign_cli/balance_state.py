@@ -41,7 +41,7 @@ class PairCounts:
 
     def get(self, q: np.ndarray) -> np.ndarray:
         pos, hit = self._find(q)
-        out = np.where(hit, self.counts[pos], 0)
+        out = np.where(hit, self.counts[pos], 0) if len(self.keys) else np.zeros(len(q), dtype=np.int64)
         if self.new and not hit.all():
             miss = np.flatnonzero(~hit)
             get = self.new.get
