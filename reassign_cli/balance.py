@@ -255,12 +255,13 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
     shapes = np.unique(np.column_stack([parts, rf_of]), axis=0) if n_topics else np.zeros((0, 2), int)
     for n_parts, rf in shapes.tolist():
         cap[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
-    topic, broker = np.divmod(pairs.keys, prob.stride)
+    keys, counts = pairs.items()
+    topic, broker = np.divmod(keys, prob.stride)
     on_b = broker < n
     share = np.where(on_b, cap[topic, prob.rack[np.where(on_b, broker, 0)]], 0)
-    beyond = pairs.counts > share
+    beyond = counts > share
     held = np.zeros(n_topics, dtype=np.int64)
-    np.maximum.at(held, topic[beyond], pairs.counts[beyond])
+    np.maximum.at(held, topic[beyond], counts[beyond])
     return np.maximum(cap, held[:, None])
 
 
@@ -288,7 +289,8 @@ def _work(prob: _Problem, seed: int) -> Work:
     packed = np.take_along_axis(cur, np.argsort(cur < 0, axis=1, kind="stable"), axis=1)
     rep[:, : cur.shape[1]] = np.where(in_place[:, None], cur, packed)
     count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
-    pairs = PairCounts.of(prob.pair_keys)
+    most = int(np.diff(prob.starts).max()) if len(prob.names) else 0
+    pairs = PairCounts(prob.pair_keys, len(prob.names) * prob.stride, most)
     return Work(
         n=n,
         rack=prob.rack,
