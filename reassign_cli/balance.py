@@ -242,12 +242,42 @@ def _dedup(old: np.ndarray) -> np.ndarray:
 
 
 def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
-    """Per topic: the larger of its even share rounded up and the most one broker held of it before."""
-    n_topics = len(prob.names)
-    most = np.zeros(n_topics, dtype=np.int64)
-    np.maximum.at(most, pairs.keys // prob.stride, pairs.counts)
-    replicas = np.bincount(prob.tix, weights=prob.rf, minlength=n_topics).astype(np.int64)
-    return np.maximum(-(-replicas // max(n, 1)), most)
+    """(topics, racks): the most replicas of a topic one broker of a rack may hold (no concentration):
+    the larger of the topic's even share on that rack's brokers and the most one broker held of it before
+    beyond its own rack's even share. The even share is the highest count of an even spread of the topic
+    alone under the rack rule: ceil(RF x partitions / brokers) with no racks or equal racks, more on a
+    small rack that the rule forces to hold a replica of every partition. Leaving out what the rule
+    forced keeps a replan from loosening the cap elsewhere (idempotence)."""
+    n_topics, n_racks = len(prob.names), prob.n_racks
+    parts = np.diff(prob.starts)
+    rf_of = prob.rf[prob.starts[:-1]] if n_topics else np.zeros(0, dtype=np.int64)
+    cap = np.zeros((n_topics, n_racks), dtype=np.int64)
+    shapes = np.unique(np.column_stack([parts, rf_of]), axis=0) if n_topics else np.zeros((0, 2), int)
+    for n_parts, rf in shapes.tolist():
+        cap[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
+    keys, counts = pairs.items()
+    topic, broker = np.divmod(keys, prob.stride)
+    on_b = broker < n
+    share = np.where(on_b, cap[topic, prob.rack[np.where(on_b, broker, 0)]], 0)
+    beyond = counts > share
+    held = np.zeros(n_topics, dtype=np.int64)
+    np.maximum.at(held, topic[beyond], counts[beyond])
+    return np.maximum(cap, held[:, None])
+
+
+def _even_share(prob: _Problem, n: int, n_parts: int, rf: int) -> np.ndarray:
+    """Per rack: the most replicas a broker holds in the most even spread of one topic of n_parts
+    partitions and this RF (water-filling under the rack rule)."""
+    zero = np.zeros(n, dtype=np.int64)
+    cap = np.full(n, n_parts, dtype=np.int64)
+    total = rf * n_parts
+    if prob.n_racks == 1:
+        return np.array([fill(zero, cap, total, zero).high.max()], dtype=np.int64)
+    bounds = rack_bounds({rf: n_parts}, np.bincount(prob.rack, minlength=prob.n_racks))
+    high = rack_fill(zero, cap, total, zero, prob.rack, bounds).high
+    share = np.zeros(prob.n_racks, dtype=np.int64)
+    np.maximum.at(share, prob.rack, high)
+    return share
 
 
 def _work(prob: _Problem, seed: int) -> Work:
@@ -259,7 +289,8 @@ def _work(prob: _Problem, seed: int) -> Work:
     packed = np.take_along_axis(cur, np.argsort(cur < 0, axis=1, kind="stable"), axis=1)
     rep[:, : cur.shape[1]] = np.where(in_place[:, None], cur, packed)
     count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
-    pairs = PairCounts.of(prob.pair_keys)
+    most = int(np.diff(prob.starts).max()) if len(prob.names) else 0
+    pairs = PairCounts(prob.pair_keys, len(prob.names) * prob.stride, most)
     return Work(
         n=n,
         rack=prob.rack,
@@ -292,7 +323,7 @@ def plan_balanced(
     balance_replicas.trim(w, balance_replicas.rows_to_trim(w))
     balance_replicas.fill_holes(w)
     balance_replicas.move(w)
-    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders)
+    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
     ordered = _leader_first(w.rep, lead)
     stats = _stats(prob, w, ordered, lead)
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)

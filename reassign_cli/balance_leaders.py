@@ -26,14 +26,19 @@ from reassign_cli.balance_targets import fill
 ROUNDS = 64
 
 
-def choose_leaders(w: Work, fixed: np.ndarray) -> np.ndarray:
-    """The leader (broker index) of every row; `fixed`: preferred leaders of unselected topics on B."""
+def choose_leaders(w: Work, fixed: np.ndarray, old_lead: np.ndarray) -> np.ndarray:
+    """The leader (broker index) of every row; `fixed`: preferred leaders of unselected topics on B;
+    `old_lead`: each row's current leader (-1 when off B)."""
     lead = w.rep[:, 0].copy()
     n = w.n
-    led = fixed.astype(np.int64) + np.bincount(lead, minlength=n)
+    kept = lead == old_lead
+    led = fixed.astype(np.int64) + np.bincount(lead[kept], minlength=n)
+    n_topics = int(w.tix[-1]) + 1 if len(w.tix) else 0
+    most = int(np.bincount(w.tix).max()) if len(w.tix) else 0
+    per_topic = PairCounts(w.tix[kept] * n + lead[kept], n_topics * n, most)
+    _open_rows(w, np.flatnonzero(~kept), lead, led, per_topic)
     holds = np.bincount(w.rep[w.rep >= 0], minlength=n)
     goal = fill(fixed, holds, len(lead), led).target
-    per_topic = PairCounts.of(w.tix * n + lead)
     for _ in range(ROUNDS):
         if _round(w, lead, led, goal, per_topic) == 0:
             break
@@ -41,6 +46,25 @@ def choose_leaders(w: Work, fixed: np.ndarray) -> np.ndarray:
     if int(led.max() - led.min()) > 1 or len(uneven):
         _Paths(w, lead, led, uneven).run()
     return lead
+
+
+def _open_rows(w: Work, rows: np.ndarray, lead: np.ndarray, led: np.ndarray, per_topic: PairCounts) -> None:
+    """Rows whose leader left: each takes the replica leading the fewest partitions of its topic, then
+    the fewest overall; rows of one topic taking the same broker are settled one per round."""
+    n, big = w.n, len(lead) + 1
+    while len(rows):
+        cand = w.rep[rows]
+        safe = np.where(cand >= 0, cand, 0)
+        t = w.tix[rows]
+        mine = per_topic.get((t[:, None] * n + safe).ravel()).reshape(safe.shape)
+        score = np.where(cand >= 0, mine * big + led[safe], np.iinfo(np.int64).max)
+        v = safe[np.arange(len(rows)), np.argmin(score, axis=1)]
+        first = first_of(t * n + v)
+        done, v = rows[first], v[first]
+        lead[done] = v
+        np.add.at(led, v, 1)
+        per_topic.add(w.tix[done] * n + v, 1)
+        rows = rows[~first]
 
 
 def _round(w: Work, lead: np.ndarray, led: np.ndarray, goal: np.ndarray, per_topic: PairCounts) -> int:
@@ -109,6 +133,7 @@ class _Paths:
         self.loads = self.led.tolist()
         self.starts = np.searchsorted(w.tix, np.arange(int(w.tix.max()) + 2)).tolist() if len(w.tix) else [0]
         self.pending = set(self.topics)
+        self.slack = 0  # how far a topic path's end may be from one below its start in global load
         # Rows led per broker and per-topic counts, made on first use: a search touches few brokers.
         self._order = np.argsort(self.lead, kind="stable")
         self._bounds = np.searchsorted(self.lead[self._order], np.arange(w.n + 1))
@@ -181,7 +206,7 @@ class _Paths:
     def _reached(self, y: int, goal: int, rows_of: dict[int, list[int]] | None, t: int, src: int) -> bool:
         if rows_of is None:
             return self.loads[y] <= goal
-        return self.count(t, y) <= goal and self.loads[y] <= self.loads[src] - 1
+        return self.count(t, y) <= goal and self.loads[y] <= self.loads[src] - 1 + self.slack
 
     @staticmethod
     def _path(parent: dict[int, tuple[int, int] | None], end: int) -> list[tuple[int, int, int]]:
@@ -219,9 +244,31 @@ class _Paths:
                 if level - low < 2:
                     break
                 sources = [b for b in sorted(counts) if counts[b] == level]
-                path = self._search(sources, rows_of, level - 2, False)
-                if path:
-                    self._hand_over(path)
+                if self._even_topic(sources, rows_of, level - 2):
                     return True
             self.pending.discard(t)
+        return False
+
+    def _even_topic(self, sources: list[int], rows_of: dict[int, list[int]], goal: int) -> bool:
+        """A path inside one topic that evens it out: ending on a broker that leads fewer partitions
+        overall; else ending on one that leads as many, then a global path (keeping topics even) from that
+        broker, now one over, to one at least two under it, which restores the global spread. If none,
+        the topic path is undone."""
+        self.slack = 0
+        path = self._search(sources, rows_of, goal, False)
+        if path:
+            self._hand_over(path)
+            return True
+        self.slack = 1
+        path = self._search(sources, rows_of, goal, False)
+        self.slack = 0
+        if not path:
+            return False
+        self._hand_over(path)
+        end = path[-1][2]
+        repair = self._search([end], None, self.loads[end] - 2, True)
+        if repair:
+            self._hand_over(repair)
+            return True
+        self._hand_over([(r, y, x) for r, x, y in reversed(path)])
         return False

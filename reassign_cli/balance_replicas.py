@@ -60,14 +60,14 @@ def can_move(w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray, capped:
 
 def under_cap(w: Work, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
     t = w.tix[rows]
-    return w.pairs.get(t * w.stride + v) < w.cap[t]
+    return w.pairs.get(t * w.stride + v) < w.cap[t, w.rack[v]]
 
 
 def _cap_room(w: Work, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Among candidate additions (in order), those that keep every (topic, broker) within its cap."""
     t = w.tix[rows]
     key = t * w.stride + v
-    return w.pairs.get(key) + group_rank(key) < w.cap[t]
+    return w.pairs.get(key) + group_rank(key) < w.cap[t, w.rack[v]]
 
 
 def _add(w: Work, rows: np.ndarray, v: np.ndarray) -> None:
