@@ -162,4 +162,9 @@ class LogDirMoves(Protocol):
         """One round: (started, {replica: error name})."""
         ...
 
+    def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
+        """DescribeLogDirs: each replica's (current log dir, future log dir), as its broker reports them;
+        a replica in no live log dir (or on a broker that does not answer) is left out."""
+        ...
+
     def close(self) -> None: ...

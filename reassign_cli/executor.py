@@ -307,13 +307,7 @@ def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
 
 
 def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDirs:
-    out: ReplicaDirs = {}
-    for e in entries:
-        if e.log_dirs:
-            for b, d in zip(e.replicas, e.log_dirs, strict=True):
-                if d != "any":
-                    out[(e.topic, e.partition, b)] = d
-    return out
+    return ReassignmentFile(list(entries)).log_dir_targets()
 
 
 def raise_hard(failed: dict[ReplicaKey, str]) -> None:

@@ -114,6 +114,15 @@ class ReassignmentFile:
     def has_log_dir_moves(self) -> bool:
         return any(e.log_dirs and any(d != "any" for d in e.log_dirs) for e in self.entries)
 
+    def log_dir_targets(self) -> dict[tuple[str, int, int], str]:
+        """(topic, partition, broker) -> the log dir the plan names for that replica (not "any")."""
+        out: dict[tuple[str, int, int], str] = {}
+        for e in self.entries:
+            for b, d in zip(e.replicas, e.log_dirs or (), strict=False):
+                if d != "any":
+                    out[(e.topic, e.partition, b)] = d
+        return out
+
 
 # ---------------------------------------------------------------------------------------------
 # Reading Kafka's input files

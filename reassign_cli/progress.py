@@ -272,3 +272,99 @@ class StuckWatch:
                 self._told.add(key)
                 out.append((r, key[1], gone))
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Replica moves between log dirs (the plan's log_dirs other than "any"), from DescribeLogDirs
+# ---------------------------------------------------------------------------------------------
+
+ReplicaDirInfo = tuple[str | None, str | None]  # (current log dir, future log dir); None: none found
+
+
+class MoveStatus(StrEnum):
+    COMPLETE = "complete"  # in the target dir, no future replica
+    IN_PROGRESS = "in_progress"  # a future replica in the target dir
+    ELSEWHERE = "elsewhere"  # a future replica in another dir
+    NOT_MOVING = "not_moving"  # in another dir, no future replica
+    MISSING = "missing"  # in no live log dir of the broker (or the broker did not answer)
+
+
+@dataclass(slots=True)
+class ReplicaMoveProgress:
+    topic: str
+    partition: int
+    broker: int
+    target: str
+    current: str | None
+    future: str | None
+    status: MoveStatus
+
+    def line(self) -> str:
+        """Kafka's verify line for the replica move (Kafka 4.3.1's wording, each checked against its tool)."""
+        tp = f"{self.topic}-{self.partition}"
+        if self.status is MoveStatus.COMPLETE:
+            return f"Reassignment of replica {tp}-{self.broker} completed successfully."
+        if self.status is MoveStatus.IN_PROGRESS:
+            return f"Reassignment of replica {tp}-{self.broker} is still in progress."
+        if self.status is MoveStatus.ELSEWHERE:
+            return (
+                f"Partition {tp} on broker {self.broker} is being moved to log dir {self.future} "
+                f"instead of {self.target}."
+            )
+        if self.status is MoveStatus.NOT_MOVING:
+            return (
+                f"Partition {tp} on broker {self.broker} is not being moved from log dir {self.current} "
+                f"to {self.target}."
+            )
+        return (
+            f"Partition {tp} is not found in any live log dir on broker {self.broker}. "
+            "There is likely an offline log directory on the broker."
+        )
+
+
+def classify_moves(
+    moves: Mapping[tuple[str, int, int], str], dirs: Mapping[tuple[str, int, int], ReplicaDirInfo]
+) -> list[ReplicaMoveProgress]:
+    """One result per planned replica move, sorted by (topic, partition, broker). `dirs` has what each
+    broker reports for the replica; a replica it does not name is in no live log dir."""
+    out = []
+    for key in sorted(moves):
+        target = moves[key]
+        current, future = dirs.get(key, (None, None))
+        if future is not None:
+            status = MoveStatus.IN_PROGRESS if future == target else MoveStatus.ELSEWHERE
+        elif current is None:
+            status = MoveStatus.MISSING
+        else:
+            status = MoveStatus.COMPLETE if current == target else MoveStatus.NOT_MOVING
+        out.append(ReplicaMoveProgress(*key, target, current, future, status))
+    return out
+
+
+def moves_ongoing(moves: Iterable[ReplicaMoveProgress]) -> bool:
+    """A future replica exists somewhere: the log-dir throttle is still at work."""
+    return any(m.status in (MoveStatus.IN_PROGRESS, MoveStatus.ELSEWHERE) for m in moves)
+
+
+def verify_exit(results: Iterable[PartitionProgress], moves: Iterable[ReplicaMoveProgress] = ()) -> int:
+    """overall_exit, with the replica moves counted: one still moving is in progress (4), one that is not
+    where the plan says and not moving there is not as planned (5)."""
+    code = overall_exit(results)
+    moves = list(moves)
+    if code == ExitCode.BUSY or moves_ongoing(moves):
+        return ExitCode.BUSY
+    if code == ExitCode.NOT_AS_PLANNED or any(m.status is not MoveStatus.COMPLETE for m in moves):
+        return ExitCode.NOT_AS_PLANNED
+    return ExitCode.OK
+
+
+def move_json(m: ReplicaMoveProgress) -> dict[str, Any]:
+    return {
+        "topic": m.topic,
+        "partition": m.partition,
+        "broker": m.broker,
+        "status": str(m.status),
+        "target": m.target,
+        "current": m.current,
+        "future": m.future,
+    }

@@ -1,30 +1,47 @@
 """verify: where each partition of a plan stands, then the throttles off once nothing reassigns anywhere.
 
-Order: read the plan's topics with their partition states → classify each partition → unless preserved,
-`unthrottle.clear_throttles` (which reads the whole cluster again and does nothing while anything moves).
+Order: read the plan's topics with their partition states → classify each partition → the plan's replica
+moves between log dirs, from DescribeLogDirs (when there are any and the admin API is at hand) → unless
+preserved, and unless a log-dir move is still running, `unthrottle.clear_throttles` (which reads the whole
+cluster again and does nothing while anything reassigns).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from reassign_cli.backend import Backend
+from reassign_cli.backend import Backend, LogDirMoves, ReplicaDirs
 from reassign_cli.model import TopicPartition
-from reassign_cli.progress import PartitionProgress, classify
+from reassign_cli.progress import (
+    PartitionProgress,
+    ReplicaMoveProgress,
+    classify,
+    classify_moves,
+    moves_ongoing,
+)
 from reassign_cli.unthrottle import ClearResult, clear_throttles
 
 
 @dataclass(slots=True)
 class VerifyOutcome:
     results: list[PartitionProgress]
-    cleared: ClearResult | None  # None: kept (preserved, or something still reassigns)
+    cleared: ClearResult | None  # None: kept (preserved, or something still reassigns or moves)
+    moves: list[ReplicaMoveProgress] = field(default_factory=list)
 
 
 def verify(
-    backend: Backend, targets: Mapping[TopicPartition, list[int]], *, preserve_throttles: bool = False
+    backend: Backend,
+    targets: Mapping[TopicPartition, list[int]],
+    *,
+    preserve_throttles: bool = False,
+    dirs: ReplicaDirs | None = None,
+    log_dirs: LogDirMoves | None = None,
 ) -> VerifyOutcome:
+    """`dirs`: the plan's replica moves between log dirs, checked through `log_dirs` when given."""
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
-    cleared = None if preserve_throttles else clear_throttles(backend, dict(targets))
-    return VerifyOutcome(results, cleared)
+    moves = classify_moves(dirs, log_dirs.describe(sorted(dirs))) if dirs and log_dirs is not None else []
+    keep = preserve_throttles or moves_ongoing(moves)
+    cleared = None if keep else clear_throttles(backend, dict(targets))
+    return VerifyOutcome(results, cleared, moves)

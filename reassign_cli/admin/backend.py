@@ -122,7 +122,9 @@ class AdminBackend:
                 topic.adding[tp.partition] = list(r["adding_replicas"])
             if r["removing_replicas"]:
                 topic.removing[tp.partition] = list(r["removing_replicas"])
-        self._moving = {
+        # Moves that ended in topics this read left out are kept, to be waited for when they are read.
+        unread = {tp: ends for tp, ends in self._moving.items() if tp[0] not in topic_map}
+        self._moving = unread | {
             (tp.topic, tp.partition): [
                 [b for b in r["replicas"] if b not in r["removing_replicas"]],
                 [b for b in r["replicas"] if b not in r["adding_replicas"]],
@@ -139,8 +141,8 @@ class AdminBackend:
         self, topic_map: dict[str, Topic], moving: set[TopicPartition], partition_state: bool
     ) -> None:
         """A move the last read saw (or this backend started), and the controller no longer lists, has ended
-        at its target (or, if cancelled, its origin). A broker's metadata follows the controller's on its own, a moment later:
-        until it shows one of those, read the topic again (for up to SETTLE_SECONDS)."""
+        at its target (or, if cancelled, its origin). A broker's metadata follows the controller's on its
+        own, a moment later: until it shows one of those, read the topic again (for up to SETTLE_SECONDS)."""
         ended = {tp: ends for tp, ends in self._moving.items() if tp not in moving and tp[0] in topic_map}
         deadline = time.monotonic() + SETTLE_SECONDS
         while ended:

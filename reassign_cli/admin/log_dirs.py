@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from reassign_cli.backend import ReplicaDirs, ReplicaKey
@@ -48,7 +49,41 @@ class LogDirMover:
                 failed[key] = "NoResponse"
         return started, failed
 
+    def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
+        """DescribeLogDirs on each broker concerned; log dirs that are offline (an error) are skipped."""
+        from kafka.errors import KafkaError
+
+        by_broker: dict[int, dict[str, list[int]]] = {}
+        for t, p, b in replicas:
+            by_broker.setdefault(b, {}).setdefault(t, []).append(p)
+        out: dict[ReplicaKey, tuple[str | None, str | None]] = {}
+        for broker, tps in sorted(by_broker.items()):
+            try:
+                answers = self._client().describe_log_dirs(tps, brokers=[broker])
+            except KafkaError:
+                continue  # a broker that does not answer: its replicas are in no live log dir we know
+            for answer in answers:
+                _note_dirs(out, broker, answer["log_dirs"])
+        return {k: v for k, v in out.items() if k in set(replicas)}
+
     def close(self) -> None:
         if self._admin is not None and self._own:
             with contextlib.suppress(Exception):
                 self._admin.close()
+
+
+def _note_dirs(
+    out: dict[ReplicaKey, tuple[str | None, str | None]], broker: int, dirs: list[dict[str, Any]]
+) -> None:
+    for d in dirs:
+        if d.get("error_code"):
+            continue
+        for topic in d["topics"]:
+            for part in topic["partitions"]:
+                key = (topic["name"], part["partition_index"], broker)
+                current, future = out.get(key, (None, None))
+                if part["is_future_key"]:
+                    future = d["log_dir"]
+                else:
+                    current = d["log_dir"]
+                out[key] = (current, future)

@@ -179,7 +179,7 @@ class Connection:
 
 def connection(opts: Options, *, admin_too: bool = False) -> Connection:
     """THE choice of backend, from the options (`admin_too`: the command may use the admin API beside
-    ZooKeeper: execute for log-dir moves, cancel).
+    ZooKeeper: execute and verify for log-dir moves, cancel).
 
     - --zookeeper and --bootstrap-server both on the command line: a usage error, except with admin_too
       (ZooKeeper mode; the brokers serve the log-dir moves or the cancel).

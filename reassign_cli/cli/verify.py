@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from reassign_cli.cli.common import Options, connection_options, executed_file_option, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    connection_options,
+    executed_file_option,
+    log_dir_mover,
+    open_backend,
+)
 from reassign_cli.inputs import read_input_file
 
 
@@ -17,32 +25,54 @@ from reassign_cli.inputs import read_input_file
 )
 @connection_options
 def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> int:
-    """Report the status of each partition in --reassignment-json-file (Kafka's lines).
+    """Report the status of each partition in --reassignment-json-file (Kafka's lines), and of each
+    replica move between log dirs it names (through the admin API: --bootstrap-server, also beside
+    --zookeeper).
 
     Once no reassignment is running anywhere in the cluster, the throttles are removed (prior values
     that this tool recorded are put back) unless --preserve-throttles is given.
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
     from reassign_cli.model import parse_reassignment
-    from reassign_cli.progress import overall_exit, report_json
     from reassign_cli.render import Output
-    from reassign_cli.render.progress import clearing_lines, kept_lines, reason_lines, verify_lines
     from reassign_cli.verifier import verify
 
     plan = parse_reassignment(read_input_file(reassignment_file))
+    dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts) as backend:
-        outcome = verify(backend, plan.targets(), preserve_throttles=preserve_throttles)
-    results, cleared = outcome.results, outcome.cleared
+    with open_backend(opts, admin_too=True) as backend:
+        mover = log_dir_mover(backend) if dirs else None
+        try:
+            outcome = verify(
+                backend, plan.targets(), preserve_throttles=preserve_throttles, dirs=dirs, log_dirs=mover
+            )
+        finally:
+            if mover is not None:
+                mover.close()
+    if dirs and mover is None:
+        out.info(
+            "Log-dir moves not checked: they need the admin API (--bootstrap-server, also beside --zookeeper)."
+        )
+    return _report(out, opts, outcome, preserve_throttles, checked_dirs=bool(dirs and mover is not None))
 
+
+def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
+    from reassign_cli.progress import Status, move_json, moves_ongoing, report_json, verify_exit
+    from reassign_cli.render.progress import clearing_lines, kept_lines, reason_lines, verify_lines
+
+    results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
+    code = verify_exit(results, moves)
     if opts.json:
         doc = report_json(results)
+        if checked_dirs:
+            doc["status"] = {0: "complete", 4: "in_progress"}.get(code, "not_as_planned")
+            doc["replica_moves"] = [move_json(m) for m in moves]
         doc["throttles_cleared"] = (
             {"brokers": cleared.brokers, "topics": cleared.topics} if cleared is not None else None
         )
         out.result_json(doc)
     else:
-        for line in verify_lines(results):
+        for line in verify_lines(results, moves):
             out.result(line)
         if cleared is not None:
             for line in clearing_lines(cleared):
@@ -52,6 +82,13 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     if cleared is not None:
         for line in kept_lines(cleared):
             out.info(line)
-    if cleared is None and not preserve_throttles and not any(r.status == "in_progress" for r in results):
-        out.info("Throttles kept: another reassignment is still running in the cluster.")
-    return overall_exit(results)
+    if (
+        cleared is None
+        and not preserve_throttles
+        and not any(r.status == Status.IN_PROGRESS for r in results)
+    ):
+        if moves_ongoing(moves):
+            out.info("Throttles kept: a replica is still moving between log dirs.")
+        else:
+            out.info("Throttles kept: another reassignment is still running in the cluster.")
+    return code

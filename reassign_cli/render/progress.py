@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from reassign_cli.elect import LeaderStatus, result_lines, status_json
-from reassign_cli.progress import PartitionProgress, Status, caught_up, kafka_line, report_json
+from reassign_cli.progress import (
+    PartitionProgress,
+    ReplicaMoveProgress,
+    Status,
+    caught_up,
+    kafka_line,
+    report_json,
+)
 
 if TYPE_CHECKING:
     from reassign_cli.backend import PlannedWrite
@@ -164,9 +171,13 @@ class ExecuteReport:
             yield view
 
 
-def verify_lines(results: Sequence[PartitionProgress]) -> list[str]:
-    """Kafka 3.9's verify output: header, one line per partition, then the (empty) log-dir section."""
-    return ["Status of partition reassignment:", *(kafka_line(r) for r in results), ""]
+def verify_lines(
+    results: Sequence[PartitionProgress], moves: Sequence[ReplicaMoveProgress] = ()
+) -> list[str]:
+    """Kafka's verify output: header, one line per partition, then the log-dir section: one line per replica
+    move, or an empty line when the plan has none."""
+    section = [m.line() for m in moves] or [""]
+    return ["Status of partition reassignment:", *(kafka_line(r) for r in results), *section]
 
 
 def reason_lines(results: Sequence[PartitionProgress], limit: int | None = 20) -> list[str]:

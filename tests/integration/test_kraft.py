@@ -363,36 +363,51 @@ def _empty_plan(tmp: Path) -> Path:
     return f
 
 
-def test_log_dir_move(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:
-    topic, values = ka.make_topic("dirs", {0: [1, 2]}, messages=20)
+def test_log_dir_move_seen_alike_by_us_and_by_kafka(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:
+    # 2.5 MB moving to broker 1's other log dir at 1000 B/s: minutes after the first MB.
+    topic, values = ka.make_topic("dirs", {0: [1, 2]}, messages=2500)
     base = kc.directory / "data" / "broker-1"
     src = [d for d in ("d0", "d1") if (base / d / f"{topic}-0").is_dir()]
     assert len(src) == 1, src
     target = base / ("d1" if src == ["d0"] else "d0")
     p = plan(tmp_path / "dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [str(target), "any"]})
-    r = cli(
-        kc.bootstrap,
-        "execute",
-        "--reassignment-json-file",
-        p,
-        "--replica-alter-log-dirs-throttle",
-        "100000000",
-        "--wait",
-        "--poll-interval",
-        "0.3",
-        cwd=tmp_path,
-    )
+    args = ["--reassignment-json-file", p, "--replica-alter-log-dirs-throttle", "1000"]
+    r = cli(kc.bootstrap, "execute", *args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert "The replica-alter-dir throttle limit was set to 100000000 B/s" in lines
+    assert "The replica-alter-dir throttle limit was set to 1000 B/s" in lines
     assert (
         f"Successfully started moving log directory to {target} for replica {topic}-0 with broker 1 " in lines
     )
+    # While it moves: our lines are Kafka's; verify keeps the throttle
+    ours = cli(kc.bootstrap, "verify", "--reassignment-json-file", p, "--preserve-throttles")
+    theirs = kafka_tool(kc.bootstrap, "--verify", "--reassignment-json-file", p, "--preserve-throttles")
+    assert ours.returncode == 4, ours.stderr
+    assert ours.stdout == theirs.stdout
+    assert ours.stdout.splitlines() == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {topic}-0 is completed.",
+        f"Reassignment of replica {topic}-0-1 is still in progress.",
+    ]
+    kept = cli(kc.bootstrap, "verify", "--reassignment-json-file", p)
+    assert kept.returncode == 4
+    assert "Throttles kept: a replica is still moving between log dirs." in kept.stderr
+    assert ka.throttles([1], [])["broker 1"] == {"replica.alter.log.dirs.io.max.bytes.per.second": "1000"}
+    # The operator speeds it up; once moved, verify says so (as Kafka does) and takes our rate off.
+    ka.alter("brokers", 1, {"replica.alter.log.dirs.io.max.bytes.per.second": "100000000"})
     wait_until(
         lambda: (target / f"{topic}-0").is_dir() and not (base / src[0] / f"{topic}-0").is_dir(),
-        timeout=60,
+        timeout=120,
         message="broker 1 moved the log dir",
     )
-    # The log-dir rate was only on broker 1, and --wait took it off again.
+    done = cli(kc.bootstrap, "verify", "--reassignment-json-file", p)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {topic}-0 is completed.",
+        f"Reassignment of replica {topic}-0-1 completed successfully.",
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {topic}",
+    ]
     eventually(lambda: ka.throttles([1, 2], []), {"broker 1": {}, "broker 2": {}}, "no log-dir rate")
     assert consume_all(kc.bootstrap, topic) == values

@@ -237,3 +237,55 @@ def test_classify_is_total_sorted_and_follows_the_definitions(
     assert overall_exit(results) == expected
     if any(r.status is Status.IN_PROGRESS for r in results):
         assert anything_reassigning(state)
+
+
+# ------------------------------------------------------------------ replica moves between log dirs
+
+D0, D1, D9 = "/data/d0", "/data/d1", "/data/d9"
+
+
+def test_replica_moves_and_kafkas_lines() -> None:
+    # The five states, each line as Kafka 4.3.1's own --verify printed it for the same state on a KRaft
+    # cluster (docs/kraft.md); sorted by (topic, partition, broker).
+    from reassign_cli.progress import MoveStatus, classify_moves
+
+    moves = {("t", 0, 2): D1, ("t", 0, 1): D1, ("t", 1, 1): D0, ("t", 2, 1): D0, ("t", 3, 3): D0}
+    dirs = {
+        ("t", 0, 1): (D0, D1),  # future in the target
+        ("t", 0, 2): (D1, None),  # there already
+        ("t", 1, 1): (D1, None),  # elsewhere, not moving
+        ("t", 2, 1): (D1, D9),  # moving, but to another dir
+    }  # t-3 on broker 3: in no live log dir
+    got = classify_moves(moves, dirs)
+    assert [(m.topic, m.partition, m.broker, m.status) for m in got] == [
+        ("t", 0, 1, MoveStatus.IN_PROGRESS),
+        ("t", 0, 2, MoveStatus.COMPLETE),
+        ("t", 1, 1, MoveStatus.NOT_MOVING),
+        ("t", 2, 1, MoveStatus.ELSEWHERE),
+        ("t", 3, 3, MoveStatus.MISSING),
+    ]
+    assert [m.line() for m in got] == [
+        "Reassignment of replica t-0-1 is still in progress.",
+        "Reassignment of replica t-0-2 completed successfully.",
+        "Partition t-1 on broker 1 is not being moved from log dir /data/d1 to /data/d0.",
+        "Partition t-2 on broker 1 is being moved to log dir /data/d9 instead of /data/d0.",
+        "Partition t-3 is not found in any live log dir on broker 3. There is likely an offline log directory "
+        "on the broker.",
+    ]
+
+
+def test_verify_exit_with_replica_moves() -> None:
+    from reassign_cli.progress import MoveStatus, ReplicaMoveProgress, verify_exit
+
+    def move(status: MoveStatus) -> ReplicaMoveProgress:
+        return ReplicaMoveProgress("t", 0, 1, D1, D0, None, status)
+
+    done = classify({("foo", 0): [1, 2]}, state_of([Topic("foo", {0: [1, 2]})]))
+    moving = classify({("foo", 0): [1, 2]}, state_of([Topic("foo", {0: [1, 2, 3]}, adding={0: [3]})]))
+    assert verify_exit(done) == ExitCode.OK
+    assert verify_exit(done, [move(MoveStatus.COMPLETE)]) == ExitCode.OK
+    assert verify_exit(done, [move(MoveStatus.IN_PROGRESS)]) == ExitCode.BUSY
+    assert verify_exit(done, [move(MoveStatus.ELSEWHERE)]) == ExitCode.BUSY
+    assert verify_exit(done, [move(MoveStatus.NOT_MOVING)]) == ExitCode.NOT_AS_PLANNED
+    assert verify_exit(done, [move(MoveStatus.MISSING)]) == ExitCode.NOT_AS_PLANNED
+    assert verify_exit(moving, [move(MoveStatus.MISSING)]) == ExitCode.BUSY  # the partition still moves

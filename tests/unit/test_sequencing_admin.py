@@ -166,3 +166,44 @@ def test_cancel_goes_through_the_backend_then_clears_the_throttles() -> None:
         ("delete_priors",),
     ]
     assert c.state.topics["t"].replicas == {0: [2, 1]}  # RS minus AR, in RS order (the controller's)
+
+
+class FakeDirs:
+    """A LogDirMoves that reports each replica's (current, future) log dirs from a dict."""
+
+    def __init__(self, dirs: dict[tuple[str, int, int], tuple[str | None, str | None]]) -> None:
+        self.dirs = dirs
+        self.asked: list[list[tuple[str, int, int]]] = []
+
+    def attempt(self, moves: Any) -> Any:
+        raise AssertionError("verify starts nothing")
+
+    def describe(self, replicas: Any) -> dict[tuple[str, int, int], tuple[str | None, str | None]]:
+        self.asked.append(list(replicas))
+        return {k: v for k, v in self.dirs.items() if k in replicas}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("moving", [True, False])
+def test_verify_keeps_the_throttles_while_a_replica_moves_between_log_dirs(moving: bool) -> None:
+    from reassign_cli.progress import MoveStatus
+    from reassign_cli.verifier import verify
+
+    record = {
+        "version": 1,
+        "brokers": {"1": {"replica.alter.log.dirs.io.max.bytes.per.second": None}},
+        "topics": {},
+    }
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}), record=record)
+    c.configs[("brokers", "1")] = {"replica.alter.log.dirs.io.max.bytes.per.second": "1000"}
+    dirs = FakeDirs({("t", 0, 1): ("/d0", "/d1") if moving else ("/d1", None)})
+    outcome = verify(FakeBackend(c), {("t", 0): [1, 2]}, dirs={("t", 0, 1): "/d1"}, log_dirs=dirs)
+    assert dirs.asked == [[("t", 0, 1)]]
+    assert [m.status for m in outcome.moves] == [MoveStatus.IN_PROGRESS if moving else MoveStatus.COMPLETE]
+    if moving:  # the log-dir rate stays while the future replica copies
+        assert outcome.cleared is None and c.writes() == []
+    else:
+        assert outcome.cleared is not None
+        assert c.configs[("brokers", "1")] == {} and c.record is None

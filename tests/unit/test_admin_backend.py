@@ -1,0 +1,204 @@
+"""AdminBackend's own logic against a scripted stand-in for kafka-python's KafkaAdminClient (no cluster):
+how answers become a ClusterState, which IncrementalAlterConfigs ops a config update sends, the waits for
+a broker's view to catch up, the busy check before AlterPartitionReassignments, and the dry run. The real
+client on real clusters: tests/integration/test_kraft.py and test_admin_zk.py."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka import TopicPartition as KTP
+
+import reassign_cli.admin.backend as ab
+from reassign_cli.admin.backend import AdminBackend, kafka_uuid
+from reassign_cli.client_config import AdminOptions
+from reassign_cli.errors import OperationalError
+from reassign_cli.model import PlanEntry
+
+LR = "leader.replication.throttled.rate"
+
+
+def part(p: int, replicas: list[int], leader: int = -1, isr: list[int] | None = None) -> dict[str, Any]:
+    return {"partition_index": p, "replica_nodes": replicas, "leader_id": leader, "isr_nodes": isr or []}
+
+
+class FakeAdmin:
+    """Answers from queues (one per call: the last answer repeats) and notes every call."""
+
+    def __init__(self) -> None:
+        self.brokers = [{"broker_id": b, "rack": f"r{b}"} for b in (1, 2, 3)]
+        self.topics: list[list[dict[str, Any]]] = []
+        self.moving: list[dict[Any, dict[str, list[int]]]] = [{}]
+        self.configs: list[dict[str, Any]] = []
+        self.calls: list[tuple[Any, ...]] = []
+
+    @staticmethod
+    def _next(queue: list[Any]) -> Any:
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    def describe_cluster(self) -> dict[str, Any]:
+        return {"brokers": self.brokers}
+
+    def describe_topics(self, topics: list[str] | None) -> list[dict[str, Any]]:
+        self.calls.append(("describe_topics", tuple(topics or ())))
+        return self._next(self.topics)
+
+    def list_partition_reassignments(self) -> dict[Any, dict[str, list[int]]]:
+        self.calls.append(("list",))
+        return self._next(self.moving)
+
+    def describe_configs(self, resources: list[Any]) -> dict[str, Any]:
+        self.calls.append(("describe_configs", resources[0].name))
+        return self._next(self.configs)
+
+    def alter_configs(self, resources: list[Any], **kw: Any) -> dict[str, Any]:
+        self.calls.append(("alter", [(r.resource_type.name, r.name, r.configs) for r in resources]))
+        out: dict[str, Any] = {}
+        for r in resources:
+            out.setdefault(r.resource_type.name.lower(), {})[r.name] = "OK"
+        return out
+
+    def alter_partition_reassignments(self, asked: dict[Any, Any]) -> dict[Any, Any]:
+        self.calls.append(("alter_reassignments", {(k.topic, k.partition): v for k, v in asked.items()}))
+        return dict.fromkeys(asked)
+
+
+@pytest.fixture
+def admin(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAdmin]:
+    monkeypatch.setattr(ab, "SETTLE_POLL", 0.0)
+    yield FakeAdmin()
+
+
+def backend(admin: FakeAdmin, dry_run: bool = False) -> AdminBackend:
+    return AdminBackend(AdminOptions("k:9092"), admin, record=None, dry_run=dry_run)  # type: ignore[arg-type]
+
+
+def topic_meta(name: str, parts: list[dict[str, Any]], error: int = 0) -> dict[str, Any]:
+    return {"name": name, "error_code": error, "topic_id": uuid.UUID(int=1), "partitions": parts}
+
+
+def test_topic_ids_as_kafka_writes_them() -> None:
+    # Kafka's Uuid text form: URL-safe base64 of the 16 bytes, no padding; the zero UUID is "no id".
+    assert kafka_uuid(uuid.UUID("4091a7f2-0d71-4a16-9035-bfab53035eb3")) == "QJGn8g1xShaQNb-rUwNesw"
+    assert kafka_uuid("00000000-0000-0000-0000-000000000000") is None
+    assert kafka_uuid(None) is None
+
+
+def test_state_from_metadata_and_the_controllers_list(admin: FakeAdmin) -> None:
+    admin.topics = [
+        [
+            topic_meta("t", [part(1, [2, 3], 2, [2, 3]), part(0, [1, 2], 1, [1, 2])]),
+            topic_meta("gone", [], error=3),
+            topic_meta("bad name", [], error=17),
+        ]
+    ]
+    # t-0 moves [1,2] -> [3,2]: the controller says RS [3,2,1]; the broker's metadata has not caught up.
+    # u-0 moves too, in a topic not read.
+    admin.moving = [
+        {
+            KTP("t", 0): {"replicas": [3, 2, 1], "adding_replicas": [3], "removing_replicas": [1]},
+            KTP("u", 0): {"replicas": [2, 1], "adding_replicas": [2], "removing_replicas": [1]},
+        }
+    ]
+    state = backend(admin).read_state(["t", "gone", "bad name"], partition_state=True)
+    assert [(b.id, b.rack) for b in state.brokers] == [(1, "r1"), (2, "r2"), (3, "r3")]
+    t = state.topics["t"]
+    assert list(state.topics) == ["t"]
+    assert (dict(t.replicas), t.adding, t.removing) == ({0: [3, 2, 1], 1: [2, 3]}, {0: [3]}, {0: [1]})
+    assert (t.leader, t.isr) == ({0: 1, 1: 2}, {0: [1, 2], 1: [2, 3]})
+    assert state.reassigning_elsewhere == frozenset({("u", 0)})
+    assert state.reassignment is None and state.deleting == frozenset()
+
+
+def test_a_move_seen_ending_waits_for_the_brokers_metadata(admin: FakeAdmin) -> None:
+    moving = {KTP("t", 0): {"replicas": [3, 2, 1], "adding_replicas": [3], "removing_replicas": [1]}}
+    stale = [topic_meta("t", [part(0, [3, 2, 1])])]
+    fresh = [topic_meta("t", [part(0, [3, 2])])]
+    admin.moving = [moving, {}]
+    admin.topics = [stale, stale, stale, fresh]
+    b = backend(admin)
+    assert b.read_state(["t"]).topics["t"].is_reassigning(0)
+    # The controller no longer lists it; the first two metadata answers still show RS: asked again.
+    assert dict(b.read_state(["t"]).topics["t"].replicas) == {0: [3, 2]}
+    assert admin.calls.count(("describe_topics", ("t",))) == 4
+
+
+def test_config_update_sends_only_the_keys_that_change(admin: FakeAdmin) -> None:
+    def cfg(values: dict[str, str]) -> dict[str, Any]:
+        return {
+            "broker": {
+                "1": {k: {"value": v, "config_source": "DYNAMIC_BROKER_CONFIG"} for k, v in values.items()}
+            }
+        }
+
+    static = {"log.dirs": {"value": "/d", "config_source": "STATIC_BROKER_CONFIG"}}
+    secret = {"sasl.x": {"value": None, "config_source": "DYNAMIC_BROKER_CONFIG"}}
+    first = cfg({LR: "777", "x": "1"})
+    first["broker"]["1"].update(static | secret)
+    # After the write, the broker answers once with its old view, then with ours.
+    admin.configs = [first, first, cfg({"x": "2", "y": "3"})]
+    b = backend(admin)
+    changes = b.update_configs(
+        [("brokers", "1", lambda c: {**{k: v for k, v in c.items() if k != LR}, "x": "2", "y": "3"})]
+    )
+    assert [(ch.before, ch.after) for ch in changes] == [
+        ({"x": "1", "y": None, LR: "777"}, {"x": "2", "y": "3"})
+    ]
+    from kafka.admin import AlterConfigOp
+
+    assert admin.calls[-1] == (
+        "alter",
+        [
+            (
+                "BROKER",
+                "1",
+                {
+                    "x": (AlterConfigOp.SET, "2"),
+                    "y": (AlterConfigOp.SET, "3"),
+                    LR: (AlterConfigOp.DELETE, None),
+                },
+            )
+        ],
+    )
+    assert b.read_config("brokers", "1") == {"x": "2", "y": "3"}  # asked until it shows our write
+    assert b.read_config("brokers", "4") is None  # not registered: out of reach, not asked
+
+
+def test_reassignment_refused_while_any_is_listed_and_partial_refusals_named(admin: FakeAdmin) -> None:
+    admin.moving = [{KTP("u", 0): {"replicas": [2, 1], "adding_replicas": [2], "removing_replicas": [1]}}, {}]
+    b = backend(admin)
+    assert b.create_reassignment([PlanEntry("t", 0, [3, 2])]) is False
+    assert not [c for c in admin.calls if c[0] == "alter_reassignments"]
+    assert b.create_reassignment([PlanEntry("t", 0, [3, 2])]) is True
+    assert admin.calls[-1] == ("alter_reassignments", {("t", 0): [3, 2]})
+
+    def refuse(asked: dict[Any, Any]) -> dict[Any, Any]:
+        from kafka.errors import InvalidReplicationAssignmentError
+
+        return {k: (InvalidReplicationAssignmentError if k.partition == 1 else None) for k in asked}
+
+    admin.alter_partition_reassignments = refuse  # type: ignore[method-assign]
+    with pytest.raises(OperationalError) as e:
+        b.create_reassignment([PlanEntry("t", 0, [3, 2]), PlanEntry("t", 1, [1, 1])])
+    assert str(e.value) == "AlterPartitionReassignments refused t-1: InvalidReplicationAssignmentError"
+    assert e.value.hint == "1 partitions were started; see kafka-reassign list"
+
+
+def test_dry_run_lists_requests_and_reads_its_own_writes(admin: FakeAdmin) -> None:
+    admin.configs = [
+        {"topic": {"t": {"retention.ms": {"value": "9", "config_source": "DYNAMIC_TOPIC_CONFIG"}}}}
+    ]
+    dry = backend(admin).as_dry_run()
+    dry.update_configs([("topics", "t", lambda c: {**c, "follower.replication.throttled.replicas": "0:3"})])
+    dry.update_configs([("topics", "t", lambda c: {k: v for k, v in c.items() if k != "retention.ms"})])
+    assert dry.create_reassignment([PlanEntry("t", 0, [3, 2])]) is True
+    assert [w.describe() for w in dry.planned_writes()] == [
+        'IncrementalAlterConfigs topic t {"follower.replication.throttled.replicas":"0:3"}',
+        'IncrementalAlterConfigs topic t {"retention.ms":null}',
+        'AlterPartitionReassignments {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,2]}]}',
+    ]
+    assert dry.read_config("topics", "t") == {"follower.replication.throttled.replicas": "0:3"}
+    assert not [c for c in admin.calls if c[0] in ("alter", "alter_reassignments", "list")]
