@@ -15,8 +15,9 @@ Two ways in, both byte-identical to the local engine:
   `Engine.proposed`).
 * A JSON-lines snapshot (snapshot_lines): the driver reads its header line only; the executors read the
   file with textFile, each its own byte range, and do everything else in two jobs (split_plan): a scan
-  that returns only the first problems and counts (every error is raised before anything is written),
-  then the plan, which writes both documents' slices (`Engine.scan`, `Engine.plan`).
+  that returns only the first problems and counts (every error is raised before anything is written)
+  and keeps the selected topics as compact arrays in Spark's cache, then the plan over that cache,
+  which writes both documents' slices (`Engine.scan`, `Engine.plan`).
 
 A topic's plan depends only on (seed, topic, brokers, partition count, RF), so the result is
 byte-identical to the local engine's whatever the batching or the splits.
@@ -48,7 +49,7 @@ from reassign_cli.errors import OperationalError, ReassignError, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from reassign_cli.model import Broker
     from reassign_cli.plan import PlanStats, TopicSpec
-    from reassign_cli.split_plan import Selection, SplitScan
+    from reassign_cli.split_plan import Selection, SplitScan, SplitTopics
 
 DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "pip install 'reassign-cli[spark]'"
@@ -157,6 +158,7 @@ class Engine:
         self._cached: list[Any] = []
         self._broadcasts: dict[int, Any] = {}
         self._lines: dict[str, Any] = {}
+        self._scanned: dict[tuple[str, int], Any] = {}
 
     @property
     def executors_here(self) -> bool:
@@ -190,26 +192,31 @@ class Engine:
         return _stream(cached.map(_payload))
 
     def scan(self, path: str, sel: Selection) -> list[SplitScan]:
-        """Pass 1 over a JSON-lines snapshot (split_plan.scan_split), the splits' answers in split order."""
+        """Pass 1 over a JSON-lines snapshot (split_plan.iter_scan): the splits' answers in split order.
+        The selected topics it packed stay cached on the executors (disk) for `plan`."""
         fn = functools.partial(_scan_task, self._broadcast(sel))
-        scans: list[SplitScan] = _run_job(lambda: self._lines_rdd(path).mapPartitionsWithIndex(fn).collect())
+        cached = self._persist(self._lines_rdd(path).mapPartitionsWithIndex(fn))
+        self._scanned[(path, id(sel))] = cached
+        scans: list[SplitScan] = _run_job(lambda: cached.filter(_is_scan).map(_payload).collect())
         return sorted(scans, key=lambda s: s.index)
 
     def plan(
         self, path: str, sel: Selection, seed: int, stats: bool, parts_dir: str | None = None
     ) -> LinesPlan:
-        """Pass 2 (split_plan.plan_split): both documents and the statistics, once scan found no problem."""
-        bc, lines = self._broadcast(sel), self._lines_rdd(path)
+        """Pass 2 (split_plan.plan_split) over what `scan` cached: both documents and the statistics, once
+        scan found no problem."""
+        bc = self._broadcast(sel)
+        topics = self._scanned[(path, id(sel))].filter(_is_topics).map(_payload)  # split indexes kept
         if parts_dir is not None:
             fn = functools.partial(_plan_files_task, parts_dir, bc, seed, stats)
-            done = sorted(_checked(_run_job(lambda: lines.mapPartitionsWithIndex(fn).collect())), key=_first)
+            done = sorted(_checked(_run_job(lambda: topics.mapPartitionsWithIndex(fn).collect())), key=_first)
             return LinesPlan(
                 read_parts([(_lines_part(parts_dir, "current", i), c) for i, c, _, _ in done]),
                 read_parts([(_lines_part(parts_dir, "proposed", i), p) for i, _, p, _ in done]),
                 _sum_stats([st for *_, st in done]) if stats else None,
             )
         cached = self._persist(
-            lines.mapPartitionsWithIndex(functools.partial(_plan_records_task, bc, seed, stats))
+            topics.mapPartitionsWithIndex(functools.partial(_plan_records_task, bc, seed, stats))
         )
         small = _checked(_run_job(lambda: cached.filter(_is_small).collect()))
         return LinesPlan(
@@ -467,15 +474,25 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _scan_task(sel: Any, index: int, records: Iterable[bytes]) -> list[SplitScan]:
+def _scan_task(sel: Any, index: int, records: Iterable[bytes]) -> Iterator[tuple[str, Any]]:
+    """("topics", SplitTopics) per chunk (cached for the plan), then ("scan", SplitScan)."""
     from reassign_cli import split_plan
 
     with _gc_paused():
-        return [split_plan.scan_split(index, records, sel.value)]
+        for item in split_plan.iter_scan(index, records, sel.value):
+            yield ("scan" if isinstance(item, split_plan.SplitScan) else "topics", item)
+
+
+def _is_scan(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] == "scan")
+
+
+def _is_topics(record: tuple[Any, ...]) -> bool:
+    return bool(record[0] == "topics")
 
 
 def _plan_files_task(
-    parts_dir: str, sel: Any, seed: int, stats: bool, index: int, records: Iterable[bytes]
+    parts_dir: str, sel: Any, seed: int, stats: bool, index: int, batches: Iterable[SplitTopics]
 ) -> list[tuple[Any, ...]]:
     """Both documents' slices of this split written to parts_dir; ("ok", (index, current bytes, proposed
     bytes, statistics))."""
@@ -487,7 +504,7 @@ def _plan_files_task(
     total = plan.PlanStats() if stats else None
     try:
         with _gc_paused(), open(tmps[0], "wb") as cur, open(tmps[1], "wb") as prop:
-            for piece in split_plan.plan_split(index, records, sel.value, seed, stats):
+            for piece in split_plan.plan_split(batches, sel.value, seed, stats):
                 sizes[0] += _append(cur, piece.current, sizes[0])
                 sizes[1] += _append(prop, piece.proposed, sizes[1])
                 if total is not None and piece.stats is not None:
@@ -512,7 +529,9 @@ def _append(f: Any, text: str, written: int) -> int:
     return len(data) + (1 if written else 0)
 
 
-def _plan_records_task(sel: Any, seed: int, stats: bool, index: int, records: Iterable[bytes]) -> list[Any]:
+def _plan_records_task(
+    sel: Any, seed: int, stats: bool, index: int, batches: Iterable[SplitTopics]
+) -> list[Any]:
     """This split's slices as records ("current", bytes), ("proposed", bytes), and ("ok", statistics)."""
     from reassign_cli import plan, split_plan
 
@@ -521,7 +540,7 @@ def _plan_records_task(sel: Any, seed: int, stats: bool, index: int, records: It
     total = plan.PlanStats() if stats else None
     try:
         with _gc_paused():
-            for piece in split_plan.plan_split(index, records, sel.value, seed, stats):
+            for piece in split_plan.plan_split(batches, sel.value, seed, stats):
                 current += [piece.current] if piece.current else []
                 proposed += [piece.proposed] if piece.proposed else []
                 if total is not None and piece.stats is not None:
