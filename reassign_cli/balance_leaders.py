@@ -108,13 +108,11 @@ def _uneven_topics(w: Work, lead: np.ndarray) -> list[int]:
     n = w.n
     keys, counts = np.unique(w.tix * n + lead, return_counts=True)
     topic = keys // n
-    n_topics = int(w.tix.max()) + 1 if len(w.tix) else 0
-    most = np.zeros(n_topics, dtype=np.int64)
-    np.maximum.at(most, topic, counts)
-    least = np.full(n_topics, np.iinfo(np.int64).max)
-    np.minimum.at(least, topic, counts)
-    least[np.bincount(topic, minlength=n_topics) < n] = 0
-    return np.flatnonzero(most - least >= 2).tolist()
+    start = np.flatnonzero(np.diff(topic, prepend=-1))  # keys are sorted: each topic's run
+    most = np.maximum.reduceat(counts, start) if len(keys) else counts
+    least = np.minimum.reduceat(counts, start) if len(keys) else counts
+    least[np.diff(np.append(start, len(keys))) < n] = 0  # a broker of B leads none of the topic
+    return topic[start][most - least >= 2].tolist()
 
 
 @dataclass
