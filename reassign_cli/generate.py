@@ -71,6 +71,8 @@ class Request:
     # Given the seed and the cluster state; None: Kafka's (KafkaStrategy). See STRATEGIES.
     strategy: Callable[[int, ClusterState], Strategy] | None = None
     replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
+    # From ZooKeeper, read every topic (the balanced strategy counts them all), not only the selected.
+    whole_cluster: bool = False
 
 
 class Reporter(Protocol):
@@ -161,7 +163,7 @@ STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
 def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
     or planning check fails; Ctrl-C leaves no partial file."""
-    state = load_state(source, request.topics, reporter)
+    state = load_state(source, None if request.whole_cluster else request.topics, reporter)
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
     for w in warnings:
@@ -182,7 +184,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
 
 
-def load_state(source: Source, topics: list[str], reporter: Reporter) -> ClusterState:
+def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> ClusterState:
     if source.snapshot_file:
         if source.zookeeper:
             reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
@@ -207,7 +209,7 @@ def _load_snapshot(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
-def _read_zookeeper(connect_string: str, timeout: float, topics: list[str]) -> ClusterState:
+def _read_zookeeper(connect_string: str, timeout: float, topics: list[str] | None) -> ClusterState:
     from reassign_cli.zookeeper.connect import connect
     from reassign_cli.zookeeper.read import read_state
 
