@@ -498,9 +498,15 @@ def test_replicas_as_even_as_possible(case: Case) -> None:
         assert (max(reps.values()), min(reps.values())) == placement(case).best()
     if len(case.selected) == len(case.topics) and case.racks in ("none", "equal", "ignored"):
         assert max(reps.values()) - min(reps.values()) <= 1
+    # Kafka's plan, where it keeps point 4 too, is one the balanced strategy could have made: ours is
+    # no fuller (the contract's promise for unequal racks, checked everywhere it applies).
     kafka = assign_topics(specs_of(case.topics, case.selected, case.rf), case.brokers, case.seed)
     kafka_reps, _ = broker_counts(case.topics, kafka, ids)
-    assert max(reps.values()) <= max(kafka_reps.values())
+    p = placement(case)
+    if all(
+        n <= p.cap[t, b] for t in kafka for b, n in Counter(x for r in kafka[t].values() for x in r).items()
+    ):
+        assert max(reps.values()) <= max(kafka_reps.values())
 
 
 @SETTINGS
