@@ -83,6 +83,16 @@ class Balanced:
     def _assignment(self, first: int, last: int) -> Assignment:
         lo, hi = int(self.starts[first]), int(self.starts[last])
         rf = self.rf[lo:hi]
+        sizes = np.diff(self.starts[first : last + 1])
+        if len(rf) and (rf == rf[0]).all() and (sizes == sizes[0]).all():
+            per = int(
+                sizes[0]
+            )  # one partition count and RF, partitions 0..P-1: as Kafka's strategy builds it
+            if (self.pid[lo:hi].reshape(-1, per) == np.arange(per)).all():
+                nested = self.rows[lo:hi, : int(rf[0])].reshape(last - first, per, int(rf[0])).tolist()
+                return {
+                    name: dict(enumerate(x)) for name, x in zip(self.names[first:last], nested, strict=True)
+                }
         if len(rf) and (rf == rf[0]).all():
             reps = self.rows[lo:hi, : int(rf[0])].tolist()
         else:
@@ -265,6 +275,8 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
         cap[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
     keys = prob.pair_keys  # every current replica: its pair's count, against its rack's share
     counts = pairs.get(keys)
+    if len(cap) and int(cap.min()) >= 1:  # a pair held once is within every share: look at the rest
+        keys, counts = keys[counts > 1], counts[counts > 1]
     topic, broker = np.divmod(keys, prob.stride)
     on_b = broker < n
     share = np.where(on_b, cap[topic, prob.rack[np.where(on_b, broker, 0)]], 0)

@@ -35,7 +35,8 @@ def choose_leaders(w: Work, fixed: np.ndarray, old_lead: np.ndarray) -> np.ndarr
     led = fixed.astype(np.int64) + np.bincount(lead[kept], minlength=n)
     n_topics = int(w.tix[-1]) + 1 if len(w.tix) else 0
     most = int(np.bincount(w.tix).max()) if len(w.tix) else 0
-    per_topic = PairCounts(w.tix[kept] * n + lead[kept], n_topics * n, most)
+    # The replica counts are done with: their table's memory serves the leaders'.
+    per_topic = PairCounts(w.tix[kept] * n + lead[kept], n_topics * n, most, reuse=w.pairs)
     _open_rows(w, np.flatnonzero(~kept), lead, led, per_topic)
     holds = np.bincount(w.rep[w.rep >= 0], minlength=n)
     goal = fill(fixed, holds, len(lead), led).target

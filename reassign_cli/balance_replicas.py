@@ -138,6 +138,8 @@ def trim(w: Work, rows: np.ndarray) -> None:
 
 
 def fill_holes(w: Work) -> None:
+    if not w.holes().any():
+        return
     for _ in range(ROUNDS):
         if _fill_round(w) == 0:
             break

@@ -21,11 +21,18 @@ class PairCounts:
     uint8, touched sparsely); otherwise a sorted table of the keys present at the start (updated in
     place) plus a dict of the keys that appear later."""
 
-    def __init__(self, keys: np.ndarray, size: int, most: int, dense: bool = True) -> None:
+    def __init__(self, keys: np.ndarray, size: int, most: int, reuse: PairCounts | None = None) -> None:
+        """`reuse`: a table no longer needed whose flat array (already paged in) may be taken over."""
         dtype = np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.int64
         self.dense: np.ndarray | None = None
-        if dense and size * np.dtype(dtype).itemsize <= DENSE_BYTES:
-            self.dense = np.zeros(size, dtype=dtype)
+        if size * np.dtype(dtype).itemsize <= DENSE_BYTES:
+            old = reuse.dense if reuse is not None else None
+            if reuse is not None and old is not None and old.dtype == dtype and len(old) >= size:
+                self.dense = old[:size]
+                self.dense.fill(0)
+                reuse.dense = None
+            else:
+                self.dense = np.zeros(size, dtype=dtype)
             np.add.at(self.dense, keys, self.dense.dtype.type(1))  # a same-type scalar: numpy's fast path
             self.keys = self.counts = np.zeros(0, dtype=np.int64)
         else:
