@@ -83,6 +83,16 @@ class Balanced:
     def _assignment(self, first: int, last: int) -> Assignment:
         lo, hi = int(self.starts[first]), int(self.starts[last])
         rf = self.rf[lo:hi]
+        sizes = np.diff(self.starts[first : last + 1])
+        if len(rf) and (rf == rf[0]).all() and (sizes == sizes[0]).all():
+            per = int(
+                sizes[0]
+            )  # one partition count and RF, partitions 0..P-1: as Kafka's strategy builds it
+            if (self.pid[lo:hi].reshape(-1, per) == np.arange(per)).all():
+                nested = self.rows[lo:hi, : int(rf[0])].reshape(last - first, per, int(rf[0])).tolist()
+                return {
+                    name: dict(enumerate(x)) for name, x in zip(self.names[first:last], nested, strict=True)
+                }
         if len(rf) and (rf == rf[0]).all():
             reps = self.rows[lo:hi, : int(rf[0])].tolist()
         else:
@@ -145,6 +155,11 @@ def _index(ids: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """Position of each id in the sorted `ids`, -1 when absent."""
     if len(ids) == 0:
         return np.full(len(flat), -1, dtype=np.int64)
+    top = int(ids[-1])
+    if int(ids[0]) >= 0 and top < 1 << 22:  # usual broker ids: a lookup table beats a binary search
+        table = np.full(top + 2, -1, dtype=np.int64)
+        table[ids] = np.arange(len(ids))
+        return table[np.where((flat >= 0) & (flat <= top), flat, top + 1)]
     pos = np.searchsorted(ids, flat)
     pos[pos == len(ids)] = 0
     return np.where(ids[pos] == flat, pos, -1)
@@ -178,11 +193,14 @@ def _rows(tix: np.ndarray, pids: np.ndarray, lens: np.ndarray, idx: np.ndarray) 
     """The (P, W0) matrix of current replicas, rows sorted by (topic, partition id)."""
     n_rows = len(lens)
     width = int(lens.max()) if n_rows else 0
-    old = np.full((n_rows, max(width, 1)), -1, dtype=np.int64)
-    starts = np.zeros(n_rows, dtype=np.int64)
-    np.cumsum(lens[:-1], out=starts[1:])
-    row = np.repeat(np.arange(n_rows), lens)
-    old[row, np.arange(len(idx)) - np.repeat(starts, lens)] = idx
+    if n_rows and width > 0 and int(lens.min()) == width:  # one RF everywhere, as usual: a reshape
+        old = idx.reshape(n_rows, width)
+    else:
+        old = np.full((n_rows, max(width, 1)), -1, dtype=np.int64)
+        starts = np.zeros(n_rows, dtype=np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        row = np.repeat(np.arange(n_rows), lens)
+        old[row, np.arange(len(idx)) - np.repeat(starts, lens)] = idx
     key = (tix << 32) | pids
     if n_rows > 1 and not (key[1:] > key[:-1]).all():
         order = np.argsort(key, kind="stable")
@@ -202,7 +220,7 @@ def _problem(topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequ
     tix = np.repeat(np.arange(len(names), dtype=np.int64), per_topic)
     idx = _index(ids, flat)
     outside = np.unique(flat[idx < 0])
-    gid = np.where(idx >= 0, idx, len(ids) + np.searchsorted(outside, flat))
+    gid = np.where(idx >= 0, idx, len(ids) + np.searchsorted(outside, flat)) if len(outside) else idx
     stride = len(ids) + len(outside)
     pair_keys = np.repeat(tix, lens) * stride + gid
     old, pids, lens = _rows(tix, pids, lens, idx)
@@ -255,7 +273,10 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
     shapes = np.unique(np.column_stack([parts, rf_of]), axis=0) if n_topics else np.zeros((0, 2), int)
     for n_parts, rf in shapes.tolist():
         cap[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
-    keys, counts = pairs.items()
+    keys = prob.pair_keys  # every current replica: its pair's count, against its rack's share
+    counts = pairs.get(keys)
+    if len(cap) and int(cap.min()) >= 1:  # a pair held once is within every share: look at the rest
+        keys, counts = keys[counts > 1], counts[counts > 1]
     topic, broker = np.divmod(keys, prob.stride)
     on_b = broker < n
     share = np.where(on_b, cap[topic, prob.rack[np.where(on_b, broker, 0)]], 0)
@@ -285,9 +306,10 @@ def _work(prob: _Problem, seed: int) -> Work:
     cur = _dedup(prob.old)
     width = max(int(prob.rf.max()) if len(prob.rf) else 1, cur.shape[1])
     rep = np.full((len(cur), width), -1, dtype=np.int64)
-    in_place = prob.old_len == prob.rf
-    packed = np.take_along_axis(cur, np.argsort(cur < 0, axis=1, kind="stable"), axis=1)
-    rep[:, : cur.shape[1]] = np.where(in_place[:, None], cur, packed)
+    rep[:, : cur.shape[1]] = cur
+    moved = np.flatnonzero(prob.old_len != prob.rf)  # RF changes: kept replicas first, holes after
+    part = cur[moved]
+    rep[moved, : cur.shape[1]] = np.take_along_axis(part, np.argsort(part < 0, axis=1, kind="stable"), axis=1)
     count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
     most = int(np.diff(prob.starts).max()) if len(prob.names) else 0
     pairs = PairCounts(prob.pair_keys, len(prob.names) * prob.stride, most)

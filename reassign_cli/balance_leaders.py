@@ -35,7 +35,8 @@ def choose_leaders(w: Work, fixed: np.ndarray, old_lead: np.ndarray) -> np.ndarr
     led = fixed.astype(np.int64) + np.bincount(lead[kept], minlength=n)
     n_topics = int(w.tix[-1]) + 1 if len(w.tix) else 0
     most = int(np.bincount(w.tix).max()) if len(w.tix) else 0
-    per_topic = PairCounts(w.tix[kept] * n + lead[kept], n_topics * n, most)
+    # The replica counts are done with: their table's memory serves the leaders'.
+    per_topic = PairCounts(w.tix[kept] * n + lead[kept], n_topics * n, most, reuse=w.pairs)
     _open_rows(w, np.flatnonzero(~kept), lead, led, per_topic)
     holds = np.bincount(w.rep[w.rep >= 0], minlength=n)
     goal = fill(fixed, holds, len(lead), led).target
@@ -108,13 +109,11 @@ def _uneven_topics(w: Work, lead: np.ndarray) -> list[int]:
     n = w.n
     keys, counts = np.unique(w.tix * n + lead, return_counts=True)
     topic = keys // n
-    n_topics = int(w.tix.max()) + 1 if len(w.tix) else 0
-    most = np.zeros(n_topics, dtype=np.int64)
-    np.maximum.at(most, topic, counts)
-    least = np.full(n_topics, np.iinfo(np.int64).max)
-    np.minimum.at(least, topic, counts)
-    least[np.bincount(topic, minlength=n_topics) < n] = 0
-    return np.flatnonzero(most - least >= 2).tolist()
+    start = np.flatnonzero(np.diff(topic, prepend=-1))  # keys are sorted: each topic's run
+    most = np.maximum.reduceat(counts, start) if len(keys) else counts
+    least = np.minimum.reduceat(counts, start) if len(keys) else counts
+    least[np.diff(np.append(start, len(keys))) < n] = 0  # a broker of B leads none of the topic
+    return topic[start][most - least >= 2].tolist()
 
 
 @dataclass

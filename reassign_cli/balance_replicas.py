@@ -138,6 +138,8 @@ def trim(w: Work, rows: np.ndarray) -> None:
 
 
 def fill_holes(w: Work) -> None:
+    if not w.holes().any():
+        return
     for _ in range(ROUNDS):
         if _fill_round(w) == 0:
             break
@@ -191,9 +193,14 @@ def _fill_one(w: Work, r: int) -> None:
 
 
 def move(w: Work) -> None:
+    # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
+    # need. Leaders' replicas move only once followers cannot do the job.
+    followers = True
     for _ in range(ROUNDS):
-        if _move_round(w) == 0:
-            break
+        if _move_round(w, followers) == 0:
+            if not followers:
+                break
+            followers = False
     if int(w.count.max() - w.count.min()) < 2:
         return
     slots = _Slots(w)
@@ -201,13 +208,19 @@ def move(w: Work) -> None:
         pass
 
 
-def _move_round(w: Work, tries: int = 2) -> int:
-    """One seeded round: each unit of deficit is offered `tries` random replicas of over-full brokers;
-    at most one move per row, per deficit unit, within each broker's excess and each topic's cap."""
+def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
+    """One seeded round: each unit of deficit is offered `tries` random replicas of over-full brokers
+    (not in slot 0, the leader's, when `followers`); at most one move per row, per deficit unit, within
+    each broker's excess and each topic's cap."""
     excess = w.count - w.target
     offer = tokens(-excess, w.rng)
     flat = w.rep.ravel()
-    slots = np.flatnonzero(np.append(excess > 0, False)[flat])
+    mask = np.append(excess > 0, False)[flat]
+    if followers:
+        mask = mask.reshape(w.rep.shape)
+        mask[:, 0] = False
+        mask = mask.ravel()
+    slots = np.flatnonzero(mask)
     if len(offer) == 0 or len(slots) == 0:
         return 0
     token = np.tile(np.arange(len(offer)), tries)

@@ -21,24 +21,24 @@ class PairCounts:
     uint8, touched sparsely); otherwise a sorted table of the keys present at the start (updated in
     place) plus a dict of the keys that appear later."""
 
-    def __init__(self, keys: np.ndarray, size: int, most: int) -> None:
+    def __init__(self, keys: np.ndarray, size: int, most: int, reuse: PairCounts | None = None) -> None:
+        """`reuse`: a table no longer needed whose flat array (already paged in) may be taken over."""
         dtype = np.uint8 if most < 1 << 8 else np.uint16 if most < 1 << 16 else np.int64
         self.dense: np.ndarray | None = None
         if size * np.dtype(dtype).itemsize <= DENSE_BYTES:
-            self.dense = np.zeros(size, dtype=dtype)
-            np.add.at(self.dense, keys, 1)
+            old = reuse.dense if reuse is not None else None
+            if reuse is not None and old is not None and old.dtype == dtype and len(old) >= size:
+                self.dense = old[:size]
+                self.dense.fill(0)
+                reuse.dense = None
+            else:
+                self.dense = np.zeros(size, dtype=dtype)
+            np.add.at(self.dense, keys, self.dense.dtype.type(1))  # a same-type scalar: numpy's fast path
             self.keys = self.counts = np.zeros(0, dtype=np.int64)
         else:
             self.keys, counts = np.unique(keys, return_counts=True)
             self.counts = counts.astype(np.int64)
         self.new: dict[int, int] = {}
-
-    def items(self) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, counts) of the pairs with a count above zero (in the sorted form, those of the start)."""
-        if self.dense is not None:
-            keys = np.flatnonzero(self.dense)
-            return keys, self.dense[keys].astype(np.int64)
-        return self.keys, self.counts
 
     def _find(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(self.keys) == 0:
@@ -67,7 +67,7 @@ class PairCounts:
     def add(self, q: np.ndarray, delta: int) -> None:
         if self.dense is not None:
             # The dense table's unsigned cells wrap on the way down and back (counts never go below 0).
-            np.add.at(self.dense, q, np.array(delta).astype(self.dense.dtype))
+            np.add.at(self.dense, q, self.dense.dtype.type(delta % (1 << (8 * self.dense.itemsize))))
             return
         pos, hit = self._find(q)
         np.add.at(self.counts, pos[hit], delta)

@@ -76,6 +76,8 @@ class Request:
     # Given the seed and the cluster state; None: Kafka's (KafkaStrategy). See STRATEGIES.
     strategy: Callable[[int, ClusterState], Strategy] | None = None
     replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
+    # From ZooKeeper, read every topic (the balanced strategy counts them all), not only the selected.
+    whole_cluster: bool = False
 
 
 class Reporter(Protocol):
@@ -172,7 +174,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     if _executors_read(request, source, reporter):
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
-    state = load_state(source, request.topics, reporter)
+    state = load_state(source, None if request.whole_cluster else request.topics, reporter)
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
     for w in warnings:
@@ -193,7 +195,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
 
 
-def load_state(source: Source, topics: list[str], reporter: Reporter) -> ClusterState:
+def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> ClusterState:
     if source.snapshot_file:
         if source.ignored_env:
             reporter.detail(f"Planning from the snapshot; {source.ignored_env} is not used.")
@@ -224,7 +226,7 @@ def _load_snapshot(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
-def _read_zookeeper(options: ZkOptions, topics: list[str]) -> ClusterState:
+def _read_zookeeper(options: ZkOptions, topics: list[str] | None) -> ClusterState:
     from reassign_cli.zookeeper.read import read_state
     from reassign_cli.zookeeper.session import open_session
 
@@ -232,7 +234,7 @@ def _read_zookeeper(options: ZkOptions, topics: list[str]) -> ClusterState:
         return read_state(session, topics=topics)
 
 
-def _read_admin(options: AdminOptions, topics: list[str]) -> ClusterState:
+def _read_admin(options: AdminOptions, topics: list[str] | None) -> ClusterState:
     from reassign_cli.admin.backend import open_admin_backend
 
     with open_admin_backend(options) as backend:

@@ -149,7 +149,7 @@ def command(
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
-        strategy=generate.STRATEGIES[strategy],
+        strategy=generate.STRATEGIES[strategy], whole_cluster=strategy == "balanced",
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:

@@ -498,9 +498,15 @@ def test_replicas_as_even_as_possible(case: Case) -> None:
         assert (max(reps.values()), min(reps.values())) == placement(case).best()
     if len(case.selected) == len(case.topics) and case.racks in ("none", "equal", "ignored"):
         assert max(reps.values()) - min(reps.values()) <= 1
+    # Kafka's plan, where it keeps point 4 too, is one the balanced strategy could have made: ours is
+    # no fuller (the contract's promise for unequal racks, checked everywhere it applies).
     kafka = assign_topics(specs_of(case.topics, case.selected, case.rf), case.brokers, case.seed)
     kafka_reps, _ = broker_counts(case.topics, kafka, ids)
-    assert max(reps.values()) <= max(kafka_reps.values())
+    p = placement(case)
+    if all(
+        n <= p.cap[t, b] for t in kafka for b, n in Counter(x for r in kafka[t].values() for x in r).items()
+    ):
+        assert max(reps.values()) <= max(kafka_reps.values())
 
 
 @SETTINGS
@@ -557,9 +563,11 @@ def lower_bound_by_hand(case: Case, best_max: int, best_min: int) -> int:
 @SETTINGS
 @given(cases())
 def test_copies_near_the_lower_bound(case: Case) -> None:
-    """Point 5: copies within 10% of the lower bound plus the number of brokers. The contract's bound
-    is checked where it is tight (racks equal or none); everywhere the rules can be met, copies are
-    checked against the true fewest copies (min-cost flow) of a placement as even as ours."""
+    """Point 5: copies within 10% of the lower bound plus the number of brokers. The true fewest copies
+    of a placement as even as ours (min-cost flow) is the reference wherever the rules can be met; the
+    contract's bound is met too with racks equal or none, unless even the fewest copies exceed it (the
+    bound ignores that a broker holds one replica of a partition, e.g. an RF raised to 4 of 6 brokers
+    over a skewed subset), and then the plan has exactly the fewest copies."""
     assume(exact(case))  # the best spread and the fewest copies come from flows that model these cases
     result, after = _plan(case)
     moved = copies({t: case.topics[t].replicas for t in case.selected}, after)
@@ -571,7 +579,7 @@ def test_copies_near_the_lower_bound(case: Case) -> None:
     assert fewest <= moved <= 1.1 * fewest + len(case.brokers), (moved, fewest)
     if case.racks in ("none", "equal", "ignored"):
         bound = lower_bound_by_hand(case, best_max, best_min)
-        assert moved <= 1.1 * bound + len(case.brokers), (moved, bound)
+        assert moved <= 1.1 * bound + len(case.brokers) or moved == fewest, (moved, bound, fewest)
 
 
 @SETTINGS
