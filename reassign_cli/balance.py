@@ -33,7 +33,8 @@ from reassign_cli import balance_leaders, balance_replicas
 from reassign_cli.balance_state import PairCounts, Work, spans
 from reassign_cli.balance_targets import Targets, fill, rack_bounds, rack_fill
 from reassign_cli.model import Assignment, Broker, Topic
-from reassign_cli.plan import TopicSpec
+from reassign_cli.plan import AssignmentLike, TopicSpec
+from reassign_cli.replicas import ReplicaStore, TopicReplicas
 
 __all__ = ["BalanceStats", "Balanced", "lower_bound", "plan_balanced"]
 
@@ -70,7 +71,7 @@ class Balanced:
     rf: np.ndarray  # (P,)
     stats: BalanceStats
 
-    def chunks(self, max_partitions: int) -> Iterator[Assignment]:
+    def chunks(self, max_partitions: int) -> Iterator[AssignmentLike]:
         """The assignment, topics in name order, in pieces of about `max_partitions` partitions."""
         first = 0
         while first < len(self.names):
@@ -80,18 +81,18 @@ class Balanced:
             yield self._assignment(first, last)
             first = last
 
-    def _assignment(self, first: int, last: int) -> Assignment:
+    def _assignment(self, first: int, last: int) -> AssignmentLike:
         lo, hi = int(self.starts[first]), int(self.starts[last])
         rf = self.rf[lo:hi]
         sizes = np.diff(self.starts[first : last + 1])
         if len(rf) and (rf == rf[0]).all() and (sizes == sizes[0]).all():
-            per = int(
-                sizes[0]
-            )  # one partition count and RF, partitions 0..P-1: as Kafka's strategy builds it
+            per, k = int(sizes[0]), int(rf[0])  # one partition count and RF, partitions 0..P-1
             if (self.pid[lo:hi].reshape(-1, per) == np.arange(per)).all():
-                nested = self.rows[lo:hi, : int(rf[0])].reshape(last - first, per, int(rf[0])).tolist()
+                # Views over one store: the formatter reads them with one numpy call, no Python lists.
+                store = ReplicaStore.of(np.ascontiguousarray(self.rows[lo:hi, :k]).ravel())
                 return {
-                    name: dict(enumerate(x)) for name, x in zip(self.names[first:last], nested, strict=True)
+                    name: TopicReplicas(store, i * per * k, per, k)
+                    for i, name in enumerate(self.names[first:last])
                 }
         if len(rf) and (rf == rf[0]).all():
             reps = self.rows[lo:hi, : int(rf[0])].tolist()

@@ -109,7 +109,7 @@ class Strategy(Protocol):
 
     def proposals(
         self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
-    ) -> Iterator[Assignment]: ...
+    ) -> Iterator[plan.AssignmentLike]: ...
 
     def extra_stats(self) -> Mapping[str, Any] | None: ...
 
@@ -145,7 +145,9 @@ class BalancedStrategy:
     def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
         plan.check_specs(specs, brokers)
 
-    def proposals(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> Iterator[Assignment]:
+    def proposals(
+        self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
+    ) -> Iterator[plan.AssignmentLike]:
         result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed)
         self.stats = result.stats
         yield from result.chunks(self.chunk_partitions)
