@@ -34,7 +34,7 @@ from reassign_cli.balance_state import PairCounts, Work, spans
 from reassign_cli.balance_targets import Targets, fill, rack_bounds, rack_fill
 from reassign_cli.model import Assignment, Broker, Topic
 from reassign_cli.plan import AssignmentLike, TopicSpec
-from reassign_cli.replicas import ReplicaStore, TopicReplicas
+from reassign_cli.replicas import ReplicaStore, TopicReplicas, stack
 
 __all__ = ["BalanceStats", "Balanced", "lower_bound", "plan_balanced"]
 
@@ -141,6 +141,13 @@ def _targets_of(topic: Topic) -> Mapping[int, Sequence[int]]:
 
 def _flatten(maps: list[Mapping[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(partition ids, replica counts, replica ids flattened), in the given order."""
+    block = stack(maps)  # regular topics of one store (a loaded snapshot): numpy slices, no Python ints
+    if block is not None:
+        per = np.array([len(m) for m in maps], dtype=np.int64)
+        first = np.repeat(np.cumsum(per) - per, per)
+        pids = np.arange(len(block), dtype=np.int64) - first
+        lens = np.full(len(block), block.shape[1], dtype=np.int64)
+        return pids, lens, block.ravel().astype(np.int64)
     n_parts = sum(map(len, maps))
     pids = np.fromiter(chain.from_iterable(m.keys() for m in maps), dtype=np.int64, count=n_parts)
     lens = np.fromiter(map(len, chain.from_iterable(m.values() for m in maps)), dtype=np.int64, count=n_parts)

@@ -16,12 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reassign_cli.balance import Balanced, plan_balanced
 from reassign_cli.model import Assignment, Broker, Topic
 from reassign_cli.plan import TopicSpec, assign_topics
+from reassign_cli.replicas import ReplicaStore, TopicReplicas
 
 # ---------------------------------------------------------------------------------------------
 # Helpers (independent of reassign_cli.balance)
@@ -598,3 +600,23 @@ def test_idempotent_and_deterministic(case: Case) -> None:
     }
     other = plan_balanced(shuffled, case.brokers[::-1], specs_of(shuffled, case.selected, case.rf), case.seed)
     assert repr(assignment(other)) == repr(after)
+
+
+def _as_store_views(topics: Mapping[str, Topic]) -> dict[str, Topic]:
+    """The same topics over one ReplicaStore, as a loaded snapshot holds them (the planner's numpy path)."""
+    store, views = ReplicaStore(), {}
+    for name in sorted(topics):
+        rows = [topics[name].replicas[p] for p in sorted(topics[name].replicas)]
+        start = store.append(np.array([b for row in rows for b in row], dtype=np.int32))
+        views[name] = (start, sorted(topics[name].replicas), [len(r) for r in rows])
+    store.finish()
+    return {n: Topic(n, TopicReplicas.from_rows(store, *views[n])) for n in topics}
+
+
+@SETTINGS
+@given(cases())
+def test_snapshot_views_plan_like_dicts(case: Case) -> None:
+    _, expected = _plan(case)
+    viewed = Case(_as_store_views(case.topics), case.brokers, case.selected, case.rf, case.racks, case.seed)
+    _, got = _plan(viewed)
+    assert {t: dict(p) for t, p in got.items()} == {t: dict(p) for t, p in expected.items()}
