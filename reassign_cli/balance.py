@@ -267,8 +267,8 @@ def _dedup(old: np.ndarray) -> np.ndarray:
     return rep
 
 
-def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
-    """(topics, racks): the most replicas of a topic one broker of a rack may hold (no concentration):
+def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(topics, racks), (even share, cap): the most replicas of a topic one broker of a rack may hold (no concentration):
     the larger of the topic's even share on that rack's brokers and the most one broker held of it before
     beyond its own rack's even share. The even share is the highest count of an even spread of the topic
     alone under the rack rule: ceil(RF x partitions / brokers) with no racks or equal racks, more on a
@@ -291,7 +291,7 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> np.ndarray:
     beyond = counts > share
     held = np.zeros(n_topics, dtype=np.int64)
     np.maximum.at(held, topic[beyond], counts[beyond])
-    return np.maximum(cap, held[:, None])
+    return cap, np.maximum(cap, held[:, None])
 
 
 def _even_share(prob: _Problem, n: int, n_parts: int, rf: int) -> np.ndarray:
@@ -321,6 +321,7 @@ def _work(prob: _Problem, seed: int) -> Work:
     count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
     most = int(np.diff(prob.starts).max()) if len(prob.names) else 0
     pairs = PairCounts(prob.pair_keys, len(prob.names) * prob.stride, most)
+    share, cap = _caps(prob, pairs, n)
     return Work(
         n=n,
         rack=prob.rack,
@@ -332,7 +333,8 @@ def _work(prob: _Problem, seed: int) -> Work:
         target=prob.targets.target.copy(),
         pairs=pairs,
         stride=prob.stride,
-        cap=_caps(prob, pairs, n),
+        cap=cap,
+        share=share,
         rng=np.random.Generator(np.random.PCG64(seed & ((1 << 64) - 1))),
     )
 

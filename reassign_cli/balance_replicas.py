@@ -13,7 +13,7 @@ their target, for small clusters).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -55,7 +55,11 @@ def can_move(w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray, capped:
     rack_ok = (w.required_racks(rows) - after <= w.holes(rows)) | (after >= span)
     if not capped:
         return absent & rack_ok
-    return absent & rack_ok & under_cap(w, rows, v)
+    ok = absent & rack_ok & under_cap(w, rows, v)
+    if w.tight:  # only from a broker holding more of the topic than its even share
+        t = w.tix[rows]
+        ok &= w.pairs.get(t * w.stride + u) > w.cap[t, w.rack[u]]
+    return ok
 
 
 def under_cap(w: Work, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -132,6 +136,22 @@ def trim(w: Work, rows: np.ndarray) -> None:
             w.rep[r] = [b if b in keep else -1 for b in row]
 
 
+def _caps_in_turn(w: Work) -> Iterator[None]:
+    """The phases of filling and moving. First, when it differs from the cap, under each topic's even
+    share, and moving only replicas a broker holds beyond that share: every move then evens out its
+    topic, so what a broker receives spreads over the topics (and their partition sizes) instead of
+    coming from the topics already concentrated, as the looser cap alone would allow. Then under the
+    cap itself, which stays in force."""
+    full = w.cap
+    if w.share is not None and not np.array_equal(w.share, full):
+        w.cap, w.tight = w.share, True
+        try:
+            yield
+        finally:
+            w.cap, w.tight = full, False
+    yield
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. Holes
 # ---------------------------------------------------------------------------------------------
@@ -140,9 +160,10 @@ def trim(w: Work, rows: np.ndarray) -> None:
 def fill_holes(w: Work) -> None:
     if not w.holes().any():
         return
-    for _ in range(ROUNDS):
-        if _fill_round(w) == 0:
-            break
+    for _ in _caps_in_turn(w):
+        for _ in range(ROUNDS):
+            if _fill_round(w) == 0:
+                break
     for r in np.flatnonzero(w.holes()).tolist():
         for _ in range(int(w.holes(np.array([r]))[0])):
             _fill_one(w, r)
@@ -195,17 +216,18 @@ def _fill_one(w: Work, r: int) -> None:
 def move(w: Work) -> None:
     # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
     # need. Leaders' replicas move only once followers cannot do the job.
-    followers = True
-    for _ in range(ROUNDS):
-        if _move_round(w, followers) == 0:
-            if not followers:
-                break
-            followers = False
-    if int(w.count.max() - w.count.min()) < 2:
-        return
-    slots = _Slots(w)
-    while _even_direct(w, slots) or _even_chain(w, slots):
-        pass
+    for _ in _caps_in_turn(w):
+        followers = True
+        for _ in range(ROUNDS):
+            if _move_round(w, followers) == 0:
+                if not followers:
+                    break
+                followers = False
+        if int(w.count.max() - w.count.min()) < 2:
+            continue
+        slots = _Slots(w)
+        while _even_direct(w, slots) or _even_chain(w, slots):
+            pass
 
 
 def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
@@ -239,8 +261,13 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
     ok = group_rank(u) < excess[u]
     rows, cols, v = rows[ok], cols[ok], v[ok]
     ok = _cap_room(w, rows, v)
-    _move(w, rows[ok], cols[ok], v[ok])
-    return int(ok.sum())
+    rows, cols, v = rows[ok], cols[ok], v[ok]
+    if w.tight:  # several moves of one round from one (topic, broker): each beyond the share
+        key = w.tix[rows] * w.stride + w.rep[rows, cols]
+        ok = w.pairs.get(key) - group_rank(key) > w.cap[w.tix[rows], w.rack[w.rep[rows, cols]]]
+        rows, cols, v = rows[ok], cols[ok], v[ok]
+    _move(w, rows, cols, v)
+    return len(rows)
 
 
 class _Slots:

@@ -98,6 +98,8 @@ class Work:
     stride: int
     cap: np.ndarray  # (topics, racks) most replicas of the topic one broker of the rack may hold
     rng: np.random.Generator
+    share: np.ndarray | None = None  # (topics, racks) the even share alone (cap <= share tried first)
+    tight: bool = False  # working under `share`: moves only from brokers beyond their share
 
     @property
     def rack_ext(self) -> np.ndarray:

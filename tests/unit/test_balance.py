@@ -289,6 +289,27 @@ def test_two_topics_on_brokers_1_2_onto_1_2_3() -> None:
     assert sum(3 in r for parts in after.values() for r in parts.values()) == 4
 
 
+def test_an_added_broker_takes_an_even_share_of_every_topic() -> None:
+    # The README's "adding brokers" cluster: orders (6 partitions, RF 2) and clicks (3, RF 2) on brokers
+    # 1,2; metrics (6, RF 1) alternating 1,2. 24 replicas over 3 brokers: 8 each; broker 3 receives 8.
+    # Each topic's even share: orders 12/3 = 4, clicks 6/3 = 2, metrics 6/3 = 2, and 4 + 2 + 2 = 8: so the
+    # 8 copies can spread every topic evenly, and must (rather than 6 of orders' 12 replicas on broker 3,
+    # which the cap alone allows since brokers 1 and 2 held 6 of orders before).
+    topics = {
+        "orders": Topic("orders", {p: [1 + p % 2, 2 - p % 2] for p in range(6)}),
+        "clicks": Topic("clicks", {p: [1 + p % 2, 2 - p % 2] for p in range(3)}),
+        "metrics": Topic("metrics", {p: [1 + p % 2] for p in range(6)}),
+    }
+    brokers = [Broker(1), Broker(2), Broker(3)]
+    for seed in range(20):
+        result = plan_balanced(topics, brokers, specs_of(topics, sorted(topics)), seed=seed)
+        after = assignment(result)
+        assert copies({t: topics[t].replicas for t in topics}, after) == 8 == result.stats.lower_bound
+        for t, even in (("orders", 4), ("clicks", 2), ("metrics", 2)):
+            held = Counter(b for r in after[t].values() for b in r)
+            assert held == {1: even, 2: even, 3: even}, (seed, t, held)
+
+
 def test_drain_a_broker() -> None:
     # One topic, 3 partitions on 1,2,3 (RF 2); broker 3 leaves the broker list.
     topics = {"t": Topic("t", {0: [1, 2], 1: [2, 3], 2: [3, 1]})}
