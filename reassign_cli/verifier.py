@@ -41,7 +41,13 @@ def verify(
     """`dirs`: the plan's replica moves between log dirs, checked through `log_dirs` when given."""
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
-    moves = classify_moves(dirs, log_dirs.describe(sorted(dirs))) if dirs and log_dirs is not None else []
+    moves = replica_moves(dirs, log_dirs) if dirs and log_dirs is not None else []
     keep = preserve_throttles or moves_ongoing(moves)
     cleared = None if keep else clear_throttles(backend, dict(targets))
     return VerifyOutcome(results, cleared, moves)
+
+
+def replica_moves(dirs: ReplicaDirs, log_dirs: LogDirMoves) -> list[ReplicaMoveProgress]:
+    """Where each planned replica move between log dirs stands, from DescribeLogDirs on the brokers
+    concerned (verify, and `execute --wait` before it takes the throttles off)."""
+    return classify_moves(dirs, log_dirs.describe(sorted(dirs)))
