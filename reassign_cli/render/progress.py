@@ -234,6 +234,23 @@ def kept_lines(result: ClearResult) -> list[str]:
     return lines
 
 
+def entities_text(brokers: Sequence[int], topics: Sequence[str]) -> str:
+    """ "brokers 1,2 and topics a,b" (either part left out when empty)."""
+    parts = [
+        f"brokers {','.join(map(str, brokers))}" if brokers else "",
+        f"topics {','.join(topics)}" if topics else "",
+    ]
+    return " and ".join(x for x in parts if x)
+
+
+def orphans_line(brokers: Sequence[int], topics: Sequence[str]) -> str:
+    """verify's warning before it removes throttles of ours that nothing accounts for."""
+    return (
+        f"throttles set by kafka-reassign were left in place on {entities_text(brokers, topics)} with nothing "
+        "reassigning (an interrupted execute?); removing them"
+    )
+
+
 def rollback_block(js: str) -> str:
     return (
         "Current partition replica assignment\n\n"

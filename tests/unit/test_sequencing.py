@@ -426,3 +426,21 @@ def test_execute_wait_reports_and_exits_5_for_a_replica_left_in_another_dir(
     ]
     assert "Partition t-0 on broker 1 is not being moved from log dir /d0 to /d1." in captured.err
     assert c.record is None  # nothing copies any more: the throttle is off
+
+
+def test_verify_names_the_orphaned_throttles_it_removes() -> None:
+    # An execute wrote RECORD's throttles and was killed before its trigger: t-0 is still on [1,2].
+    from reassign_cli.verifier import verify
+
+    c = cluster(record=RECORD)
+    c.configs.update({("topics", "t"): dict(THROTTLES[0][2]), ("brokers", "1"): dict(RATES)})
+    c.configs.update({("brokers", "2"): dict(RATES), ("brokers", "3"): dict(RATES)})
+    outcome = verify(FakeBackend(c), {("t", 0): [3, 2]})
+    assert outcome.orphans == ([1, 2, 3], ["t"])
+    assert outcome.cleared is not None and c.record is None
+    # Once the plan is done, the same record is its own finished reassignment's: nothing orphaned.
+    c = cluster(record=RECORD)
+    c.state.topics["t"].replicas[0] = [3, 2]
+    c.state.topics["t"].isr[0] = [3, 2]
+    outcome = verify(FakeBackend(c), {("t", 0): [3, 2]})
+    assert outcome.orphans is None and outcome.cleared is not None
