@@ -433,16 +433,17 @@ def test_wrong_kafka_password_refused_in_one_line(
     v = cli(c, "verify", "--reassignment-json-file", str(plan), "--command-config", str(bad), cwd=tmp_path)
     assert v.returncode == 1
     assert [line for line in v.stderr.splitlines() if line.startswith("Error")] == [refused]
-    # execute: refused at the log-dir move, its throttle writes undone, no trigger
+    # execute: refused when it first asks the brokers (DescribeLogDirs), before it writes anything
+    roots = ("/admin", "/config", "/brokers/topics", "/reassign_cli")
+    before = zk_dump(szk, roots=roots)
     r = cli(
         c, "execute", "--reassignment-json-file", str(plan), "--command-config", str(bad),
-        "--replica-alter-log-dirs-throttle", "1000000", cwd=tmp_path,
+        "--replica-alter-log-dirs-throttle", "1000000", "--rollback-file", "rb.json", cwd=tmp_path,
     )  # fmt: skip
     assert r.returncode == 1
     assert [line for line in r.stderr.splitlines() if line.startswith("Error")] == [refused]
     assert "Successfully started" not in r.stdout
-    assert szk.exists("/admin/reassign_partitions") is None and szk.exists("/reassign_cli/throttles") is None
-    broker1 = json.loads(szk.get("/config/brokers/1")[0])["config"] if szk.exists("/config/brokers/1") else {}
-    assert "replica.alter.log.dirs.io.max.bytes.per.second" not in broker1
+    assert zk_dump(szk, roots=roots) == before
+    assert not (tmp_path / "rb.json").exists()
     assert (src / f"{topic}-0").is_dir()  # not moved
     assert_hidden([v.stdout, v.stderr, r.stdout, r.stderr], ["not-the-kafka-password", kafka_password])

@@ -361,13 +361,14 @@ def test_execute_wait_keeps_the_log_dir_throttle_until_the_copies_are_done(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c = FakeCluster(make_state({"t": {0: [1, 2]}}))
-    mover = CopyingDirs(c, polls=3)  # two answers with a future replica in /d1, then moved
+    mover = CopyingDirs(c, polls=4)  # three answers with a future replica in /d1, then moved
     req = request(
         tmp_path, DIR_PLAN, log_dir_throttle=1000, wait=True, poll_interval=0.1, bootstrap_server="b:9092"
     )
     assert run_dirs(c, mover, req, LoggingReport(c)) == ExitCode.OK
     ops = [op for op in c.log if op[0] in ("write_configs", "describe_log_dirs", "delete_priors")]
     assert ops == [
+        ("describe_log_dirs", (("t", 0, 1),)),  # the brokers answer before anything is written
         ("write_configs", (("brokers", "1", {LDR: "1000"}),)),
         ("describe_log_dirs", (("t", 0, 1),)),
         ("describe_log_dirs", (("t", 0, 1),)),
@@ -375,9 +376,8 @@ def test_execute_wait_keeps_the_log_dir_throttle_until_the_copies_are_done(
         ("write_configs", (("brokers", "1", {}),)),  # only once no future replica is left
         ("delete_priors",),
     ]
-    assert c.log.index(("alter_replica_log_dirs", ((("t", 0, 1), "/d1"),))) < c.log.index(
-        ("describe_log_dirs", (("t", 0, 1),))
-    )
+    started = c.log.index(("alter_replica_log_dirs", ((("t", 0, 1), "/d1"),)))
+    assert ("describe_log_dirs", (("t", 0, 1),)) in c.log[started:]
     err = capsys.readouterr().err
     assert "0/1 replica log-dir moves done; copying t-0 on broker 1 to /d1" in err
     assert "1/1 replica log-dir moves done" in err
@@ -408,7 +408,7 @@ def test_execute_wait_reports_and_exits_5_for_a_replica_left_in_another_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     c = FakeCluster(make_state({"t": {0: [1, 2]}}))
-    mover = CopyingDirs(c, polls=1, stop_in="/d0")  # no copy ever made: not where the plan says
+    mover = CopyingDirs(c, polls=2, stop_in="/d0")  # then no copy ever made: not where the plan says
     req = request(tmp_path, DIR_PLAN, log_dir_throttle=1000, wait=True, bootstrap_server="b:9092")
     report = ExecuteReport(Output(color=False))
     assert run_dirs(c, mover, req, report) == ExitCode.NOT_AS_PLANNED
