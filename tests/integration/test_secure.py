@@ -402,7 +402,12 @@ def test_log_dir_move_through_the_sasl_ssl_listener(
     assert "1/1 replica log-dir moves done" in r.stderr
     assert (target / f"{topic}-0").is_dir() and not (src / f"{topic}-0").is_dir()
 
-    v = cli(c, "verify", "--reassignment-json-file", str(plan), cwd=tmp_path)
+    # the same file named on the command line this time
+    config_file = c.env["KAFKA_REASSIGN_COMMAND_CONFIG"]
+    v = cli(
+        c, "verify", "--reassignment-json-file", str(plan), "--command-config", config_file, cwd=tmp_path,
+        drop=("KAFKA_REASSIGN_COMMAND_CONFIG",),
+    )  # fmt: skip
     assert v.returncode == 0, v.stderr
     assert v.stdout.splitlines()[:3] == [
         "Status of partition reassignment:",
