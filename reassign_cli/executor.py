@@ -4,7 +4,8 @@ Order (DESIGN §4): parse → read → validate (exit 3, nothing written) → mi
 rollback file (local) → prior-values record → topic throttle lists → broker rates → log-dir moves (admin
 API) → the reassignment (create only: /admin/reassign_partitions in ZooKeeper mode). If the create loses a
 race, this run's throttle writes are undone. Waiting polls the cluster, and once nothing is reassigning
-removes the throttles exactly as verify does (restoring recorded prior values).
+removes the throttles exactly as verify does (restoring recorded prior values), once the plan's replica
+moves between log dirs have finished too (DescribeLogDirs, as verify checks them).
 
 Every read and write goes through a `backend.Backend` (ZooKeeper today; tests use an in-memory fake).
 """
@@ -50,15 +51,19 @@ from reassign_cli.model import (
     tp_str,
 )
 from reassign_cli.progress import (
+    MoveStatus,
     PartitionProgress,
+    ReplicaMoveProgress,
     Status,
     StuckWatch,
     classify,
-    overall_exit,
+    moves_ongoing,
     resume_split,
+    verify_exit,
 )
 from reassign_cli.unthrottle import SETUP_WAIT_SECONDS, clear_throttles
 from reassign_cli.validate import Violation, split_batches, validate_reassignment
+from reassign_cli.verifier import replica_moves
 from reassign_cli.znodes import REASSIGN_PARTITIONS, encode_reassignment
 
 if TYPE_CHECKING:
@@ -385,7 +390,16 @@ def execute(
     """Run the whole execute command; returns the exit code (raises ReassignError on failures).
 
     log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server."""
-    code, results = _execute(backend, req, report, log_dirs)
+    mover, own = log_dirs, False
+    if mover is None and req.bootstrap_server:
+        from reassign_cli.admin.log_dirs import LogDirMover
+
+        mover, own = LogDirMover(req.bootstrap_server), True
+    try:
+        code, results = _execute(backend, req, report, mover)
+    finally:
+        if own and mover is not None:
+            mover.close()
     report.finished(results)
     return code
 
@@ -396,6 +410,7 @@ def _execute(
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
+    ending = _Ending(targets, log_dir_moves(entries), log_dirs)
     wait = req.wait or req.batch_size is not None
     if req.dry_run:
         backend = backend.as_dry_run()  # the same reads; every write recorded, none made
@@ -412,13 +427,15 @@ def _execute(
             if throttling:
                 return change_running_throttle(backend, state, entries, req, report), None
             raise BusyError(BUSY_MESSAGE)
+    if ending.dirs and log_dirs is not None and not req.dry_run:
+        log_dirs.describe(sorted(ending.dirs))  # the brokers answer (our credentials too) before any write
     earlier: list[PartitionProgress] = []
     if resuming and not req.dry_run:
         entries, earlier = _resume(backend, state, entries, req, report)
         limit = backend.reassignment_bytes_limit()
         batches = split_batches(entries, req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
         if not entries:
-            return _finish(backend, targets, earlier, req, report)
+            return _finish(backend, ending, earlier, req, report)
         state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)
     throttled = req.throttle is not None or req.log_dir_throttle is not None
@@ -433,7 +450,7 @@ def _execute(
         return ExitCode.OK, None
     if not wait:
         return ExitCode.OK, None
-    return _finish(backend, targets, earlier + results, req, report)
+    return _finish(backend, ending, earlier + results, req, report)
 
 
 def _resume(
@@ -466,17 +483,32 @@ def _names(entries: Sequence[PlanEntry], limit: int = 10) -> str:
     return ",".join(names) + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
 
 
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """What the end of a waiting execute looks at: the whole plan's partitions and replica log-dir moves,
+    and where those moves are described (None: not checked, as verify without the admin API)."""
+
+    targets: dict[TopicPartition, list[int]]
+    dirs: ReplicaDirs
+    log_dirs: LogDirMoves | None
+
+
 def _finish(
     backend: Backend,
-    targets: dict[TopicPartition, list[int]],
+    ending: _Ending,
     results: list[PartitionProgress],
     req: ExecuteRequest,
     report: ExecuteReport,
 ) -> tuple[int, list[PartitionProgress] | None]:
-    """Everything finished: take the throttles off as verify does; elect leaders if asked."""
+    """Every partition finished: wait for the replica moves between log dirs (their throttle stays while
+    they copy), take the throttles off as verify does; elect leaders if asked."""
+    moves: list[ReplicaMoveProgress] = []
+    if ending.dirs and ending.log_dirs is not None:
+        moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
+    targets = ending.targets
     cleared = clear_throttles(backend, targets)
     report.cleared(cleared)
-    code = overall_exit(results)
+    code = verify_exit(results, moves)
     if req.elect_leaders and code == ExitCode.OK:
         election = elect_leaders(backend, ElectRequest(partitions=sorted(targets)))
         report.election(election.initial, election.final)
@@ -506,34 +538,25 @@ def _run_batches(
     req: ExecuteRequest,
     report: ExecuteReport,
     wait: bool,
-    log_dirs: LogDirMoves | None,
+    mover: LogDirMoves | None,
 ) -> list[PartitionProgress]:
     """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
-    mover, own = log_dirs, False
-    if mover is None and req.bootstrap_server:
-        from reassign_cli.admin.log_dirs import LogDirMover
-
-        mover, own = LogDirMover(req.bootstrap_server), True
     results: list[PartitionProgress] = []
-    try:
-        for i, batch in enumerate(batches):
-            if len(batches) > 1:
-                report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
-            if i > 0:
-                state = backend.read_state(sorted({e.topic for e in batch}))
-                if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
-                    where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
-                    raise BusyError(
-                        f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
-                        f"{where}; batches 1-{i} are complete",
-                        hint="Run execute again with the remaining partitions once it has finished.",
-                    )
-            submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
-            if wait and not req.dry_run:
-                results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
-    finally:
-        if own and mover is not None:
-            mover.close()
+    for i, batch in enumerate(batches):
+        if len(batches) > 1:
+            report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
+        if i > 0:
+            state = backend.read_state(sorted({e.topic for e in batch}))
+            if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
+                where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
+                raise BusyError(
+                    f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
+                    f"{where}; batches 1-{i} are complete",
+                    hint="Run execute again with the remaining partitions once it has finished.",
+                )
+        submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
+        if wait and not req.dry_run:
+            results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
     return results
 
 
@@ -632,39 +655,94 @@ def change_running_throttle(
 # ---------------------------------------------------------------------------------------------
 
 
+class _Clock:
+    """One wait's --timeout and --poll-interval."""
+
+    def __init__(self, req: ExecuteRequest) -> None:
+        self.start = time.monotonic()
+        self.timeout = req.timeout
+        self.interval = req.poll_interval
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def expired(self) -> bool:
+        return self.timeout is not None and self.elapsed() >= self.timeout
+
+    def pause(self) -> None:
+        left = self.interval if self.timeout is None else self.timeout - self.elapsed()
+        time.sleep(max(min(self.interval, left), 0.05))
+
+
 def wait_for(
     backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
 ) -> list[PartitionProgress]:
     """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
     Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
     topics = sorted({t for t, _ in targets})
-    start = time.monotonic()
-    deadline = start + req.timeout if req.timeout is not None else None
+    clock = _Clock(req)
     stuck = StuckWatch(req.stuck_after)
     try:
         with report.progress(len(targets)) as bar:
             while True:
                 state = backend.read_state(topics, partition_state=True)
                 results = classify(targets, state)
-                bar.update(results, time.monotonic() - start)
+                bar.update(results, clock.elapsed())
                 for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
                     report.warn(stuck_line(p.name, broker, gone, req.file_name))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]
                 if not moving:
                     return results
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
+                if clock.expired():
                     raise BusyError(
                         f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
                         hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name)}",
                     )
-                pause = req.poll_interval if deadline is None else min(req.poll_interval, deadline - now)
-                time.sleep(max(pause, 0.05))
+                clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
             hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
         ) from None
+
+
+def wait_for_log_dirs(
+    mover: LogDirMoves, dirs: ReplicaDirs, req: ExecuteRequest, report: ExecuteReport
+) -> list[ReplicaMoveProgress]:
+    """Poll DescribeLogDirs (verify's check) until no planned replica has a future copy left. --timeout:
+    BusyError naming the replicas still copying (the throttles stay); Ctrl-C: WaitInterrupted."""
+    clock = _Clock(req)
+    try:
+        while True:
+            moves = replica_moves(dirs, mover)
+            report.log_dir_progress(moves, clock.elapsed())
+            if not moves_ongoing(moves):
+                for m in moves:
+                    if m.status is not MoveStatus.COMPLETE:
+                        report.warn(m.line())
+                return moves
+            if clock.expired():
+                raise BusyError(
+                    f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
+                    f"{describe_copying(moves)}",
+                    hint=f"The moves keep running. Check them with: {verify_command(req.file_name)} "
+                    "--bootstrap-server HOST:PORT",
+                )
+            clock.pause()
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting; the replica moves between log dirs keep running",
+            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req.file_name)}",
+        ) from None
+
+
+def describe_copying(moves: Sequence[ReplicaMoveProgress], limit: int = 10) -> str:
+    """The replicas that still have a future copy: "t-0 on broker 1 (to /d1)"."""
+    copying = [m for m in moves if m.future is not None]
+    parts = [f"{m.topic}-{m.partition} on broker {m.broker} (to {m.future})" for m in copying[:limit]]
+    if len(copying) > limit:
+        parts.append(f"and {len(copying) - limit} more")
+    return ", ".join(parts)
 
 
 def stuck_line(name: str, broker: int, gone: float, file_name: str) -> str:

@@ -341,6 +341,23 @@ def classify_moves(
     return out
 
 
+def orphaned_throttles(
+    recorded: tuple[list[int], list[str]], results: Iterable[PartitionProgress]
+) -> tuple[list[int], list[str]] | None:
+    """The throttles of ours (recorded brokers, topics) that nothing accounts for, found while nothing
+    reassigns: all of them when the plan is not where it should be (its execute was interrupted before
+    the trigger, or between batches); otherwise the recorded topics outside the plan (another plan's
+    interrupted execute; broker rates cannot be told apart, they are shared). None: none."""
+    brokers, topics = recorded
+    results = list(results)
+    if any(r.status is not Status.COMPLETE for r in results):
+        found = (list(brokers), list(topics))
+    else:
+        planned = {r.topic for r in results}
+        found = ([], [t for t in topics if t not in planned])
+    return found if found[0] or found[1] else None
+
+
 def moves_ongoing(moves: Iterable[ReplicaMoveProgress]) -> bool:
     """A future replica exists somewhere: the log-dir throttle is still at work."""
     return any(m.status in (MoveStatus.IN_PROGRESS, MoveStatus.ELSEWHERE) for m in moves)

@@ -27,6 +27,9 @@ class ClearResult:
     # Brokers whose recorded throttles wait for them to register again (the admin API writes a broker's
     # config through that broker); their record entries stay.
     pending: list[int] = field(default_factory=list)
+    # Every broker and topic our record named when the clear read it: the throttles of ours it found.
+    recorded_brokers: list[int] = field(default_factory=list)
+    recorded_topics: list[str] = field(default_factory=list)
 
 
 def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
@@ -89,6 +92,7 @@ def _plan_clear(
     brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
     topics = kafka_topics | set(record.get("topics", {}))
     result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
+    result.recorded_brokers, result.recorded_topics = th.recorded_entities(record)
     out[:] = [result]
     if not backend.offline_broker_configs:
         offline = brokers - set(full.broker_ids)

@@ -3,7 +3,8 @@
 Order: read the plan's topics with their partition states → classify each partition → the plan's replica
 moves between log dirs, from DescribeLogDirs (when there are any and the admin API is at hand) → unless
 preserved, and unless a log-dir move is still running, `unthrottle.clear_throttles` (which reads the whole
-cluster again and does nothing while anything reassigns).
+cluster again and does nothing while anything reassigns) → the orphaned throttles among those it removed
+(`progress.orphaned_throttles`), for the warning.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from reassign_cli.progress import (
     classify,
     classify_moves,
     moves_ongoing,
+    orphaned_throttles,
 )
 from reassign_cli.unthrottle import ClearResult, clear_throttles
 
@@ -28,6 +30,9 @@ class VerifyOutcome:
     results: list[PartitionProgress]
     cleared: ClearResult | None  # None: kept (preserved, or something still reassigns or moves)
     moves: list[ReplicaMoveProgress] = field(default_factory=list)
+    # Throttles of ours that no finished reassignment of this plan accounts for (an interrupted
+    # execute's), as the clear found them: (brokers, topics); None when there were none or no clear.
+    orphans: tuple[list[int], list[str]] | None = None
 
 
 def verify(
@@ -41,7 +46,16 @@ def verify(
     """`dirs`: the plan's replica moves between log dirs, checked through `log_dirs` when given."""
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
-    moves = classify_moves(dirs, log_dirs.describe(sorted(dirs))) if dirs and log_dirs is not None else []
+    moves = replica_moves(dirs, log_dirs) if dirs and log_dirs is not None else []
     keep = preserve_throttles or moves_ongoing(moves)
     cleared = None if keep else clear_throttles(backend, dict(targets))
-    return VerifyOutcome(results, cleared, moves)
+    orphans = None
+    if cleared is not None:
+        orphans = orphaned_throttles((cleared.recorded_brokers, cleared.recorded_topics), results)
+    return VerifyOutcome(results, cleared, moves, orphans)
+
+
+def replica_moves(dirs: ReplicaDirs, log_dirs: LogDirMoves) -> list[ReplicaMoveProgress]:
+    """Where each planned replica move between log dirs stands, from DescribeLogDirs on the brokers
+    concerned (verify, and `execute --wait` before it takes the throttles off)."""
+    return classify_moves(dirs, log_dirs.describe(sorted(dirs)))

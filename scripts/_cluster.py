@@ -3,7 +3,8 @@
 Three modes, chosen at `up` and remembered in state.json:
   zk      ZooKeeper + 3 Kafka 3.9 brokers in ZooKeeper mode (the default)
   secure  the same, ZooKeeper with SASL DIGEST-MD5 and a TLS-only client port, brokers with
-          zookeeper.set.acl=true authenticating over TLS
+          zookeeper.set.acl=true authenticating over TLS, and a second broker listener, SASL_SSL
+          (SASL/PLAIN over TLS), beside the PLAINTEXT one
   kraft   3 combined KRaft nodes (broker+controller), Kafka 3.9.x or 4.x
 
 Called by scripts/cluster (see `scripts/cluster --help` and docs/cluster.md). Everything lives under the
@@ -48,6 +49,8 @@ BROKER_HEAP = "-Xms512m -Xmx768m"
 EXTRA_BROKER_HEAP = "-Xms256m -Xmx640m"  # brokers of the extra (secure, KRaft) test clusters
 MODES = ("zk", "secure", "kraft")
 SASL_USER = "kafka"
+KAFKA_SASL_USER = "admin"  # the SASL/PLAIN user of the secure cluster's SASL_SSL listener
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 REASSIGN_MAIN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 JVM_COMMON = ["-XX:-UsePerfData", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
@@ -253,12 +256,49 @@ def secure_zk_config(data_dir: Path, port: int, secrets: Path, key_password: str
 
 
 def secure_broker_properties(
-    broker_id: int, port: int, zk_port: int, log_dirs: list[str], secrets: Path, key_password: str
+    broker_id: int,
+    ports: tuple[int, int],
+    zk_port: int,
+    log_dirs: list[str],
+    secrets: Path,
+    pw: dict[str, str],
 ) -> dict[str, str]:
+    """ports: (PLAINTEXT, SASL_SSL). The brokers talk to each other over PLAINTEXT; clients may use either."""
+    port, sasl_port = ports
     props = broker_properties(broker_id, port, zk_port, log_dirs)
+    listeners = f"PLAINTEXT://{HOST}:{port},SASL_SSL://{HOST}:{sasl_port}"
+    props.update({"listeners": listeners, "advertised.listeners": listeners})
     props["zookeeper.set.acl"] = "true"  # znodes get sasl:<user> creator ACLs (+ world read if not sensitive)
-    props.update(zk_tls_client_properties(secrets, key_password))
+    props.update(zk_tls_client_properties(secrets, pw["key_password"]))
+    user, password = KAFKA_SASL_USER, pw["kafka_password"]
+    sasl_ssl = {
+        "sasl.enabled.mechanisms": "PLAIN",
+        # PlainLoginModule's server side: the broker's own user (unused: no SASL between brokers) and
+        # one user_<name>="<password>" per client
+        "plain.sasl.jaas.config": f'{PLAIN_MODULE} required username="{user}" password="{password}" '
+        f'user_{user}="{password}";',
+        # the server certificate of ZooKeeper's TLS port, its key in PEM with the key password only
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(secrets / "server.pem"),
+        "ssl.key.password": pw["key_password"],
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(secrets / "ca.pem"),
+    }
+    props["inter.broker.listener.name"] = "PLAINTEXT"
+    props.update({f"listener.name.sasl_ssl.{k}": v for k, v in sasl_ssl.items()})
     return props
+
+
+def kafka_client_properties(secrets: Path, password: str) -> dict[str, str]:
+    """Kafka's client properties (a --command-config) for the SASL_SSL listener: SASL/PLAIN over TLS, the
+    broker certificate checked against the test CA (PEM truststore; the certificate names 127.0.0.1)."""
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": f'{PLAIN_MODULE} required username="{KAFKA_SASL_USER}" password="{password}";',
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(secrets / "ca.pem"),
+    }
 
 
 def jaas_text(section: str, username: str, password: str) -> str:
@@ -271,13 +311,13 @@ def jaas_text(section: str, username: str, password: str) -> str:
 
 def make_secrets(secrets: Path) -> dict[str, str]:
     """A throw-away CA, a server and a client certificate (SAN 127.0.0.1/localhost) with encrypted PEM
-    keys, and random passwords; returned as {"sasl_password", "key_password"}."""
+    keys, and random passwords; returned as {"sasl_password", "key_password", "kafka_password"}."""
     import secrets as rnd
 
     shutil.rmtree(secrets, ignore_errors=True)
     secrets.mkdir(parents=True)
     os.chmod(secrets, 0o700)
-    pw = {"sasl_password": rnd.token_urlsafe(18), "key_password": rnd.token_urlsafe(18)}
+    pw = {k: rnd.token_urlsafe(18) for k in ("sasl_password", "key_password", "kafka_password")}
     ext = secrets / "ext.cnf"
     ext.write_text(
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n"
@@ -309,6 +349,9 @@ def make_secrets(secrets: Path) -> dict[str, str]:
     (secrets / "zk-server-jaas.conf").write_text(jaas_text("Server", SASL_USER, pw["sasl_password"]))
     (secrets / "zk-client-jaas.conf").write_text(jaas_text("Client", SASL_USER, pw["sasl_password"]))
     write_properties(secrets / "zk-tls.properties", zk_tls_client_properties(secrets, pw["key_password"]))
+    write_properties(
+        secrets / "kafka-client.properties", kafka_client_properties(secrets, pw["kafka_password"])
+    )
     return pw
 
 
@@ -658,9 +701,16 @@ class Cluster:
         assert isinstance(ctrl, dict)
         return {int(k): int(v) for k, v in ctrl.items()}
 
+    def sasl_ports(self) -> dict[int, int]:
+        """The secure cluster's SASL_SSL listener ports ({} in the other modes)."""
+        ports = (self.load_state() or {}).get("sasl_ports") or {}
+        assert isinstance(ports, dict)
+        return {int(k): int(v) for k, v in ports.items()}
+
     def all_ports(self) -> list[int]:
         zk_port, bports = self.ports()
-        return [p for p in [zk_port, *bports.values(), *self.controller_ports().values()] if p]
+        extra = [*self.controller_ports().values(), *self.sasl_ports().values()]
+        return [p for p in [zk_port, *bports.values(), *extra] if p]
 
     # processes
     def pid(self, name: str) -> int | None:
@@ -927,6 +977,10 @@ def write_env(c: Cluster) -> None:
     if c.mode == "secure":
         lines["KAFKA_REASSIGN_ZK_JAAS_FILE"] = str(c.secrets / "zk-client-jaas.conf")
         lines["KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE"] = str(c.secrets / "zk-tls.properties")
+        # What ZooKeeper does not carry (log-dir moves, cancel) goes to the brokers' SASL_SSL listener
+        sports = c.sasl_ports()
+        lines["KAFKA_REASSIGN_BOOTSTRAP"] = ",".join(f"{HOST}:{sports[i]}" for i in BROKER_IDS)
+        lines["KAFKA_REASSIGN_COMMAND_CONFIG"] = str(c.secrets / "kafka-client.properties")
     lines["KAFKA_BOOTSTRAP"] = bootstrap
     if c.mode != "kraft":
         lines.update(
@@ -934,6 +988,8 @@ def write_env(c: Cluster) -> None:
         )
     if c.mode == "secure":
         lines["CLUSTER_ZK_SASL_USER"] = SASL_USER
+        lines["CLUSTER_KAFKA_SASL_USER"] = KAFKA_SASL_USER
+        lines["CLUSTER_SASL_SSL_BOOTSTRAP"] = lines["KAFKA_REASSIGN_BOOTSTRAP"]
     lines.update(
         {
             "CLUSTER_BROKER_IDS": ",".join(map(str, BROKER_IDS)),
@@ -974,10 +1030,13 @@ def write_configs(c: Cluster, zk_port: int, bports: dict[int, int]) -> None:
         return
     zk_data = c.root / "data" / "zookeeper"
     if c.mode == "secure":
-        pw = str(st["key_password"])
-        write_properties(c.config_file("zookeeper"), secure_zk_config(zk_data, zk_port, c.secrets, pw))
+        pw = {k: str(st[k]) for k in ("key_password", "kafka_password")}
+        zk_cfg = secure_zk_config(zk_data, zk_port, c.secrets, pw["key_password"])
+        write_properties(c.config_file("zookeeper"), zk_cfg)
+        sports = c.sasl_ports()
         for i in BROKER_IDS:
-            props = secure_broker_properties(i, bports[i], zk_port, c.broker_log_dirs(i), c.secrets, pw)
+            ports = (bports[i], sports[i])
+            props = secure_broker_properties(i, ports, zk_port, c.broker_log_dirs(i), c.secrets, pw)
             write_properties(c.config_file(f"broker-{i}"), props)
         return
     write_properties(c.config_file("zookeeper"), zk_config(zk_data, zk_port))
@@ -1025,9 +1084,9 @@ def start_zookeeper(c: Cluster) -> None:
 
 def start_brokers(c: Cluster, ids: list[int]) -> None:
     _, bports = c.ports()
-    cports = c.controller_ports()
+    cports, sports = c.controller_ports(), c.sasl_ports()
     for i in ids:
-        for port in (bports[i], cports.get(i)):
+        for port in (bports[i], cports.get(i), sports.get(i)):
             if port and listening(port):
                 raise ClusterError(f"port {port} (broker {i}) is already in use by another process")
     heap = os.environ.get("CLUSTER_BROKER_HEAP") or (BROKER_HEAP if c.mode == "zk" else EXTRA_BROKER_HEAP)
@@ -1104,7 +1163,7 @@ def fresh_state(c: Cluster, mode: str = "zk", version: str | None = None) -> Non
     version = version or kafka_version()
     zk_port, bports = port_overrides()
     fixed = {p for p in [zk_port, *(bports or {}).values()] if p}
-    picked = iter(pick_ports(7, fixed))
+    picked = iter(pick_ports(10, fixed))
     zk_port = None if mode == "kraft" else zk_port or next(picked)
     bports = bports or {i: next(picked) for i in BROKER_IDS}
     shutil.rmtree(c.root / "data", ignore_errors=True)
@@ -1121,7 +1180,9 @@ def fresh_state(c: Cluster, mode: str = "zk", version: str | None = None) -> Non
         # a random 16-byte id in Kafka's Uuid text form (URL-safe base64, no padding)
         state["cluster_id"] = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
     if mode == "secure":
-        state["key_password"] = make_secrets(c.secrets)["key_password"]
+        pw = make_secrets(c.secrets)
+        state.update(key_password=pw["key_password"], kafka_password=pw["kafka_password"])
+        state["sasl_ports"] = {str(i): next(picked) for i in BROKER_IDS}
     else:
         shutil.rmtree(c.secrets, ignore_errors=True)
     c.state_file.write_text(json.dumps(state, indent=1))
@@ -1164,7 +1225,7 @@ def cmd_down(c: Cluster) -> int:
 def status_rows(c: Cluster) -> tuple[bool, bool]:
     """Print one line per process; (all alive, any alive)."""
     zk_port, bports = c.ports()
-    cports = c.controller_ports()
+    cports, sports = c.controller_ports(), c.sasl_ports()
     rows = [] if c.mode == "kraft" else [("zookeeper", zk_port)]
     rows += [(f"broker-{i}", bports[i]) for i in BROKER_IDS]
     ok, any_alive = True, False
@@ -1174,6 +1235,8 @@ def status_rows(c: Cluster) -> tuple[bool, bool]:
         any_alive |= alive
         state = f"running pid {c.pid(name)}" if alive else "stopped"
         extra = f" controller port {cports[int(name[7:])]}" if cports and name.startswith("broker-") else ""
+        if sports and name.startswith("broker-"):
+            extra += f" SASL_SSL port {sports[int(name[7:])]}"
         print(
             f"{name:<10} {state:<20} port {port} {'listening' if listening(port) else 'not listening'}{extra}"
         )
@@ -1355,8 +1418,11 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | stat
                   stdout). Harmless when up.
   up --secure     the same with ZooKeeper on a TLS-only port (PEM files) with SASL DIGEST-MD5,
                   brokers with zookeeper.set.acl=true authenticating to it; CA, certificates and
-                  passwords are made at `up` under $CLUSTER_DIR/secrets. The env file adds
-                  KAFKA_REASSIGN_ZK_JAAS_FILE and KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE.
+                  passwords are made at `up` under $CLUSTER_DIR/secrets. Brokers also listen with
+                  SASL_SSL (SASL/PLAIN over TLS) on ports of their own. The env file adds
+                  KAFKA_REASSIGN_ZK_JAAS_FILE, KAFKA_REASSIGN_ZK_TLS_CONFIG_FILE, and
+                  KAFKA_REASSIGN_BOOTSTRAP (the SASL_SSL listeners) with KAFKA_REASSIGN_COMMAND_CONFIG
+                  (secrets/kafka-client.properties: Kafka's client properties for them).
   up --kraft [--kafka-version V]
                   three combined KRaft broker+controller nodes 1,2,3 (racks r1,r2,r3), Kafka V (default
                   the ZooKeeper-mode version; 4.x supported); env has KAFKA_REASSIGN_BOOTSTRAP

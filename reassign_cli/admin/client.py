@@ -16,6 +16,9 @@ def connect(options: AdminOptions) -> Any:
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    from reassign_cli.admin.sasl_probe import check_plain_credentials
+
+    check_plain_credentials(options)  # a wrong password: one line now, not "Unable to bootstrap" in 30 s
     try:
         return KafkaAdminClient(**options.client_settings())
     except KafkaError as e:

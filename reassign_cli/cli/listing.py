@@ -98,7 +98,7 @@ def _list_json(state: ClusterState, rows: list[Row], orphans: tuple[list[int], l
 def _list_text(
     out: Any, state: ClusterState, rows: list[Row], orphans: tuple[list[int], list[str]] | None
 ) -> None:
-    from reassign_cli.render.progress import list_line
+    from reassign_cli.render.progress import entities_text, list_line
 
     if not rows:
         out.result("No partition reassignments found.")
@@ -117,11 +117,7 @@ def _list_text(
             "it blocks new reassignments until it is deleted"
         )
     if orphans is not None:
-        brokers, topics = orphans
-        where = " and ".join(
-            x for x in (f"brokers {','.join(map(str, brokers))}" if brokers else "",
-                        f"topics {','.join(topics)}" if topics else "") if x
-        )  # fmt: skip
+        where = entities_text(*orphans)
         out.warn(
             f"throttles set by kafka-reassign are still in place on {where}, and nothing is reassigning "
             "(an interrupted execute?); kafka-reassign verify with the plan removes them"

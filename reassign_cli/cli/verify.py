@@ -58,10 +58,18 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
 
 def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
     from reassign_cli.progress import Status, move_json, moves_ongoing, report_json, verify_exit
-    from reassign_cli.render.progress import clearing_lines, kept_lines, reason_lines, verify_lines
+    from reassign_cli.render.progress import (
+        clearing_lines,
+        kept_lines,
+        orphans_line,
+        reason_lines,
+        verify_lines,
+    )
 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
     code = verify_exit(results, moves)
+    if outcome.orphans is not None:  # before the Clearing lines, as list warns
+        out.warn(orphans_line(*outcome.orphans))
     if opts.json:
         doc = report_json(results)
         if checked_dirs:
@@ -70,6 +78,8 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
         doc["throttles_cleared"] = (
             {"brokers": cleared.brokers, "topics": cleared.topics} if cleared is not None else None
         )
+        orphans = outcome.orphans
+        doc["orphaned_throttles"] = None if orphans is None else {"brokers": orphans[0], "topics": orphans[1]}
         out.result_json(doc)
     else:
         for line in verify_lines(results, moves):

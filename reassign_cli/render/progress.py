@@ -12,11 +12,13 @@ import orjson
 
 from reassign_cli.elect import LeaderStatus, result_lines, status_json
 from reassign_cli.progress import (
+    MoveStatus,
     PartitionProgress,
     ReplicaMoveProgress,
     Status,
     caught_up,
     kafka_line,
+    move_json,
     report_json,
 )
 
@@ -102,6 +104,8 @@ class ExecuteReport:
         self.out = out
         self.json = json
         self.doc: dict[str, Any] = {"messages": []}
+        self._moves_line = ""
+        self._moves_time = 0.0
 
     def result(self, line: str) -> None:
         if self.json:
@@ -153,6 +157,24 @@ class ExecuteReport:
             self.result(line)
         for line in kept_lines(result):
             self.info(line)
+
+    def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None:
+        """`execute --wait` polling the replica moves between log dirs: a line on stderr when it changes
+        (or every PLAIN_EVERY seconds), the last state in the JSON document."""
+        self.doc["replica_moves"] = [move_json(m) for m in moves]
+        done = sum(1 for m in moves if m.status is MoveStatus.COMPLETE)
+        copying = [m for m in moves if m.future is not None]
+        line = f"{done}/{len(moves)} replica log-dir moves done"
+        if copying:
+            first = copying[0]
+            more = f" and {len(copying) - 1} more" if len(copying) > 1 else ""
+            line += (
+                f"; copying {first.topic}-{first.partition} on broker {first.broker} to {first.future}{more}"
+            )
+        now = time.monotonic()
+        if not self.out.quiet and (line != self._moves_line or now - self._moves_time >= PLAIN_EVERY):
+            self.out.info(f"[{_clock(elapsed)}] {line}")
+            self._moves_line, self._moves_time = line, now
 
     def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None:
         self.doc["leader_election"] = status_json(final)
@@ -210,6 +232,23 @@ def kept_lines(result: ClearResult) -> list[str]:
             "that broker): run verify again then"
         )
     return lines
+
+
+def entities_text(brokers: Sequence[int], topics: Sequence[str]) -> str:
+    """ "brokers 1,2 and topics a,b" (either part left out when empty)."""
+    parts = [
+        f"brokers {','.join(map(str, brokers))}" if brokers else "",
+        f"topics {','.join(topics)}" if topics else "",
+    ]
+    return " and ".join(x for x in parts if x)
+
+
+def orphans_line(brokers: Sequence[int], topics: Sequence[str]) -> str:
+    """verify's warning before it removes throttles of ours that nothing accounts for."""
+    return (
+        f"throttles set by kafka-reassign were left in place on {entities_text(brokers, topics)} with nothing "
+        "reassigning (an interrupted execute?); removing them"
+    )
 
 
 def rollback_block(js: str) -> str:

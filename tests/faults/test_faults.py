@@ -83,9 +83,14 @@ def test_1_kill9_after_the_throttles_before_the_trigger(
         f"throttles set by kafka-reassign are still in place on brokers 1,2,3 and topics {topic}" in ls.stderr
     )
     assert "kafka-reassign verify with the plan removes them" in ls.stderr
-    # Recovery, step 1: verify with the plan names the partition as not moved and removes the throttles.
+    # Recovery, step 1: verify with the plan names the partition as not moved and the orphaned throttles,
+    # and removes them.
     v = mover.verify(plan)
     assert v.returncode == 5, v.stdout + v.stderr
+    assert (
+        f"Warning: throttles set by kafka-reassign were left in place on brokers 1,2,3 and topics {topic} "
+        "with nothing reassigning (an interrupted execute?); removing them"
+    ) in v.stderr.splitlines()
     assert (
         f"There is no active reassignment of partition {topic}-0, but replica set is 1,2 rather than 3,2."
         in v.stdout

@@ -305,6 +305,14 @@ def test_secure_cluster_tls_sasl_acls(secure_cluster: ExtraCluster) -> None:
 
     status = script("status", directory=c.directory)
     assert status.returncode == 0 and status.stdout.startswith("mode: secure"), status.stdout
+    # each broker also listens with SASL_SSL; the env file names those listeners and their client config
+    sasl = dict(zip(c.broker_ids, env["CLUSTER_SASL_SSL_BOOTSTRAP"].split(","), strict=True))
+    assert env["KAFKA_REASSIGN_BOOTSTRAP"] == env["CLUSTER_SASL_SSL_BOOTSTRAP"]
+    assert Path(env["KAFKA_REASSIGN_COMMAND_CONFIG"]).parent == c.tls_config_file.parent  # secrets/
+    for b, hostport in sasl.items():
+        plain = c.bootstrap_for(b)
+        assert hostport != plain
+        assert f"endpoints=PLAINTEXT://{plain},SASL_SSL://{hostport}" in status.stdout
 
 
 # --------------------------------------------------------------------------- KRaft

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.faults.support import Child
 from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     LOG_DIR_RATE,
@@ -16,6 +17,7 @@ from tests.integration.reassign_support import (
     config,
     get_json,
     produce,
+    set_config,
 )
 
 
@@ -108,3 +110,55 @@ def test_unknown_log_dir_fails_and_undoes_throttles(
         get_json(zk, "/admin/reassign_partitions")
     )
     assert (config(zk, "brokers", 1) or {}) == (before or {})
+
+
+def test_execute_wait_waits_for_the_log_dir_copy_before_clearing(
+    cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover, tmp_path: Path
+) -> None:
+    # 3 MB copied into broker 1's other log dir at 1000 B/s (the first MB or so goes at once, then the
+    # copy crawls), for a partition that keeps its replicas: its reassignment is over at once. --wait
+    # reports the copy and keeps the log-dir rate on while DescribeLogDirs shows a future replica; the
+    # operator then raises the rate (kafka-configs), and --wait clears once the copy is done.
+    topic = make_topic({0: [1, 2]})
+    values = produce(cluster.bootstrap, topic, 0, 3000)
+    (src,) = _where(cluster, 1, topic, 0)
+    other = "d1" if src == "d0" else "d0"
+    dir1 = str(_dirs(cluster, 1)[other == "d1"])
+    plan = mover.plan("dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [dir1, "any"]})
+    await_idle(zk)
+    child = Child(
+        cluster.zookeeper,
+        tmp_path,
+        "execute",
+        "--reassignment-json-file",
+        plan,
+        "--zookeeper",  # ZooKeeper mode; the brokers for the log-dir moves
+        cluster.zookeeper,
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--replica-alter-log-dirs-throttle",
+        "1000",
+        "--wait",
+        "--poll-interval",
+        "0.5",
+        "--timeout",
+        "300",
+    )
+    child.wait_for_line(f"0/1 replica log-dir moves done; copying {topic}-0 on broker 1 to {dir1}")
+    assert "1/1 partitions done, 2/2 target replicas in sync" in child.stderr
+    assert child.proc.poll() is None  # still waiting: the throttle and our record stay meanwhile
+    assert config(zk, "brokers", 1) == {LOG_DIR_RATE: "1000"}
+    assert get_json(zk, RECORD)["brokers"]["1"] == {LOG_DIR_RATE: None}
+    set_config(zk, "brokers", 1, {LOG_DIR_RATE: "100000000"})  # the operator speeds it up
+    assert child.finish() == 0, child.stderr
+    assert "1/1 replica log-dir moves done" in child.stderr
+    # the copy was over (no future replica) when --wait took the rate off: the log is in its new dir
+    assert _where(cluster, 1, topic, 0) == [other]
+    assert not list(Path(dir1).glob(f"{topic}-0.*-future"))
+    assert child.out.splitlines()[-2:] == [
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {topic}",
+    ]
+    assert LOG_DIR_RATE not in (config(zk, "brokers", 1) or {})  # the recorded absence put back
+    assert get_json(zk, RECORD) is None or "1" not in get_json(zk, RECORD)["brokers"]
+    assert consume_all(topic) == values

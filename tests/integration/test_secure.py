@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -335,3 +336,119 @@ def test_wrong_password_one_line_without_the_password(secure_cluster: ExtraClust
         f"Error: cannot load the ZooKeeper TLS file {keystore} (SSLError); check it is PEM and, for the "
         "keystore, zookeeper.ssl.keystore.password"
     ]
+
+
+# --------------------------------------------------------------------------- the SASL_SSL listener
+
+
+def assert_hidden(outputs: list[str], hidden: list[str]) -> None:
+    for text in outputs:
+        for secret in hidden:
+            assert secret not in text
+
+
+def kafka_client_config(c: ExtraCluster) -> tuple[Path, str]:
+    """The cluster's --command-config (Kafka's client properties for its SASL_SSL listener) and the
+    SASL/PLAIN password in it."""
+    path = Path(c.env["KAFKA_REASSIGN_COMMAND_CONFIG"])
+    props = read_properties(path)
+    assert props["security.protocol"] == "SASL_SSL" and props["sasl.mechanism"] == "PLAIN"
+    assert props["ssl.truststore.type"] == "PEM" and Path(props["ssl.truststore.location"]).is_file()
+    m = re.fullmatch(
+        r'org\.apache\.kafka\.common\.security\.plain\.PlainLoginModule required username="(\w+)" '
+        r'password="([^"]+)";',
+        props["sasl.jaas.config"],
+    )
+    assert m and m.group(1) == c.env["CLUSTER_KAFKA_SASL_USER"], props["sasl.jaas.config"]
+    assert len(m.group(2)) >= 16  # random, so a hit in an output is a real leak
+    return path, m.group(2)
+
+
+def log_dir_plan(c: ExtraCluster, topic: str, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A plan keeping topic-0 on brokers 1,2 and moving broker 1's replica to its other log dir:
+    (plan, the dir it is in, the target dir)."""
+    base = c.directory / "data" / "broker-1"
+    (src,) = [base / d for d in ("d0", "d1") if (base / d / f"{topic}-0").is_dir()]
+    target = base / ("d1" if src.name == "d0" else "d0")
+    entry = {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [str(target), "any"]}
+    plan = tmp_path / "dirs.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [entry]}))
+    return plan, src, target
+
+
+def test_log_dir_move_through_the_sasl_ssl_listener(
+    secure_cluster: ExtraCluster, szk: Any, tmp_path: Path
+) -> None:
+    # Only the env file: ZooKeeper over TLS with SASL, and the admin calls ZooKeeper does not carry
+    # (AlterReplicaLogDirs, DescribeLogDirs) through the brokers' SASL_SSL listener with the
+    # cluster's --command-config (KAFKA_REASSIGN_BOOTSTRAP, KAFKA_REASSIGN_COMMAND_CONFIG).
+    c = secure_cluster
+    _, kafka_password = kafka_client_config(c)
+    hidden = [*secrets(c), kafka_password]
+    sasl_ports = {int(hp.rpartition(":")[2]) for hp in c.env["KAFKA_REASSIGN_BOOTSTRAP"].split(",")}
+    assert len(sasl_ports) == 3 and not sasl_ports & set(c.broker_ports.values())  # not PLAINTEXT
+    topic = make_secure_topic(c, szk, {0: [1, 2]}, messages=300)
+    plan, src, target = log_dir_plan(c, topic, tmp_path)
+
+    r = cli(
+        c, "execute", "--reassignment-json-file", str(plan), "--replica-alter-log-dirs-throttle", "100000000",
+        "--wait", "--poll-interval", "0.5", "--timeout", "120", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (
+        f"Successfully started moving log directory to {target} for replica {topic}-0 with broker 1 "
+        in r.stdout.splitlines()
+    )
+    assert "1/1 replica log-dir moves done" in r.stderr
+    assert (target / f"{topic}-0").is_dir() and not (src / f"{topic}-0").is_dir()
+
+    # the same file named on the command line this time
+    config_file = c.env["KAFKA_REASSIGN_COMMAND_CONFIG"]
+    v = cli(
+        c, "verify", "--reassignment-json-file", str(plan), "--command-config", config_file, cwd=tmp_path,
+        drop=("KAFKA_REASSIGN_COMMAND_CONFIG",),
+    )  # fmt: skip
+    assert v.returncode == 0, v.stderr
+    assert v.stdout.splitlines()[:3] == [
+        "Status of partition reassignment:",
+        f"Reassignment of partition {topic}-0 is completed.",
+        f"Reassignment of replica {topic}-0-1 completed successfully.",
+    ]
+    assert szk.exists("/reassign_cli/throttles") is None
+    assert len(consume_all(c.bootstrap, topic)) == 300
+    assert_hidden([r.stdout, r.stderr, v.stdout, v.stderr], hidden)
+
+
+def test_wrong_kafka_password_refused_in_one_line(
+    secure_cluster: ExtraCluster, szk: Any, tmp_path: Path
+) -> None:
+    c = secure_cluster
+    path, kafka_password = kafka_client_config(c)
+    bad = tmp_path / "bad.properties"
+    bad.write_text(path.read_text().replace(kafka_password, "not-the-kafka-password"))
+    topic = make_secure_topic(c, szk, {0: [1, 2]}, messages=5)
+    plan, src, _ = log_dir_plan(c, topic, tmp_path)
+    first = c.env["KAFKA_REASSIGN_BOOTSTRAP"].split(",")[0]
+    refused = (
+        f"Error: Kafka SASL authentication as '{c.env['CLUSTER_KAFKA_SASL_USER']}' failed at {first} (PLAIN): "
+        "Authentication failed: Invalid username or password"
+    )
+
+    # verify: the first admin call (DescribeLogDirs) refused at once, exit 1
+    v = cli(c, "verify", "--reassignment-json-file", str(plan), "--command-config", str(bad), cwd=tmp_path)
+    assert v.returncode == 1
+    assert [line for line in v.stderr.splitlines() if line.startswith("Error")] == [refused]
+    # execute: refused when it first asks the brokers (DescribeLogDirs), before it writes anything
+    roots = ("/admin", "/config", "/brokers/topics", "/reassign_cli")
+    before = zk_dump(szk, roots=roots)
+    r = cli(
+        c, "execute", "--reassignment-json-file", str(plan), "--command-config", str(bad),
+        "--replica-alter-log-dirs-throttle", "1000000", "--rollback-file", "rb.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert r.returncode == 1
+    assert [line for line in r.stderr.splitlines() if line.startswith("Error")] == [refused]
+    assert "Successfully started" not in r.stdout
+    assert zk_dump(szk, roots=roots) == before
+    assert not (tmp_path / "rb.json").exists()
+    assert (src / f"{topic}-0").is_dir()  # not moved
+    assert_hidden([v.stdout, v.stderr, r.stdout, r.stderr], ["not-the-kafka-password", kafka_password])

@@ -144,7 +144,8 @@ def test_throttles_cleared_only_when_nothing_reassigns(
     assert r.returncode == 0 and "Clearing" not in r.stdout
     assert {p: fake.get(p)[0] for p in before} == before
 
-    # Now: cleared; prior values back, unrelated keys kept, our record emptied.
+    # Now: cleared; prior values back, unrelated keys kept, our record emptied. The plan is complete:
+    # the throttles are its finished reassignment's, not orphaned ones.
     notes = change_nodes(fake)
     r = _verify(run_cli, zk_chroot, plan)
     assert r.returncode == 0
@@ -152,6 +153,7 @@ def test_throttles_cleared_only_when_nothing_reassigns(
         "Clearing broker-level throttles on brokers 1,2,3",
         "Clearing topic-level throttles on topic foo",
     ]
+    assert "Warning" not in r.stderr
     assert config(fake, "brokers", 1) == {LEADER_RATE: "555", "x.y": "z"}
     assert config(fake, "brokers", 2) == {}
     assert config(fake, "topics", "foo") == {"retention.ms": "1"}
@@ -165,6 +167,46 @@ def test_throttles_cleared_only_when_nothing_reassigns(
     assert again.returncode == 0
     assert change_nodes(fake) == notes
     assert {p: fake.get(p)[0] for p in dump} == dump
+
+
+def test_orphaned_throttles_named_before_they_are_removed(
+    fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path
+) -> None:
+    # An execute recorded and wrote its throttles for foo-0 -> [3,2] and died before the trigger: nothing
+    # reassigns, foo-0 is still on [1,2]. A second topic's entry in the record is another plan's.
+    fake_cluster(
+        fake,
+        {1: None, 2: None, 3: None},
+        {
+            "foo": {"partitions": {0: [1, 2]}, "config": {"retention.ms": "1"}},
+            "bar": {"partitions": {0: [1]}},
+        },
+    )
+    _with_our_throttles(fake)
+    rec = get_json(fake, RECORD)
+    rec["topics"]["bar"] = {FOLLOWER_REPLICAS: None}
+    fake.set(RECORD, json.dumps(rec).encode())
+    fake.set("/config/topics/bar", json.dumps({"version": 1, "config": {FOLLOWER_REPLICAS: "0:2"}}).encode())
+    plan = write_plan(tmp_path / "p.json", {("foo", 0): [3, 2]})
+    warning = (
+        "Warning: throttles set by kafka-reassign were left in place on brokers 1,2 and topics bar,foo with "
+        "nothing reassigning (an interrupted execute?); removing them"
+    )
+
+    # --format json: the warning on stderr, the same names in the document, then the throttles gone
+    r = _verify(run_cli, zk_chroot, plan, "--format", "json")
+    assert r.returncode == 5, r.stderr
+    assert r.stderr.splitlines()[0] == warning
+    doc = json.loads(r.stdout)
+    assert doc["orphaned_throttles"] == {"brokers": [1, 2], "topics": ["bar", "foo"]}
+    assert doc["throttles_cleared"] == {"brokers": [1, 2, 3], "topics": ["foo"]}
+    assert get_json(fake, RECORD) is None
+    assert config(fake, "topics", "bar") == {} and config(fake, "topics", "foo") == {"retention.ms": "1"}
+
+    # Nothing of ours left: no warning, the document says null.
+    again = _verify(run_cli, zk_chroot, plan, "--format", "json")
+    assert again.returncode == 5 and "Warning" not in again.stderr
+    assert json.loads(again.stdout)["orphaned_throttles"] is None
 
 
 @pytest.mark.parametrize("throttle", [["--throttle", "1000"], []], ids=["throttled", "unthrottled"])

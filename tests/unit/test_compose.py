@@ -212,8 +212,38 @@ def test_secure_mode_configs(tmp_path: Path) -> None:
     assert zk["ssl.keyStore.type"] == zk["ssl.trustStore.type"] == "PEM"
     assert zk["authProvider.sasl"] == "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
     assert zk["ssl.clientAuth"] == "none"  # ACLs name the SASL user only
-    props = cl.secure_broker_properties(1, 19092, 2182, ["/d0", "/d1"], tmp_path, "pw")
+    pw = {"key_password": "pw", "kafka_password": "kpw"}
+    props = cl.secure_broker_properties(1, (19092, 19095), 2182, ["/d0", "/d1"], tmp_path, pw)
     assert props["zookeeper.set.acl"] == "true" and props["zookeeper.connect"] == "127.0.0.1:2182/kafka"
+    # a SASL_SSL listener (SASL/PLAIN over TLS, the server certificate in PEM) beside PLAINTEXT, which the
+    # brokers keep for themselves
+    listeners = "PLAINTEXT://127.0.0.1:19092,SASL_SSL://127.0.0.1:19095"
+    assert props["listeners"] == props["advertised.listeners"] == listeners
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    sasl_ssl = {
+        k[len("listener.name.sasl_ssl.") :]: v
+        for k, v in props.items()
+        if k.startswith("listener.name.sasl_ssl.")
+    }
+    assert sasl_ssl == {
+        "sasl.enabled.mechanisms": "PLAIN",
+        "plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="kpw" user_admin="kpw";',
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tmp_path / "server.pem"),
+        "ssl.key.password": "pw",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+    }
+    # its client side: Kafka's client property names, as --command-config takes them
+    assert cl.kafka_client_properties(tmp_path, "kpw") == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="kpw";',
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tmp_path / "ca.pem"),
+    }
     # the TLS file of Kafka's --zk-tls-config-file: exactly these property names
     assert set(cl.zk_tls_client_properties(tmp_path, "pw")) == {
         "zookeeper.ssl.client.enable",

@@ -289,3 +289,26 @@ def test_verify_exit_with_replica_moves() -> None:
     assert verify_exit(done, [move(MoveStatus.NOT_MOVING)]) == ExitCode.NOT_AS_PLANNED
     assert verify_exit(done, [move(MoveStatus.MISSING)]) == ExitCode.NOT_AS_PLANNED
     assert verify_exit(moving, [move(MoveStatus.MISSING)]) == ExitCode.BUSY  # the partition still moves
+
+
+# ------------------------------------------------------------------ orphaned throttles (verify's warning)
+
+
+def _result(topic: str, status: Status) -> PartitionProgress:
+    return PartitionProgress(topic, 0, [3, 2], [3, 2] if status is Status.COMPLETE else [1, 2], status,
+                             None, [], [], None)  # fmt: skip
+
+
+def test_orphaned_throttles() -> None:
+    from reassign_cli.progress import orphaned_throttles
+
+    recorded = ([1, 2, 3], ["t", "u"])
+    # The plan's partition never moved (killed before the trigger): every throttle of ours is orphaned.
+    assert orphaned_throttles(recorded, [_result("t", Status.NOT_AS_PLANNED)]) == ([1, 2, 3], ["t", "u"])
+    # The plan finished: its own topic's throttles are its finished reassignment's; u's are another plan's.
+    # The broker rates are shared by both and are not named.
+    assert orphaned_throttles(recorded, [_result("t", Status.COMPLETE)]) == ([], ["u"])
+    assert orphaned_throttles(([1, 2, 3], ["t"]), [_result("t", Status.COMPLETE)]) is None
+    assert orphaned_throttles(([], []), [_result("t", Status.NOT_AS_PLANNED)]) is None
+    # An empty plan accounts for nothing: recorded topics are all another plan's.
+    assert orphaned_throttles(([2], ["t"]), []) == ([], ["t"])

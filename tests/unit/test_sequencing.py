@@ -318,3 +318,129 @@ def test_undo_leaves_what_someone_else_wrote_since() -> None:
     assert c.configs[("brokers", "1")] == {LR: "9999"}
     assert c.configs[("brokers", "2")] == {}
     assert c.record == {"version": 1, "brokers": {"1": {LR: None}}, "topics": {}}
+
+
+# ------------------------------------------------------------------ execute --wait and log-dir moves
+
+LDR = "replica.alter.log.dirs.io.max.bytes.per.second"
+# t-0 stays on [1,2]; broker 1's replica moves to its log dir /d1.
+DIR_PLAN = (
+    b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["/d1","any"]}]}'
+)
+
+
+class CopyingDirs:
+    """A LogDirMoves that starts every move at once; each replica keeps a future copy in its target dir
+    for `polls` DescribeLogDirs answers, then is in the target dir (the calls go to the cluster's log)."""
+
+    def __init__(self, c: FakeCluster, polls: int, stop_in: str | None = None) -> None:
+        self.c = c
+        self.polls = polls
+        self.stop_in = stop_in  # the copy ends up in this dir instead (a move that did not happen)
+
+    def attempt(self, moves: Any) -> Any:
+        self.c.log.append(("alter_replica_log_dirs", tuple(sorted(moves.items()))))
+        return sorted(moves), {}
+
+    def describe(self, replicas: Any) -> dict[tuple[str, int, int], tuple[str | None, str | None]]:
+        self.c.log.append(("describe_log_dirs", tuple(replicas)))
+        self.polls -= 1
+        if self.polls > 0:
+            return {k: ("/d0", "/d1") for k in replicas}
+        return {k: (self.stop_in or "/d1", None) for k in replicas}
+
+    def close(self) -> None:
+        pass
+
+
+def run_dirs(c: FakeCluster, mover: CopyingDirs, req: ExecuteRequest, report: ExecuteReport) -> int:
+    return execute(FakeBackend(c), req, report, log_dirs=mover)
+
+
+def test_execute_wait_keeps_the_log_dir_throttle_until_the_copies_are_done(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}))
+    mover = CopyingDirs(c, polls=4)  # three answers with a future replica in /d1, then moved
+    req = request(
+        tmp_path, DIR_PLAN, log_dir_throttle=1000, wait=True, poll_interval=0.1, bootstrap_server="b:9092"
+    )
+    assert run_dirs(c, mover, req, LoggingReport(c)) == ExitCode.OK
+    ops = [op for op in c.log if op[0] in ("write_configs", "describe_log_dirs", "delete_priors")]
+    assert ops == [
+        ("describe_log_dirs", (("t", 0, 1),)),  # the brokers answer before anything is written
+        ("write_configs", (("brokers", "1", {LDR: "1000"}),)),
+        ("describe_log_dirs", (("t", 0, 1),)),
+        ("describe_log_dirs", (("t", 0, 1),)),
+        ("describe_log_dirs", (("t", 0, 1),)),
+        ("write_configs", (("brokers", "1", {}),)),  # only once no future replica is left
+        ("delete_priors",),
+    ]
+    started = c.log.index(("alter_replica_log_dirs", ((("t", 0, 1), "/d1"),)))
+    assert ("describe_log_dirs", (("t", 0, 1),)) in c.log[started:]
+    err = capsys.readouterr().err
+    assert "0/1 replica log-dir moves done; copying t-0 on broker 1 to /d1" in err
+    assert "1/1 replica log-dir moves done" in err
+
+
+def test_execute_wait_times_out_on_a_log_dir_copy_and_keeps_its_throttle(tmp_path: Path) -> None:
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}))
+    mover = CopyingDirs(c, polls=10**9)  # never done
+    req = request(
+        tmp_path,
+        DIR_PLAN,
+        log_dir_throttle=1000,
+        wait=True,
+        poll_interval=0.1,
+        timeout=0.3,
+        bootstrap_server="b:9092",
+    )
+    with pytest.raises(BusyError) as e:
+        run_dirs(c, mover, req, LoggingReport(c))
+    assert str(e.value) == (
+        "Timed out after 0.3s; replicas still moving between log dirs: t-0 on broker 1 (to /d1)"
+    )
+    assert c.configs[("brokers", "1")] == {LDR: "1000"}  # kept for verify to remove
+    assert c.record == {"version": 1, "brokers": {"1": {LDR: None}}, "topics": {}}
+
+
+def test_execute_wait_reports_and_exits_5_for_a_replica_left_in_another_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}))
+    mover = CopyingDirs(c, polls=2, stop_in="/d0")  # then no copy ever made: not where the plan says
+    req = request(tmp_path, DIR_PLAN, log_dir_throttle=1000, wait=True, bootstrap_server="b:9092")
+    report = ExecuteReport(Output(color=False))
+    assert run_dirs(c, mover, req, report) == ExitCode.NOT_AS_PLANNED
+    captured = capsys.readouterr()
+    assert report.doc["replica_moves"] == [  # what --format json prints
+        {
+            "topic": "t",
+            "partition": 0,
+            "broker": 1,
+            "status": "not_moving",
+            "target": "/d1",
+            "current": "/d0",
+            "future": None,
+        }
+    ]
+    assert "Partition t-0 on broker 1 is not being moved from log dir /d0 to /d1." in captured.err
+    assert c.record is None  # nothing copies any more: the throttle is off
+
+
+def test_verify_names_the_orphaned_throttles_it_removes() -> None:
+    # An execute wrote RECORD's throttles and was killed before its trigger: t-0 is still on [1,2].
+    from reassign_cli.verifier import verify
+
+    c = cluster(record=RECORD)
+    c.configs.update({("topics", "t"): dict(THROTTLES[0][2]), ("brokers", "1"): dict(RATES)})
+    c.configs.update({("brokers", "2"): dict(RATES), ("brokers", "3"): dict(RATES)})
+    outcome = verify(FakeBackend(c), {("t", 0): [3, 2]})
+    assert outcome.orphans == ([1, 2, 3], ["t"])
+    assert outcome.cleared is not None and c.record is None
+    # Once the plan is done, the same record is its own finished reassignment's: nothing orphaned.
+    c = cluster(record=RECORD)
+    c.state.topics["t"].replicas[0] = [3, 2]
+    c.state.topics["t"].isr[0] = [3, 2]
+    outcome = verify(FakeBackend(c), {("t", 0): [3, 2]})
+    assert outcome.orphans is None and outcome.cleared is not None
