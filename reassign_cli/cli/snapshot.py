@@ -71,7 +71,7 @@ def command(
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         state = backend.read_state(topic_opts or None, partition_state=True)
-        report = None if no_sizes else _record_sizes(backend, state)
+        report = None if no_sizes else _record_sizes(backend, state, out)
     if report is not None and report.unknown:
         out.warn(_unknown_sizes(report))
     if jsonl or (output is not None and output.endswith(".jsonl")):
@@ -102,16 +102,21 @@ def command(
         )
 
 
-def _record_sizes(backend: Backend, state: ClusterState) -> SizeReport | None:
+def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeReport | None:
     """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make);
-    None when only ZooKeeper is at hand."""
+    None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
+    is still written, without sizes: they only inform generate's summary)."""
     from reassign_cli import sizes
 
     mover = log_dir_mover(backend)
     if mover is None:
+        out.detail("No partition sizes: give --bootstrap-server as well to record them.")
         return None
     try:
         return sizes.record(state, mover.replica_sizes)
+    except OperationalError as e:
+        out.warn(f"partition sizes not recorded: {e}")
+        return None
     finally:
         mover.close()
 
