@@ -31,8 +31,8 @@ AskSizes = Callable[[Sequence[ReplicaKey]], tuple[dict[ReplicaKey, int], list[in
 
 @dataclass(frozen=True, slots=True)
 class SizeReport:
-    """What `record` found: partitions with a size, partitions without one, brokers that did not answer
-    and registered-out (dead) brokers whose replicas could not be asked."""
+    """What `record` found: partitions with a size, partitions without one (no replica on a registered
+    broker that answered with a live log dir), and the registered brokers that did not answer."""
 
     known: int
     unknown: int
