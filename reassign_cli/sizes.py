@@ -16,11 +16,15 @@ time if one broker received everything, an overestimate whenever the receivers a
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from reassign_cli import plan
 from reassign_cli.model import ClusterState, TopicPartition
 
 ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
@@ -121,7 +125,53 @@ def copy_bytes(
     sizes: Mapping[str, Mapping[int, int]],
 ) -> CopyBytes:
     """What `proposed` copies from `current`: each broker of a proposed replica list that the partition's
-    current list lacks receives the partition's size (`sizes[topic][partition]`; absent: unknown)."""
+    current list lacks receives the partition's size (`sizes[topic][partition]`; absent: unknown).
+    Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
+    rows = plan.row_matrices(current, proposed)
+    if rows is None:
+        return _copy_bytes_rows(current, proposed, sizes)
+    old, new = rows
+    size = np.fromiter(
+        itertools.chain.from_iterable(
+            map(sizes.get(t, {}).get, parts, itertools.repeat(-1)) for t, parts in proposed.items()
+        ),
+        dtype=np.int64,
+        count=len(new),
+    )
+    added = (new[:, :, None] != old[:, None, :]).all(axis=2)  # a new replica on a broker without one
+    known = added & (size >= 0)[:, None]
+    out = CopyBytes(copies=int(added.sum()))
+    out.copies_unknown = out.copies - int(known.sum())
+    brokers, weights = new[known], np.broadcast_to(size[:, None], new.shape)[known]
+    if brokers.size:
+        ids, per_broker = _sum_by(brokers, weights)
+        out.inbound = Counter(dict(zip(ids.tolist(), per_broker.tolist(), strict=True)))
+        out.bytes_copied = int(per_broker.sum())
+    return out
+
+
+def _sum_by(keys: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys, the int64 sum of their weights), exact (bincount's float weights are not past 2**53
+    bytes). Usual broker ids index a table; others are sorted."""
+    lo, hi = int(keys.min()), int(keys.max())
+    if lo >= 0 and hi < plan.BINCOUNT_MAX_ID:
+        table = np.zeros(hi + 1, dtype=np.int64)
+        np.add.at(table, keys, weights)
+        hit = np.zeros(hi + 1, dtype=bool)
+        hit[keys] = True
+        ids = np.flatnonzero(hit)
+        return ids, table[ids]
+    order = np.argsort(keys, kind="stable")
+    ids, starts = np.unique(keys[order], return_index=True)
+    return ids, np.add.reduceat(weights[order], starts)
+
+
+def _copy_bytes_rows(
+    current: Mapping[str, Mapping[int, Sequence[int]]],
+    proposed: Mapping[str, Mapping[int, Sequence[int]]],
+    sizes: Mapping[str, Mapping[int, int]],
+) -> CopyBytes:
+    """copy_bytes partition by partition (replica counts that differ between partitions)."""
     out = CopyBytes()
     for topic, parts in proposed.items():
         old_parts, topic_sizes = current.get(topic, {}), sizes.get(topic, {})

@@ -86,10 +86,13 @@ def size_lines(e: Mapping[str, Any]) -> list[str]:
 
 
 def human_bytes(n: float) -> str:
-    """Binary units, 3 significant digits: 1536 -> "1.50 KiB"."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    """Binary units, 3 significant digits: 1536 -> "1.5 KiB", 1000 -> "1000 B", 1100 KiB -> "1.07 MiB"."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    for unit in units:
+        if abs(n) < 1000 or unit == units[-1]:
             return f"{int(n)} B" if unit == "B" else f"{n:.3g} {unit}"
+        if abs(n) < 1024:  # 1000..1023 of a unit: not worth the next one
+            return f"{n:.0f} {unit}"
         n /= 1024
     raise AssertionError  # pragma: no cover
 

@@ -123,3 +123,13 @@ def test_throttle_must_be_positive(tmp_path: Path) -> None:
         "generate", "--snapshot", _snap(tmp_path, _doc(True), "s.json"), "--topic", "a", "--throttle", "0"
     )
     assert r.returncode == 2
+
+
+def test_human_units() -> None:
+    from reassign_cli.render.generate import human_bytes, human_duration
+
+    assert [human_bytes(v) for v in (999, 1023, 1024, 1536, 4000, 1126400, 3 << 50)] == [
+        "999 B", "1023 B", "1 KiB", "1.5 KiB", "3.91 KiB", "1.07 MiB", "3 PiB",
+    ]  # fmt: skip
+    # 4000 / 1024 = 3.906; 1126400 / 1024**2 = 1.074
+    assert [human_duration(s) for s in (59.4, 200, 3720)] == ["", " (3 min 20 s)", " (1 h 02 min)"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reassign_cli import sizes
 from reassign_cli.model import Broker, ClusterState, Topic
@@ -57,9 +59,16 @@ def test_copy_bytes_counts_each_added_broker_once_per_partition() -> None:
     assert got.inbound == {3: 307}
 
 
-def test_copy_bytes_rf_increase_unknown_sizes_and_spread_receivers() -> None:
+@pytest.mark.parametrize(
+    "t0",
+    [
+        [1, 2, 3, 4],  # an RF increase (lists of different lengths: the partition-by-partition path)
+        [3, 4],  # both replaced (every list of length 2: the numpy path)
+    ],
+)
+def test_copy_bytes_unknown_sizes_and_spread_receivers(t0: list[int]) -> None:
     proposed = {
-        "t": {0: [1, 2, 3, 4], 1: [2, 1], 2: [3, 4]},  # t-0: 3 and 4 get 100 each; t-2 (unknown): 2 copies
+        "t": {0: t0, 1: [2, 1], 2: [3, 4]},  # t-0: 3 and 4 get 100 each; t-2 (unknown): 2 copies
         "u": {0: [4, 1]},  # 4 gets 7
     }
     got = copy_bytes(CURRENT, proposed, SIZES)
@@ -95,3 +104,42 @@ def test_chunks_add_up_and_ties_go_to_the_lowest_id() -> None:
 def test_any_sizes_looks_at_the_selected_topics_only() -> None:
     state = ClusterState([Broker(1)], {"a": Topic("a", {0: [1]}), "b": Topic("b", {0: [1]}, sizes={0: 3})})
     assert sizes.any_sizes(state, ["b"]) and not sizes.any_sizes(state, ["a"])
+
+
+@st.composite
+def regular_plans(draw: st.DrawFn) -> tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]]:
+    """Current and proposed assignments of one RF each (the numpy path), over brokers 1..6."""
+    rf_old, rf_new = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n = draw(st.integers(1, 6))
+    rows = st.lists(st.integers(1, 6), unique=True, min_size=rf_old, max_size=rf_old)
+    new_rows = st.lists(st.integers(1, 6), unique=True, min_size=rf_new, max_size=rf_new)
+    current = {"t": {p: draw(rows) for p in range(n)}}
+    return current, {"t": {p: draw(new_rows) for p in range(n)}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(regular_plans(), st.dictionaries(st.integers(0, 5), st.integers(0, 1 << 40)))
+def test_numpy_path_counts_as_the_definition(
+    plans: tuple[dict[str, dict[int, list[int]]], dict[str, dict[int, list[int]]]], known: dict[int, int]
+) -> None:
+    current, proposed = plans
+    got = copy_bytes(current, proposed, {"t": known})
+    # the definition, written out: each broker added to a partition receives its size
+    inbound: dict[int, int] = {}
+    copies = unknown = 0
+    for p, new in proposed["t"].items():
+        for b in set(new) - set(current["t"][p]):
+            copies += 1
+            if p in known:
+                inbound[b] = inbound.get(b, 0) + known[p]
+            else:
+                unknown += 1
+    assert (got.copies, got.copies_unknown, got.bytes_copied) == (copies, unknown, sum(inbound.values()))
+    assert {b: v for b, v in got.inbound.items() if v} == {b: v for b, v in inbound.items() if v}
+
+
+def test_large_broker_ids_are_summed_exactly() -> None:
+    big = 1 << 40  # beyond an indexable table: the sorted path; sizes past float64's exact integers
+    got = copy_bytes({"t": {0: [5], 1: [5]}}, {"t": {0: [big], 1: [7]}}, {"t": {0: (1 << 53) + 1, 1: 20}})
+    assert got.inbound == {big: (1 << 53) + 1, 7: 20}
+    assert got.bytes_copied == (1 << 53) + 21
