@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
-from reassign_cli import balance, plan
+from reassign_cli import balance, plan, sizes
 from reassign_cli.client_config import AdminOptions
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
@@ -78,6 +78,7 @@ class Request:
     replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
     # From ZooKeeper, read every topic (the balanced strategy counts them all), not only the selected.
     whole_cluster: bool = False
+    throttle: int | None = None  # bytes/s: with known partition sizes, how long the copies take at it
 
 
 class Reporter(Protocol):
@@ -191,10 +192,39 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
-    job = _Job(request, request.frame(seed, None), specs, brokers, current, seed)
-    stats, files = _write_spark(job) if request.engine == "spark" else _write_local(job, strategy)
+    known = _sizes_of(state, specs, request, reporter)
+    job = _Job(request, request.frame(seed, None), specs, brokers, current, seed, known)
+    stats, files, copied = _write_spark(job) if request.engine == "spark" else _write_local(job, strategy)
+    extra = _extra(strategy.extra_stats(), copied, request.throttle)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
-    return Outcome(seed, brokers, stats, strategy.extra_stats(), files, kept=[state, current])
+    return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
+
+
+def _sizes_of(
+    state: ClusterState, specs: Sequence[plan.TopicSpec], request: Request, reporter: Reporter
+) -> Mapping[str, Mapping[int, int]] | None:
+    """The selected topics' partition sizes, or None when none is known (then no bytes are reported)."""
+    names = [s.name for s in specs]
+    if sizes.any_sizes(state, names):
+        return {n: state.topics[n].sizes for n in names}
+    if request.throttle is not None:
+        reporter.warning(NO_SIZES)
+    return None
+
+
+NO_SIZES = (
+    "--throttle: no partition sizes are known, so the time at that rate cannot be told "
+    "(a snapshot taken with --bootstrap-server records them)"
+)
+
+
+def _extra(
+    strategy_stats: Mapping[str, Any] | None, copied: sizes.CopyBytes | None, throttle: int | None
+) -> Mapping[str, Any] | None:
+    """The strategy's own figures, then the bytes copied (when sizes are known)."""
+    if copied is None:
+        return strategy_stats
+    return {**(strategy_stats or {}), **copied.as_dict(throttle)}
 
 
 def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> ClusterState:
@@ -253,11 +283,16 @@ class _Job:
     brokers: Sequence[Broker]
     current: plan.AssignmentLike
     seed: int
+    sizes: Mapping[str, Mapping[int, int]] | None = None  # the selected topics' sizes, when any is known
 
 
-def _write_local(job: _Job, strategy: Strategy) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
-    specs, brokers, current = job.specs, job.brokers, job.current
+_Written = tuple[plan.PlanStats | None, tuple[str, str] | None, sizes.CopyBytes | None]
+
+
+def _write_local(job: _Job, strategy: Strategy) -> _Written:
+    specs, brokers, current, known = job.specs, job.brokers, job.current, job.sizes
     stats = plan.PlanStats() if job.request.stats else None
+    copied = None if known is None else sizes.CopyBytes()
 
     def current_slices() -> Iterator[str]:
         for chunk in plan.chunked(specs, CHUNK_PARTITIONS):
@@ -267,12 +302,17 @@ def _write_local(job: _Job, strategy: Strategy) -> tuple[plan.PlanStats | None, 
         for proposed in strategy.proposals(specs, brokers):
             if stats is not None:
                 stats.add(plan.plan_stats(current, proposed))
+            if copied is not None and known is not None:
+                copied.add(sizes.copy_bytes(current, proposed, known))
             yield format_partition_entries(proposed)
+
+    def after() -> str:
+        return job.request.frame(job.seed, _extra(strategy.extra_stats(), copied, job.request.throttle))[2]
 
     with _Outputs(job.request.output_dir, job.frame) as outs:
         outs.write_current(current_slices())
-        outs.write_proposed(proposed_slices(), lambda: job.request.frame(job.seed, strategy.extra_stats())[2])
-    return stats, outs.paths
+        outs.write_proposed(proposed_slices(), after)
+    return stats, outs.paths, copied
 
 
 def _current_slices(job: _Job) -> Iterator[str]:
@@ -280,27 +320,34 @@ def _current_slices(job: _Job) -> Iterator[str]:
         yield format_partition_entries({s.name: job.current[s.name] for s in chunk})
 
 
-def _write_spark(job: _Job) -> tuple[plan.PlanStats | None, tuple[str, str] | None]:
+def _write_spark(job: _Job) -> _Written:
     """The proposed document from Spark: computed before anything is written (if Spark fails, nothing is
     left behind), then streamed from the executors' part files (output dir) or from the executors.
     The statistics are counted here chunk by chunk from the same deterministic plan, which costs far
-    less than reading the proposed document back."""
+    less than reading the proposed document back; so are the bytes copied, before the document's end
+    (--format json carries them)."""
     from reassign_cli import spark_engine
 
     request = job.request
+    stats = plan.PlanStats() if request.stats else None
+    copied = None if job.sizes is None else sizes.CopyBytes()
     with (
         spark_engine.engine(request.spark_master, verbose=request.verbose) as eng,
         _Outputs(request.output_dir, job.frame) as outs,
     ):
         proposed = eng.proposed(job.specs, job.brokers, job.seed, outs.parts_dir(eng.executors_here))
         outs.write_current(_current_slices(job))
-        outs.write_proposed(proposed)
-        stats = None
-        if request.stats:
-            stats = plan.PlanStats()
+        if stats is not None or copied is not None:
             for chunk in plan.chunked(job.specs, CHUNK_PARTITIONS):
-                stats.add(plan.plan_stats(job.current, plan.assign_topics(chunk, job.brokers, job.seed)))
-    return stats, outs.paths
+                chunk_plan = plan.assign_topics(chunk, job.brokers, job.seed)
+                if stats is not None:
+                    stats.add(plan.plan_stats(job.current, chunk_plan))
+                if copied is not None and job.sizes is not None:
+                    copied.add(sizes.copy_bytes(job.current, chunk_plan, job.sizes))
+        outs.write_proposed(
+            proposed, lambda: request.frame(job.seed, _extra(None, copied, request.throttle))[2]
+        )
+    return stats, outs.paths, copied
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,6 +414,8 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
         sorted(set(request.topics)), pairs, request.replication_factor, header.deleting
     )
     seed = plan.random_seed() if request.seed is None else request.seed
+    if request.throttle is not None:
+        reporter.warning(SPARK_NO_SIZES)
     with spark_engine.engine(request.spark_master, verbose=request.verbose) as eng:
         scans = eng.scan(source.snapshot_file, sel)
         error = split_plan.first_line_error(scans) or broker_error
@@ -386,6 +435,12 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
             outs.write_current(result.current)
             outs.write_proposed(result.proposed)
     return Outcome(seed, brokers, result.stats, None, outs.paths)
+
+
+SPARK_NO_SIZES = (
+    "--throttle: the Spark executors read this snapshot and do not report the bytes copied; "
+    "plan with --engine local (or a snapshot document, not JSON lines) for them"
+)
 
 
 class _Outputs:

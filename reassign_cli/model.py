@@ -57,6 +57,9 @@ class Topic:
     isr: dict[int, list[int]] = field(default_factory=dict)  # from .../partitions/<p>/state, when read
     leader: dict[int, int] = field(default_factory=dict)  # -1: no leader
     topic_id: str | None = None
+    # Partition -> size in bytes (the largest replica's), when known: a snapshot taken through the admin
+    # API records them (DescribeLogDirs); partitions of unknown size are absent.
+    sizes: dict[int, int] = field(default_factory=dict)
 
     def target(self, p: int) -> list[int]:
         """TRS: replicas minus removing, order kept (Kafka's ReplicaAssignment.targetReplicas)."""

@@ -508,6 +508,25 @@ def _old_block(current: AssignmentLike, proposed: AssignmentLike) -> np.ndarray 
     return stack(olds)  # type: ignore[arg-type]
 
 
+def row_matrices(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.ndarray, np.ndarray] | None:
+    """The old and new replica lists of the proposal's partitions (in its order) as two int64 matrices,
+    one row per partition; None when the old or the new lists differ in length (or any is empty)."""
+    old_block = _old_block(current, proposed)
+    if old_block is None:
+        old_rows, new_rows = _rows(current, proposed)
+    else:
+        old_rows, new_rows = [], [r for parts in proposed.values() for r in parts.values()]
+    if not new_rows:
+        return None
+    old_lens = {old_block.shape[1]} if old_block is not None else set(map(len, old_rows))
+    new_lens = set(map(len, new_rows))
+    if len(old_lens) != 1 or len(new_lens) != 1 or 0 in old_lens or 0 in new_lens:
+        return None
+    n = len(new_rows)
+    o = _flat(old_rows).reshape(n, old_lens.pop()) if old_block is None else old_block.astype(np.int64)
+    return o, _flat(new_rows).reshape(n, new_lens.pop())
+
+
 def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
     """Per-broker replica and preferred-leader counts before and after, and how much would move.
     Vectorized (numpy) when every partition has the same replica count before and after, as usual."""

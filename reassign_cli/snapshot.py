@@ -6,12 +6,14 @@
      "reassignment":[{"topic":"t","partition":0,"replicas":[2,3]}],
      "topics":[{"topic":"t","topic_id":"...","partitions":[
          {"partition":0,"replicas":[2,3,1],"isr":[1,2,3],"leader":1,
-          "adding_replicas":[3],"removing_replicas":[1]}]}]}
+          "adding_replicas":[3],"removing_replicas":[1],"size":1048576}]}]}
 
 Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none), "topics" (each "topic" and
 "partitions", each "partition" and "replicas"). Optional: "deleting", "reassignment" (the content of
 /admin/reassign_partitions; absent when that znode did not exist), "topic_id", and per partition "isr",
-"leader", "adding_replicas", "removing_replicas". Written sorted (brokers by id, topics by name,
+"leader", "adding_replicas", "removing_replicas", and "size" (the partition's size in bytes: its largest
+replica's, as the brokers reported it to DescribeLogDirs when the snapshot was taken through the admin API;
+absent when unknown). Written sorted (brokers by id, topics by name,
 partitions by id), so a snapshot of an unchanged cluster is byte-identical.
 
 Loading is the hot path of `generate --snapshot` (1M-10M partitions): orjson parses the topics a chunk
@@ -68,7 +70,7 @@ def header_document(state: ClusterState) -> dict[str, Any]:
 def topic_document(t: Topic) -> dict[str, Any]:
     """One entry of "topics": the topic, its id if known, its partitions sorted."""
     parts: list[dict[str, Any]] = []
-    isr, leader, adding, removing = t.isr, t.leader, t.adding, t.removing
+    isr, leader, adding, removing, sizes = t.isr, t.leader, t.adding, t.removing, t.sizes
     for p in sorted(t.replicas):
         entry: dict[str, Any] = {"partition": p, "replicas": t.replicas[p]}
         if p in isr:
@@ -79,6 +81,8 @@ def topic_document(t: Topic) -> dict[str, Any]:
             entry["adding_replicas"] = adding[p]
         if removing.get(p):
             entry["removing_replicas"] = removing[p]
+        if p in sizes:
+            entry["size"] = sizes[p]
         parts.append(entry)
     tdoc: dict[str, Any] = {"topic": t.name}
     if t.topic_id is not None:
@@ -119,12 +123,15 @@ def loads(
     # Per-partition optional fields cost a pass over every partition: skip it when no partition can
     # have them (the key never occurs in the bytes), or when the caller does not want isr/leader.
     reassigning = raw.find(b'"adding_replicas"') >= 0 or raw.find(b'"removing_replicas"') >= 0
-    state = _loads_chunked(raw, partition_state, reassigning, release or _nothing)
+    sized = raw.find(SIZE_KEY) >= 0
+    state = _loads_chunked(raw, partition_state, reassigning, release or _nothing, sizes=sized)
     if state is None:
-        state = _loads_whole(
-            raw if isinstance(raw, bytes) else raw[0 : len(raw)], partition_state, reassigning
-        )
+        whole = raw if isinstance(raw, bytes) else raw[0 : len(raw)]
+        state = _loads_whole(whole, partition_state, reassigning, sizes=sized)
     return state
+
+
+SIZE_KEY = b'"size"'  # where it never occurs in the bytes, no partition has a size: no pass to read them
 
 
 def _header(doc: Any) -> tuple[list[Broker], frozenset[str], dict[TopicPartition, list[int]] | None]:
@@ -144,14 +151,16 @@ def _header(doc: Any) -> tuple[list[Broker], frozenset[str], dict[TopicPartition
     return brokers, frozenset(deleting), reassignment
 
 
-def _loads_whole(raw_bytes: bytes, partition_state: bool, reassigning: bool) -> ClusterState:
+def _loads_whole(
+    raw_bytes: bytes, partition_state: bool, reassigning: bool, *, sizes: bool = False
+) -> ClusterState:
     """One parse of the whole document; precise errors."""
     try:
         doc = orjson.loads(raw_bytes)
     except orjson.JSONDecodeError as e:
         raise _err(f"not valid JSON: {e}") from None
     brokers, deleting, reassignment = _header(doc)
-    builder = _TopicsBuilder(partition_state, reassigning)
+    builder = _TopicsBuilder(partition_state, reassigning, sizes)
     try:
         builder.add(doc["topics"])
     except _SHAPE_ERRORS:
@@ -188,7 +197,12 @@ def _nothing() -> None:
 
 
 def _loads_chunked(
-    raw_bytes: Buffer, partition_state: bool, reassigning: bool, release: Callable[[], None] = _nothing
+    raw_bytes: Buffer,
+    partition_state: bool,
+    reassigning: bool,
+    release: Callable[[], None] = _nothing,
+    *,
+    sizes: bool = False,
 ) -> ClusterState | None:
     """The fast path for documents shaped like ours ("topics" last, each topic object starting with
     "topic"): parse the topics array CHUNK_BYTES at a time, so the parsed partition objects of only one
@@ -208,7 +222,7 @@ def _loads_chunked(
         if not isinstance(head, dict) or head.get("topics") != []:
             return None
         brokers, deleting, reassignment = _header(head)
-        builder = _TopicsBuilder(partition_state, reassigning)
+        builder = _TopicsBuilder(partition_state, reassigning, sizes)
         pos = released = body_start
         release()  # the scans above touched every byte
         while pos < body_end:
@@ -273,6 +287,29 @@ _TOPIC_ID_TYPES = frozenset({str, type(None)})
 _NAME, _PARTS = itemgetter("topic"), itemgetter("partitions")
 _PID, _REPLICAS = itemgetter("partition"), itemgetter("replicas")
 _TOPIC_ID = methodcaller("get", "topic_id")
+_SIZE = methodcaller("get", "size")
+_SIZE_TYPES = frozenset({int, type(None)})
+
+
+def _add_sizes(topics: list[Topic], counts: list[int], pids: list[int], sizes: list[Any]) -> None:
+    """Each topic's known sizes (a dict of its own; none known: the shared empty one). `sizes` holds
+    every partition's "size" (None when absent), in the order of `pids`."""
+    known = [s for s in sizes if s is not None]
+    if not set(map(type, known)) <= _INT or (known and min(known) < 0):
+        first = 0
+        for t, count in zip(topics, counts, strict=True):
+            for p, s in zip(pids[first : first + count], sizes[first : first + count], strict=True):
+                if s is not None and (type(s) is not int or s < 0):
+                    raise _err(f'partition {t.name}-{p}: "size" must be a non-negative integer (bytes)')
+            first += count
+    if not known:
+        return
+    first = 0
+    for t, count in zip(topics, counts, strict=True):
+        part = sizes[first : first + count]
+        if part.count(None) != count:
+            t.sizes = {p: s for p, s in zip(pids[first : first + count], part, strict=True) if s is not None}
+        first += count
 
 
 class _TopicsBuilder:
@@ -283,11 +320,12 @@ class _TopicsBuilder:
     explains it (_explain_topics). Optional per-partition fields become per-topic dicts only where present.
     """
 
-    def __init__(self, partition_state: bool, reassigning: bool) -> None:
+    def __init__(self, partition_state: bool, reassigning: bool, sizes: bool = False) -> None:
         self.topics: dict[str, Topic] = {}
         self.store = ReplicaStore()
         self.partition_state = partition_state
         self.optional = partition_state or reassigning
+        self.sizes = sizes  # read the partitions' "size" (one C-level pass over the chunk's partitions)
 
     def add(self, raw: list[Any]) -> None:
         if type(raw) is not list:
@@ -307,11 +345,15 @@ class _TopicsBuilder:
         start = self.store.append(int_array(flat))
         views = self._views(start, list(map(len, plists)), pids, list(map(len, reps)))
         ids = list(map(_TOPIC_ID, raw))
-        new = list(map(Topic, names, views, *[itertools.repeat(NO_ENTRIES)] * 4, ids))
+        new = list(
+            map(Topic, names, views, *[itertools.repeat(NO_ENTRIES)] * 4, ids, itertools.repeat(NO_ENTRIES))
+        )
         if not set(map(type, ids)) <= _TOPIC_ID_TYPES:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
             _check_optional([t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps)])
+        if self.sizes:
+            _add_sizes(new, list(map(len, plists)), pids, list(map(_SIZE, parts)))
         before = len(self.topics)
         self.topics.update(zip(names, new, strict=True))
         if len(self.topics) != before + len(new):

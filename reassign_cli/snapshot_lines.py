@@ -155,6 +155,7 @@ def parse_lines(
     b = builder if builder is not None else snapshot._TopicsBuilder(partition_state, False)
     # Per chunk, so that every chunking reads the same: where neither key can occur, reading is a no-op.
     b.optional = partition_state or _has_optional(joined)
+    b.sizes = _has_sizes(joined)
     try:
         raw = orjson.loads(b"[" + joined + b"]")
         names = list(map(_NAME, raw))
@@ -166,7 +167,7 @@ def parse_lines(
     except (orjson.JSONDecodeError, InvalidInputError, *snapshot._SHAPE_ERRORS):
         pass
     valid = _parse_one_by_one(lines, prev, partition_state)  # raises LineError for the first bad line
-    b.optional = True
+    b.optional = b.sizes = True
     b.add(valid)  # only if the fast path refused good lines: a bug, but the lines are good
     if own:
         b.finish()
@@ -181,6 +182,11 @@ def _has_optional(data: bytes) -> bool:
     """Whether any partition may carry adding/removing replicas: their keys occur literally, or escapes
     do (a key could be spelt with \\u escapes). Without them, a pass over every partition is saved."""
     return any(data.find(k) >= 0 for k in _OPTIONAL_KEYS)
+
+
+def _has_sizes(data: bytes) -> bool:
+    """Whether any partition may carry a "size" (the key, or escapes that could spell it)."""
+    return data.find(snapshot.SIZE_KEY) >= 0 or data.find(b"\\u") >= 0
 
 
 def _ordered(names: list[str], prev: str | None) -> bool:
@@ -201,7 +207,7 @@ def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state:
         problem = _shape_problem(obj)
         if problem is None:
             try:  # builds the topic alone: the checks of the fast path, for this line only
-                snapshot._TopicsBuilder(partition_state, True).add([obj])
+                snapshot._TopicsBuilder(partition_state, True, True).add([obj])
             except InvalidInputError as e:
                 problem = _detail(e)
             problem = problem or order_problem(obj["topic"], prev)

@@ -51,20 +51,51 @@ class LogDirMover:
 
     def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
         """DescribeLogDirs on each broker concerned; log dirs that are offline (an error) are skipped."""
+        out: dict[ReplicaKey, tuple[str | None, str | None]] = {}
+        answered, _ = self._log_dirs(replicas)
+        for broker, dirs in answered:
+            _note_dirs(out, broker, dirs)
+        return {k: v for k, v in out.items() if k in set(replicas)}
+
+    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]:
+        """The size in bytes of each replica (its current log, not a future one being moved between log
+        dirs), as its broker reports it to DescribeLogDirs; and the brokers that did not answer. Replicas
+        in an offline log dir, or on a broker that does not answer, are left out."""
+        out: dict[ReplicaKey, int] = {}
+        answered, silent = self._log_dirs(replicas)
+        for broker, dirs in answered:
+            for d in dirs:
+                if d.get("error_code"):
+                    continue
+                for topic in d["topics"]:
+                    for part in topic["partitions"]:
+                        if not part["is_future_key"]:
+                            out[(topic["name"], part["partition_index"], broker)] = int(
+                                part["partition_size"]
+                            )
+        wanted = set(replicas)
+        return {k: v for k, v in out.items() if k in wanted}, silent
+
+    def _log_dirs(
+        self, replicas: Sequence[ReplicaKey]
+    ) -> tuple[list[tuple[int, list[dict[str, Any]]]], list[int]]:
+        """DescribeLogDirs on each broker holding one of `replicas`, for its partitions: (broker, its log
+        dirs) for each broker that answered, and the brokers that did not."""
         from kafka.errors import KafkaError
 
         by_broker: dict[int, dict[str, list[int]]] = {}
         for t, p, b in replicas:
             by_broker.setdefault(b, {}).setdefault(t, []).append(p)
-        out: dict[ReplicaKey, tuple[str | None, str | None]] = {}
+        answered: list[tuple[int, list[dict[str, Any]]]] = []
+        silent: list[int] = []
         for broker, tps in sorted(by_broker.items()):
             try:
                 answers = self._client().describe_log_dirs(tps, brokers=[broker])
             except KafkaError:
-                continue  # a broker that does not answer: its replicas are in no live log dir we know
-            for answer in answers:
-                _note_dirs(out, broker, answer["log_dirs"])
-        return {k: v for k, v in out.items() if k in set(replicas)}
+                silent.append(broker)  # its replicas are in no live log dir we know
+                continue
+            answered.extend((broker, answer["log_dirs"]) for answer in answers)
+        return answered, silent
 
     def close(self) -> None:
         if self._admin is not None and self._own:

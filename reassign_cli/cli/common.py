@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 if TYPE_CHECKING:
-    from reassign_cli.backend import Backend, LogDirMoves
+    from reassign_cli.admin.log_dirs import LogDirMover
+    from reassign_cli.backend import Backend
     from reassign_cli.client_config import AdminOptions
     from reassign_cli.zookeeper.session import ZkOptions
 
@@ -282,7 +283,7 @@ def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]
         yield ZkBackend(session, admin=conn.admin)
 
 
-def log_dir_mover(backend: Backend) -> LogDirMoves | None:
+def log_dir_mover(backend: Backend) -> LogDirMover | None:
     """Where execute's log-dir moves go: the admin backend's own client, or the brokers named beside
     --zookeeper; None when neither is known."""
     from reassign_cli.admin.backend import AdminBackend

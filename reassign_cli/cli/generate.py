@@ -98,6 +98,13 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "cluster balanced in replicas and preferred leaders per broker (all topics counted), rack-aware.",
 )
 @click.option(
+    "--throttle",
+    type=click.IntRange(min=1),
+    metavar="B/s",
+    help="With partition sizes known (a snapshot taken with --bootstrap-server), also tell how long the "
+    "copies take at this per-broker replication throttle (execute's --throttle).",
+)
+@click.option(
     "--engine",
     type=click.Choice(["local", "spark"]),
     default="local",
@@ -123,6 +130,7 @@ def command(
     snapshot_file: str | None,
     replication_factor: int | None,
     strategy: str,
+    throttle: int | None,
     engine: str,
     spark_master: str,
 ) -> None:
@@ -149,7 +157,7 @@ def command(
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
-        strategy=generate.STRATEGIES[strategy], whole_cluster=strategy == "balanced",
+        strategy=generate.STRATEGIES[strategy], whole_cluster=strategy == "balanced", throttle=throttle,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:

@@ -10,9 +10,12 @@ from collections.abc import Iterable
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.backend import Backend
+from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
 from reassign_cli.errors import OperationalError
+from reassign_cli.model import ClusterState
 from reassign_cli.render import Output
+from reassign_cli.sizes import SizeReport
 
 
 @click.command(
@@ -44,11 +47,21 @@ from reassign_cli.render import Output
     metavar="TOPIC",
     help="Only these topics (repeatable) [default: all].",
 )
+@click.option(
+    "--no-sizes",
+    is_flag=True,
+    help="Do not ask the brokers for the partitions' sizes (recorded by default whenever the brokers are "
+    "at hand: --bootstrap-server, alone or beside --zookeeper).",
+)
 @connection_options
-def command(opts: Options, output: str | None, jsonl: bool, topic_opts: tuple[str, ...]) -> None:
+def command(
+    opts: Options, output: str | None, jsonl: bool, topic_opts: tuple[str, ...], no_sizes: bool
+) -> None:
     """Save the cluster state read from ZooKeeper or the admin API: registered brokers and racks, every topic's replica
     assignment (with adding/removing replicas during a reassignment), leader and ISR per partition, topics
-    queued for deletion and the pending /admin/reassign_partitions.
+    queued for deletion and the pending /admin/reassign_partitions. With the brokers at hand
+    (--bootstrap-server, also beside --zookeeper), each partition's size in bytes: its largest replica's,
+    from DescribeLogDirs; generate then reports the bytes a plan copies.
 
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live, whichever
     of the two layouts it has.
@@ -56,29 +69,70 @@ def command(opts: Options, output: str | None, jsonl: bool, topic_opts: tuple[st
     from reassign_cli import snapshot, snapshot_lines
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts) as backend:
+    with open_backend(opts, admin_too=True) as backend:
         state = backend.read_state(topic_opts or None, partition_state=True)
+        report = None if no_sizes else _record_sizes(backend, state, out)
+    if report is not None and report.unknown:
+        out.warn(_unknown_sizes(report))
     if jsonl or (output is not None and output.endswith(".jsonl")):
         blocks: Iterable[bytes] = snapshot_lines.dump_lines(state)
     else:
         blocks = [snapshot.dumps(state)]
     n_parts = sum(len(t.replicas) for t in state.topics.values())
     counts = {"brokers": len(state.brokers), "topics": len(state.topics), "partitions": n_parts}
+    if report is not None:
+        counts["sizes"] = report.known
 
     if output is None or output == "-":
         for block in blocks:
             sys.stdout.buffer.write(block)
         sys.stdout.flush()
-        out.info(f"Snapshot: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions.")
+        out.info(
+            f"Snapshot: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions"
+            f"{_sizes_note(report)}."
+        )
         return
     size = _write_atomic(output, blocks)
     if opts.json:
         out.result_json({"file": output, "bytes": size, **counts})
     else:
         out.info(
-            f"Wrote {output}: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions "
-            f"({size} bytes)."
+            f"Wrote {output}: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions"
+            f"{_sizes_note(report)} ({size} bytes)."
         )
+
+
+def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeReport | None:
+    """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make);
+    None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
+    is still written, without sizes: they only inform generate's summary)."""
+    from reassign_cli import sizes
+
+    mover = log_dir_mover(backend)
+    if mover is None:
+        out.detail("No partition sizes: give --bootstrap-server as well to record them.")
+        return None
+    try:
+        return sizes.record(state, mover.replica_sizes)
+    except OperationalError as e:
+        out.warn(f"partition sizes not recorded: {e}")
+        return None
+    finally:
+        mover.close()
+
+
+def _sizes_note(report: SizeReport | None) -> str:
+    return "" if report is None else f", {report.known} with sizes"
+
+
+def _unknown_sizes(report: SizeReport) -> str:
+    silent = ", ".join(map(str, report.silent_brokers))
+    return (
+        f"no size for {report.unknown} partitions: none of their replicas is on a broker that answered "
+        "DescribeLogDirs with a live log dir"
+        + (f" (brokers {silent} did not answer)" if silent else "")
+        + "; generate counts their copies apart"
+    )
 
 
 def _write_atomic(path: str, blocks: Iterable[bytes]) -> int:

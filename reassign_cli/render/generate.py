@@ -44,11 +44,70 @@ BALANCED_KEYS = (
 )
 
 
+SIZE_KEYS = ("bytes_copied", "copies_size_unknown", "bytes_in_max", "bytes_in_max_broker")
+THROTTLE_KEYS = ("throttle", "seconds_at_throttle")
+
+
 def extra_lines(extra: Mapping[str, Any]) -> list[str]:
-    """A strategy's figures for the summary: the balanced strategy's in sentences, others as "name: value"."""
-    if set(extra) != set(BALANCED_KEYS):
-        return [f"{name}: {value}" for name, value in extra.items()]
-    e = extra
+    """The figures beyond the table: the balanced strategy's and the bytes copied in sentences, others
+    as "name: value"."""
+    lines: list[str] = []
+    rest = dict(extra)
+    if all(k in extra for k in BALANCED_KEYS):
+        lines += _balanced_lines(extra)
+        for k in BALANCED_KEYS:
+            del rest[k]
+    if all(k in extra for k in SIZE_KEYS):
+        lines += size_lines(extra)
+        for k in (*SIZE_KEYS, *THROTTLE_KEYS):
+            rest.pop(k, None)
+    return lines + [f"{name}: {value}" for name, value in rest.items()]
+
+
+def size_lines(e: Mapping[str, Any]) -> list[str]:
+    """The bytes copied, the busiest receiver and the time at the throttle, in sentences."""
+    unknown = e["copies_size_unknown"]
+    lines = [
+        f"bytes copied: {e['bytes_copied']} ({human_bytes(e['bytes_copied'])})"
+        + (f"; {unknown} copies of partitions of unknown size not counted" if unknown else "")
+    ]
+    if e["bytes_in_max_broker"] is not None:
+        lines.append(
+            f"most into one broker: {e['bytes_in_max']} ({human_bytes(e['bytes_in_max'])}), broker "
+            f"{e['bytes_in_max_broker']}"
+        )
+    if "seconds_at_throttle" in e:
+        secs = e["seconds_at_throttle"]
+        lines.append(
+            f"at --throttle {e['throttle']} B/s ({human_bytes(e['throttle'])}/s) per broker: at least "
+            f"{secs:.1f} s{human_duration(secs)} (the busiest broker's bytes / rate)"
+        )
+    return lines
+
+
+def human_bytes(n: float) -> str:
+    """Binary units, 3 significant digits: 1536 -> "1.5 KiB", 1000 -> "1000 B", 1100 KiB -> "1.07 MiB"."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    for unit in units:
+        if abs(n) < 1000 or unit == units[-1]:
+            return f"{int(n)} B" if unit == "B" else f"{n:.3g} {unit}"
+        if abs(n) < 1024:  # 1000..1023 of a unit: not worth the next one
+            return f"{n:.0f} {unit}"
+        n /= 1024
+    raise AssertionError  # pragma: no cover
+
+
+def human_duration(secs: float) -> str:
+    """ " (1 h 02 min)" or " (3 min 20 s)" for a minute or more; "" below."""
+    whole = round(secs)
+    if whole < 60:
+        return ""
+    h, rem = divmod(whole, 3600)
+    m, s = divmod(rem, 60)
+    return f" ({h} h {m:02d} min)" if h else f" ({m} min {s:02d} s)"
+
+
+def _balanced_lines(e: Mapping[str, Any]) -> list[str]:
     return [
         f"copies: {e['copies']} (lower bound {e['lower_bound']}, ratio {e['copies_over_lower_bound']:.3f})",
         f"preferred leaders changed: {e['leader_changes']}",

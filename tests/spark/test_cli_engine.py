@@ -65,3 +65,35 @@ def test_generate_spark_output_dir_matches_local(
         outputs[engine] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
     assert sorted(outputs["spark"]) == ["current.json", "proposed.json"]
     assert outputs["spark"] == outputs["local"]
+
+
+def test_generate_spark_counts_the_bytes_like_local(spark_sc: Any, tmp_path: Path) -> None:
+    """With partition sizes in a snapshot document, the driver counts the bytes copied as the local
+    engine does (--format json's stats). With a JSON-lines snapshot the executors read the file and report
+    no sizes: a warning, and no stats."""
+    from click.testing import CliRunner
+
+    from reassign_cli import snapshot_lines
+    from reassign_cli.cli import cli
+    from reassign_cli.generate import SPARK_NO_SIZES
+
+    specs = random_specs(random.Random(5), 40, 3)
+    current = plan.assign_topics(specs, RACKED, 77)
+    topics = {t: Topic(t, parts, sizes={p: 1000 * (p + 1) for p in parts}) for t, parts in current.items()}
+    state = ClusterState(brokers=RACKED, topics=topics)
+    doc, lines = tmp_path / "snap.json", tmp_path / "snap.jsonl"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    args = ["generate", "--seed", "3", "--throttle", "1000", "--format", "json", "-q"]
+    args += [a for s in specs for a in ("--topic", s.name)]
+    runs = {}
+    for engine, snap in (("local", doc), ("spark", doc), ("spark-lines", lines)):
+        extra = ["--engine", "spark", "--spark-master", "local[2]"] if engine != "local" else []
+        res = CliRunner().invoke(cli, [*args, "--snapshot", str(snap), *extra])
+        assert res.exit_code == 0, res.output
+        runs[engine] = res
+    local, spark = json.loads(runs["local"].stdout), json.loads(runs["spark"].stdout)
+    assert local["stats"]["bytes_copied"] > 0 and spark == local
+    from_lines = json.loads(runs["spark-lines"].stdout)
+    assert "stats" not in from_lines and from_lines["proposed"] == local["proposed"]
+    assert SPARK_NO_SIZES in runs["spark-lines"].stderr

@@ -31,6 +31,7 @@ PURE_MODULES = [
     "balance_targets",
     "balance_replicas",
     "balance_leaders",
+    "sizes",
 ]
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).

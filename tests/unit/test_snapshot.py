@@ -190,6 +190,19 @@ def _topic(**part: object) -> list[object]:
             _doc(topics=[{"topic": "t", "topic_id": 7, "partitions": []}]),
             'snapshot file: topic t: "topic_id" must be a string',
         ),
+        (_doc(topics=_topic(size=-1)), 'snapshot file: partition t-0: "size" must be a non-negative integer'),
+        (
+            _doc(topics=_topic(size=True)),
+            'snapshot file: partition t-0: "size" must be a non-negative integer',
+        ),
+        (
+            _doc(topics=_topic(size=1.5)),
+            'snapshot file: partition t-0: "size" must be a non-negative integer',
+        ),
+        (
+            _doc(topics=_topic(size="9")),
+            'snapshot file: partition t-0: "size" must be a non-negative integer',
+        ),
     ],
 )
 @pytest.mark.parametrize("topics_last", [False, True])
@@ -293,3 +306,32 @@ def test_memory_map_input_and_release(
         state = snapshot.loads(m, release=lambda: calls.append(1))
     assert state == snapshot.loads(data)
     assert (len(calls) > 2) if shape == "ours" else calls == []
+
+
+SIZED = (
+    b'{"version":1,"brokers":[{"id":1},{"id":2}],"deleting":[],"topics":['
+    b'{"topic":"a","partitions":[{"partition":0,"replicas":[1,2],"size":1048576},{"partition":1,"replicas":[2,1]}]},'
+    b'{"topic":"b","partitions":[{"partition":0,"replicas":[2],"size":0}]},'
+    b'{"topic":"c","partitions":[{"partition":0,"replicas":[1]}]}]}\n'
+)
+
+
+@pytest.mark.parametrize("chunk", [8, 1 << 20])
+@pytest.mark.parametrize("partition_state", [True, False])
+def test_sizes_read_where_present_and_written_back(
+    chunk: int, partition_state: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(snapshot, "CHUNK_BYTES", chunk)
+    state = snapshot.loads(SIZED, partition_state=partition_state)
+    # a-1 and c-0 have no "size": unknown, absent (not 0); b-0 is an empty partition: 0 bytes.
+    assert {n: t.sizes for n, t in state.topics.items()} == {"a": {0: 1048576}, "b": {0: 0}, "c": {}}
+    assert snapshot.dumps(state) == SIZED
+
+
+def test_sizes_do_not_change_the_plan() -> None:
+    without = SIZED.replace(b',"size":1048576', b"").replace(b',"size":0', b"")
+    plans = [
+        generate_plan(snapshot.loads(data), GenerateRequest(["a", "b", "c"], [1, 2], seed=5)).proposed
+        for data in (SIZED, without)
+    ]
+    assert plans[0] == plans[1]

@@ -159,6 +159,7 @@ P0 = '{"partition":0,"replicas":[1]}'
         ([H, T("a", '{"partition":0,"replicas":[1],"adding_replicas":["x"]}')], 'snapshot file: line 2: partition a-0: "adding_replicas" must be a list of integers'),
         ([H, T("a", '{"partition":0,"replicas":[1],"isr":[1,"x"]}')], 'snapshot file: line 2: partition a-0: "isr" must be a list of integers'),
         ([H, b'{"topic":"a","topic_id":7,"partitions":[]}'], 'snapshot file: line 2: topic a: "topic_id" must be a string'),
+        ([H, T("a", P0), T("b", '{"partition":0,"replicas":[1],"size":-5}')], 'snapshot file: line 3: partition b-0: "size" must be a non-negative integer'),
         ([H, T("a", P0), T("a", P0)], "snapshot file: line 3: topic a is listed twice"),
         ([H, T("b", P0), b" ", T("a", P0)], "snapshot file: line 4: topic a comes after b: the topic lines must be sorted by name"),
         ([H, T("a", P0) + b" " + T("b", P0)], "snapshot file: line 2: not valid JSON: "),
@@ -285,3 +286,17 @@ def test_good_lines_refused_by_the_fast_path_are_still_read(monkeypatch: pytest.
     monkeypatch.undo()
     assert state == snapshot_lines.loads(EXPECTED)
     assert calls[0] == 3 and len(calls) > 2  # the chunk, then each line alone, then the good lines
+
+
+def test_sizes_round_trip_in_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = ClusterState(
+        [Broker(1)],
+        {"a": Topic("a", {0: [1], 1: [1]}, sizes={1: 42}), "b": Topic("b", {0: [1]}, sizes={0: 7})},
+    )
+    data = dump(state)
+    assert b'{"partition":1,"replicas":[1],"size":42}' in data
+    for chunk in (1, 1 << 20):
+        monkeypatch.setattr(snapshot_lines, "CHUNK_BYTES", chunk)
+        back = snapshot_lines.loads(data, partition_state=False)
+        assert {n: t.sizes for n, t in back.topics.items()} == {"a": {1: 42}, "b": {0: 7}}
+        assert dump(back) == data
