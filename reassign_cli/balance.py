@@ -267,31 +267,39 @@ def _dedup(old: np.ndarray) -> np.ndarray:
     return rep
 
 
-def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(topics, racks), (even share, cap): the most replicas of a topic one broker of a rack may hold (no concentration):
-    the larger of the topic's even share on that rack's brokers and the most one broker held of it before
-    beyond its own rack's even share. The even share is the highest count of an even spread of the topic
-    alone under the rack rule: ceil(RF x partitions / brokers) with no racks or equal racks, more on a
-    small rack that the rule forces to hold a replica of every partition. Leaving out what the rule
-    forced keeps a replan from loosening the cap elsewhere (idempotence)."""
+def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(topics, racks) x 3: the most replicas of a topic one broker of a rack may hold (no concentration),
+    from the tightest to the contract's, tried in that order (balance_replicas.phases):
+    - share: the highest count of an even spread of the topic alone under the rack rule:
+      ceil(RF x partitions / brokers) with no racks or equal racks, more on a small rack that the rule
+      forces to hold a replica of every partition, less on a large one;
+    - cap: the larger of the share and the most one broker held of it before beyond its own rack's share
+      (leaving out what the rule forced keeps a replan from loosening the cap elsewhere);
+    - loose: the contract's point 4, the larger of ceil(RF x partitions / brokers) and the most any broker
+      held before: what the counts may need with racks of unequal size."""
     n_topics, n_racks = len(prob.names), prob.n_racks
     parts = np.diff(prob.starts)
     rf_of = prob.rf[prob.starts[:-1]] if n_topics else np.zeros(0, dtype=np.int64)
-    cap = np.zeros((n_topics, n_racks), dtype=np.int64)
+    share = np.zeros((n_topics, n_racks), dtype=np.int64)
     shapes = np.unique(np.column_stack([parts, rf_of]), axis=0) if n_topics else np.zeros((0, 2), int)
     for n_parts, rf in shapes.tolist():
-        cap[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
+        share[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
     keys = prob.pair_keys  # every current replica: its pair's count, against its rack's share
     counts = pairs.get(keys)
-    if len(cap) and int(cap.min()) >= 1:  # a pair held once is within every share: look at the rest
+    topic_all = keys // prob.stride
+    most = np.zeros(n_topics, dtype=np.int64)
+    np.maximum.at(most, topic_all, counts)
+    if len(share) and int(share.min()) >= 1:  # a pair held once is within every share: look at the rest
         keys, counts = keys[counts > 1], counts[counts > 1]
     topic, broker = np.divmod(keys, prob.stride)
     on_b = broker < n
-    share = np.where(on_b, cap[topic, prob.rack[np.where(on_b, broker, 0)]], 0)
-    beyond = counts > share
+    own = np.where(on_b, share[topic, prob.rack[np.where(on_b, broker, 0)]], 0)
+    beyond = counts > own
     held = np.zeros(n_topics, dtype=np.int64)
     np.maximum.at(held, topic[beyond], counts[beyond])
-    return cap, np.maximum(cap, held[:, None])
+    cap = np.maximum(share, held[:, None])
+    even = -(-(parts * rf_of) // max(n, 1))
+    return share, cap, np.maximum(cap, np.maximum(even, most)[:, None])
 
 
 def _even_share(prob: _Problem, n: int, n_parts: int, rf: int) -> np.ndarray:
@@ -321,7 +329,7 @@ def _work(prob: _Problem, seed: int) -> Work:
     count = prob.fixed + np.bincount(rep[rep >= 0], minlength=n)
     most = int(np.diff(prob.starts).max()) if len(prob.names) else 0
     pairs = PairCounts(prob.pair_keys, len(prob.names) * prob.stride, most)
-    share, cap = _caps(prob, pairs, n)
+    share, cap, loose = _caps(prob, pairs, n)
     return Work(
         n=n,
         rack=prob.rack,
@@ -334,7 +342,7 @@ def _work(prob: _Problem, seed: int) -> Work:
         pairs=pairs,
         stride=prob.stride,
         cap=cap,
-        share=share,
+        caps=(share, cap, loose),
         rng=np.random.Generator(np.random.PCG64(seed & ((1 << 64) - 1))),
     )
 

@@ -136,20 +136,21 @@ def trim(w: Work, rows: np.ndarray) -> None:
             w.rep[r] = [b if b in keep else -1 for b in row]
 
 
-def _caps_in_turn(w: Work) -> Iterator[None]:
-    """The phases of filling and moving. First, when it differs from the cap, under each topic's even
-    share, and moving only replicas a broker holds beyond that share: every move then evens out its
-    topic, so what a broker receives spreads over the topics (and their partition sizes) instead of
-    coming from the topics already concentrated, as the looser cap alone would allow. Then under the
-    cap itself, which stays in force."""
-    full = w.cap
-    if w.share is not None and not np.array_equal(w.share, full):
-        w.cap, w.tight = w.share, True
-        try:
-            yield
-        finally:
-            w.cap, w.tight = full, False
-    yield
+def phases(w: Work) -> Iterator[None]:
+    """The phases of filling and moving, each under its cap (balance.py's _caps):
+    1. each topic's even share, moving only replicas a broker holds beyond that share: every move evens
+       out its topic, so what a broker receives spreads over the topics (and their partition sizes)
+       instead of coming from the topics already concentrated;
+    2. the cap (the share, or the most one broker held before beyond its rack's share);
+    3. the contract's cap, looser where racks of unequal size need it for the counts to even out (left
+       out when it is the cap). The last one stays in force."""
+    steps = [(w.caps[0], True), (w.caps[1], False), (w.caps[2], False)] if w.caps else [(w.cap, False)]
+    for i, (cap, tight) in enumerate(steps):
+        if i == 2 and np.array_equal(cap, steps[1][0]):
+            continue
+        w.cap, w.tight = cap, tight
+        yield
+    w.tight = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def _caps_in_turn(w: Work) -> Iterator[None]:
 def fill_holes(w: Work) -> None:
     if not w.holes().any():
         return
-    for _ in _caps_in_turn(w):
+    for _ in phases(w):
         for _ in range(ROUNDS):
             if _fill_round(w) == 0:
                 break
@@ -216,7 +217,7 @@ def _fill_one(w: Work, r: int) -> None:
 def move(w: Work) -> None:
     # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
     # need. Leaders' replicas move only once followers cannot do the job.
-    for _ in _caps_in_turn(w):
+    for _ in phases(w):
         followers = True
         for _ in range(ROUNDS):
             if _move_round(w, followers) == 0:

@@ -98,8 +98,10 @@ class Work:
     stride: int
     cap: np.ndarray  # (topics, racks) most replicas of the topic one broker of the rack may hold
     rng: np.random.Generator
-    share: np.ndarray | None = None  # (topics, racks) the even share alone (cap <= share tried first)
-    tight: bool = False  # working under `share`: moves only from brokers beyond their share
+    # (share, cap, loose): the caps the phases work under, in turn (balance.py's _caps); `cap` is the one
+    # in force; `tight` while under `share`: moves only from brokers beyond their share
+    caps: tuple[np.ndarray, ...] = ()
+    tight: bool = False
 
     @property
     def rack_ext(self) -> np.ndarray:

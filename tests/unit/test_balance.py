@@ -310,6 +310,42 @@ def test_an_added_broker_takes_an_even_share_of_every_topic() -> None:
             assert held == {1: even, 2: even, 3: even}, (seed, t, held)
 
 
+def test_unequal_racks_a_large_rack_evens_out_beyond_its_rack_share() -> None:
+    # Found by hypothesis. Racks r0 = {1, 3, 6}, r1 = {4, 5, 7, 8}, r2 = {2, 9, 10}; only t0 (4 partitions,
+    # RF 3: one replica per rack per partition) moves; t1 puts 2 fixed replicas on 1 and 4, t2 one on 2.
+    # r1 holds 2 fixed + 4 of t0 = 6 over 4 brokers: 2, 2, 1, 1 at best, so broker 4 (2 fixed) takes no
+    # t0 replica and one of 5, 7, 8 takes two, above r1's own even share of t0 (1) but within the
+    # contract's ceil(12 / 10) = 2. r0: 2 + 4 = 6 over 3: 2 each; r2: 1 + 4 = 5 over 3: 2, 2, 1.
+    topics = {
+        "t0": Topic("t0", {0: [1, 6, 7], 1: [8, 1, 2], 2: [2, 3, 4], 3: [5, 6, 3]}),
+        "t1": Topic("t1", {0: [1, 4], 1: [1, 4]}),
+        "t2": Topic("t2", {0: [2]}),
+    }
+    rack = {1: "r0", 3: "r0", 6: "r0", 4: "r1", 5: "r1", 7: "r1", 8: "r1", 2: "r2", 9: "r2", 10: "r2"}
+    brokers = [Broker(b, rack[b]) for b in range(1, 11)]
+    after = assignment(plan_balanced(topics, brokers, specs_of(topics, ["t0"]), seed=0))
+    reps, _ = broker_counts(topics, after, list(range(1, 11)))
+    assert (max(reps.values()), min(reps.values())) == (2, 1)
+    assert all(len({rack[b] for b in row}) == 3 for row in after["t0"].values())
+
+
+def test_unequal_racks_the_cap_allows_what_any_broker_held_before() -> None:
+    # Found by hypothesis. Racks r0 = {1, 2}, r1 = {3, 4, 5}; only t0 (9 partitions, RF 2: one replica in
+    # each rack) moves. Fixed (t1, t2): 1: 6, 2: 4, 3: 5, 4: 1. r0: 10 + 9 = 19 over 2: 10 and 9; r1:
+    # 6 + 9 = 15 over 3: 5 each, so broker 5 takes 5 of t0: above r1's share of t0 (3) and the
+    # ceil(18 / 5) = 4, within what brokers 1 and 2 held of t0 before (5 each), as point 4 allows.
+    t0 = {0: [1, 2], 1: [1, 2], 2: [4, 1], 3: [1, 2], 4: [1, 3], 5: [2, 3], 6: [3, 4], 7: [3, 4], 8: [2, 4]}
+    topics = {
+        "t0": Topic("t0", t0),
+        "t1": Topic("t1", {0: [1, 2, 3], 1: [1, 2, 3], 2: [3, 1, 2], 3: [2, 1, 3], 4: [1, 3, 4]}),
+        "t2": Topic("t2", {0: [1]}),
+    }
+    brokers = [Broker(1, "r0"), Broker(2, "r0"), Broker(3, "r1"), Broker(4, "r1"), Broker(5, "r1")]
+    after = assignment(plan_balanced(topics, brokers, specs_of(topics, ["t0"]), seed=0))
+    reps, _ = broker_counts(topics, after, [1, 2, 3, 4, 5])
+    assert reps == {1: 10, 2: 9, 3: 5, 4: 5, 5: 5}
+
+
 def test_drain_a_broker() -> None:
     # One topic, 3 partitions on 1,2,3 (RF 2); broker 3 leaves the broker list.
     topics = {"t": Topic("t", {0: [1, 2], 1: [2, 3], 2: [3, 1]})}
