@@ -474,14 +474,17 @@ class _Outputs:
         assert self.output_dir is not None
         for _ in range(100):
             tmp = os.path.join(self.output_dir, f".{name}.{secrets.token_hex(4)}.partial")
+            # Recorded before it exists: a Ctrl-C right after the create must still find it to remove.
+            self._tmps[name] = tmp
             try:
                 os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             except FileExistsError:
+                del self._tmps[name]  # not ours
                 continue
             except OSError as e:
+                del self._tmps[name]
                 path = os.path.join(self.output_dir, name)
                 raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
-            self._tmps[name] = tmp
             return tmp
         raise OperationalError(f"cannot create a temporary file in {self.output_dir}")  # pragma: no cover
 
