@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, pairwise
 
 import numpy as np
 
@@ -36,7 +36,15 @@ from reassign_cli.model import Assignment, Broker, Topic
 from reassign_cli.plan import AssignmentLike, TopicSpec
 from reassign_cli.replicas import ReplicaStore, TopicReplicas, stack
 
-__all__ = ["BalanceStats", "Balanced", "lower_bound", "plan_balanced"]
+__all__ = [
+    "BalanceStats",
+    "Balanced",
+    "OtherCounts",
+    "lower_bound",
+    "plan_balanced",
+    "target_ids",
+    "targets_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,24 @@ class Balanced:
     rows: np.ndarray  # (P, W) broker ids, -1 beyond the row's RF
     rf: np.ndarray  # (P,)
     stats: BalanceStats
+
+    def cut(self, n: int) -> list[Balanced]:
+        """The plan in at most n pieces of whole topics, in order, of about equal partition counts: each a
+        Balanced of its own (replica ids as int32 when they fit), to be formatted elsewhere (Spark)."""
+        n_topics, total = len(self.names), int(self.starts[-1])
+        if n_topics == 0 or n <= 0:
+            return []
+        marks = np.searchsorted(self.starts[:-1], np.arange(1, n, dtype=np.int64) * total // n)
+        cuts = np.unique(np.concatenate([[0], marks, [n_topics]])).tolist()
+        return [self._piece(a, b) for a, b in pairwise(cuts)]
+
+    def _piece(self, first: int, last: int) -> Balanced:
+        lo, hi = int(self.starts[first]), int(self.starts[last])
+        rows = self.rows[lo:hi]
+        if rows.size and int(rows.min()) >= -(1 << 31) and int(rows.max()) < 1 << 31:
+            rows = rows.astype(np.int32)
+        starts = self.starts[first : last + 1] - lo
+        return Balanced(self.names[first:last], starts, self.pid[lo:hi], rows, self.rf[lo:hi], self.stats)
 
     def chunks(self, max_partitions: int) -> Iterator[AssignmentLike]:
         """The assignment, topics in name order, in pieces of about `max_partitions` partitions."""
@@ -132,7 +158,7 @@ class _Problem:
     targets: Targets
 
 
-def _targets_of(topic: Topic) -> Mapping[int, Sequence[int]]:
+def targets_of(topic: Topic) -> Mapping[int, Sequence[int]]:
     """The replicas a partition will have once a running reassignment ends (RS minus RR)."""
     if not topic.removing:
         return topic.replicas
@@ -178,7 +204,7 @@ def _fixed_counts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Replicas and preferred leaders of the unselected topics on each broker of B."""
     n = len(ids)
-    maps = [_targets_of(t) for name, t in topics.items() if name not in selected]
+    maps = [targets_of(t) for name, t in topics.items() if name not in selected]
     _, lens, flat = _flatten(maps)
     idx = _index(ids, flat)
     replicas = np.bincount(idx[idx >= 0], minlength=n)
@@ -186,6 +212,56 @@ def _fixed_counts(
     np.cumsum(lens[:-1], out=firsts[1:])
     lead = idx[firsts[lens > 0]]
     return replicas, np.bincount(lead[lead >= 0], minlength=n)
+
+
+@dataclass(frozen=True, slots=True)
+class OtherCounts:
+    """The unselected topics as the balancer sees them: replicas and preferred leaders per broker id
+    (any id; those off B are ignored), each partition counted with its target replicas (RS minus RR).
+    Counted where the topics are read (Spark executors, per split) and added up (`plus`)."""
+
+    replicas: Mapping[int, int]
+    leaders: Mapping[int, int]
+
+    @classmethod
+    def of(cls, maps: Sequence[Mapping[int, Sequence[int]]]) -> OtherCounts:
+        """The counts of these partitions (each mapping: partition -> target replicas)."""
+        return cls.of_ids(*target_ids(maps))
+
+    @classmethod
+    def of_ids(cls, replicas: np.ndarray, leaders: np.ndarray) -> OtherCounts:
+        """The counts of these replica ids and preferred leader ids (see target_ids)."""
+        return cls(_tally(replicas), _tally(leaders))
+
+    def plus(self, other: OtherCounts) -> OtherCounts:
+        return OtherCounts(_added(self.replicas, other.replicas), _added(self.leaders, other.leaders))
+
+    def on(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(replicas, leaders) on each broker of the sorted `ids`."""
+        return (
+            np.array([self.replicas.get(b, 0) for b in ids.tolist()], dtype=np.int64),
+            np.array([self.leaders.get(b, 0) for b in ids.tolist()], dtype=np.int64),
+        )
+
+
+def target_ids(maps: Sequence[Mapping[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """(every replica id, the first replica id of each non-empty partition) of these partitions."""
+    _, lens, flat = _flatten(list(maps))
+    firsts = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1], out=firsts[1:])
+    return flat, flat[firsts[lens > 0]]
+
+
+def _tally(ids: np.ndarray) -> dict[int, int]:
+    values, counts = np.unique(ids, return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist(), strict=True))
+
+
+def _added(a: Mapping[int, int], b: Mapping[int, int]) -> dict[int, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
 
 
 def _racks(brokers: list[Broker]) -> tuple[np.ndarray, int]:
@@ -216,13 +292,18 @@ def _rows(tix: np.ndarray, pids: np.ndarray, lens: np.ndarray, idx: np.ndarray) 
     return old, pids, lens
 
 
-def _problem(topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec]) -> _Problem:
+def _problem(
+    topics: Mapping[str, Topic],
+    brokers: Sequence[Broker],
+    specs: Sequence[TopicSpec],
+    others: OtherCounts | None = None,
+) -> _Problem:
     bs = sorted(brokers, key=lambda b: b.id)
     ids = np.array([b.id for b in bs], dtype=np.int64)
     rack, n_racks = _racks(bs)
     ordered = sorted(specs, key=lambda s: s.name)
     names = [s.name for s in ordered]
-    maps = [_targets_of(topics[name]) for name in names]
+    maps = [targets_of(topics[name]) for name in names]
     per_topic = np.array([len(m) for m in maps], dtype=np.int64)
     pids, lens, flat = _flatten(maps)
     tix = np.repeat(np.arange(len(names), dtype=np.int64), per_topic)
@@ -233,7 +314,10 @@ def _problem(topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequ
     pair_keys = np.repeat(tix, lens) * stride + gid
     old, pids, lens = _rows(tix, pids, lens, idx)
     rf = np.repeat(np.array([s.replication_factor for s in ordered], dtype=np.int64), per_topic)
-    fixed, fixed_leaders = _fixed_counts(topics, set(names), ids)
+    if others is None:
+        fixed, fixed_leaders = _fixed_counts(topics, set(names), ids)
+    else:
+        fixed, fixed_leaders = others.on(ids)
     before = fixed + np.bincount(idx[idx >= 0], minlength=len(ids))
     starts = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum(per_topic, out=starts[1:])
@@ -353,12 +437,17 @@ def _work(prob: _Problem, seed: int) -> Work:
 
 
 def plan_balanced(
-    topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec], seed: int
+    topics: Mapping[str, Topic],
+    brokers: Sequence[Broker],
+    specs: Sequence[TopicSpec],
+    seed: int,
+    others: OtherCounts | None = None,
 ) -> Balanced:
     """The balanced assignment of the topics of `specs` (with their target RF) over `brokers`.
-    `topics`: every topic of the cluster (unselected ones count towards the brokers' load).
+    `topics`: every topic of the cluster (unselected ones count towards the brokers' load), or, with
+    `others` (the unselected topics' counts, made elsewhere), at least the selected ones.
     The caller has checked the specs against the brokers (plan.check_specs: RF <= brokers)."""
-    prob = _problem(topics, brokers, specs)
+    prob = _problem(topics, brokers, specs, others)
     w = _work(prob, seed)
     balance_replicas.trim(w, balance_replicas.rows_to_trim(w))
     balance_replicas.fill_holes(w)

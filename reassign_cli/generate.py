@@ -142,16 +142,22 @@ class BalancedStrategy:
     state: ClusterState
     chunk_partitions: int = CHUNK_PARTITIONS
     stats: balance.BalanceStats | None = None
+    # The unselected topics' counts, when `state` holds only the selected topics (Spark's executors read
+    # the others and counted them).
+    others: balance.OtherCounts | None = None
 
     def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
         plan.check_specs(specs, brokers)
 
+    def make_plan(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> balance.Balanced:
+        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed, self.others)
+        self.stats = result.stats
+        return result
+
     def proposals(
         self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
     ) -> Iterator[plan.AssignmentLike]:
-        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed)
-        self.stats = result.stats
-        yield from result.chunks(self.chunk_partitions)
+        yield from self.make_plan(specs, brokers).chunks(self.chunk_partitions)
 
     def extra_stats(self) -> Mapping[str, Any] | None:
         return None if self.stats is None else self.stats.as_dict()
@@ -171,9 +177,9 @@ STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
 def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
     or planning check fails; Ctrl-C leaves no partial file."""
-    if request.engine == "spark" and request.strategy not in (None, STRATEGIES["kafka"]):
-        # The executors run Kafka's per-topic kernel; another strategy would silently not be used.
-        raise UsageError("--engine spark plans with Kafka's strategy only")
+    if request.engine == "spark" and request.strategy not in (None, *STRATEGIES.values()):
+        # The Spark engine knows how to split Kafka's strategy and the balanced one, no other.
+        raise UsageError("--engine spark plans with the kafka and balanced strategies only")
     if _executors_read(request, source, reporter):
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
@@ -194,7 +200,12 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     current = {s.name: state.topics[s.name].replicas for s in specs}
     known = _sizes_of(state, specs, request, reporter)
     job = _Job(request, request.frame(seed, None), specs, brokers, current, seed, known)
-    stats, files, copied = _write_spark(job) if request.engine == "spark" else _write_local(job, strategy)
+    if request.engine != "spark":
+        stats, files, copied = _write_local(job, strategy)
+    elif isinstance(strategy, BalancedStrategy):
+        stats, files, copied = _write_spark_balanced(job, strategy)
+    else:
+        stats, files, copied = _write_spark(job)
     extra = _extra(strategy.extra_stats(), copied, request.throttle)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
     return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
@@ -350,6 +361,47 @@ def _write_spark(job: _Job) -> _Written:
     return stats, outs.paths, copied
 
 
+def _write_spark_balanced(job: _Job, strategy: BalancedStrategy) -> _Written:
+    """The balanced strategy with the state on the driver: planned here (it needs every partition at
+    once), the proposed document formatted by the executors, before anything is written; the statistics
+    and bytes copied counted from the plan's chunks, as the local engine counts them."""
+    from reassign_cli import spark_engine
+
+    request = job.request
+    copied = None if job.sizes is None else sizes.CopyBytes()
+    with (
+        spark_engine.engine(request.spark_master, verbose=request.verbose) as eng,
+        _Outputs(request.output_dir, job.frame) as outs,
+    ):
+        result = strategy.make_plan(job.specs, job.brokers)
+        proposed = eng.format_plan(result, outs.parts_dir(eng.executors_here))
+        stats = _balanced_stats(result, job.current, request.stats, copied, job.sizes)
+        outs.write_current(_current_slices(job))
+        extra = _extra(strategy.extra_stats(), copied, request.throttle)
+        outs.write_proposed(proposed, lambda: request.frame(job.seed, extra)[2])
+    return stats, outs.paths, copied
+
+
+def _balanced_stats(
+    result: balance.Balanced,
+    current: plan.AssignmentLike,
+    count: bool,
+    copied: sizes.CopyBytes | None = None,
+    known: Mapping[str, Mapping[int, int]] | None = None,
+) -> plan.PlanStats | None:
+    """The summary's statistics (when `count`) and the bytes copied (into `copied`, when sizes are
+    known), chunk by chunk as the local engine counts them."""
+    stats = plan.PlanStats() if count else None
+    if stats is None and copied is None:
+        return None
+    for chunk in result.chunks(CHUNK_PARTITIONS):
+        if stats is not None:
+            stats.add(plan.plan_stats(current, chunk))
+        if copied is not None and known is not None:
+            copied.add(sizes.copy_bytes(current, chunk, known))
+    return stats
+
+
 # ---------------------------------------------------------------------------------------------
 # Spark, with a JSON-lines snapshot: the executors read it
 # ---------------------------------------------------------------------------------------------
@@ -410,8 +462,9 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
     except ReassignError as e:
         brokers, warnings, broker_error = [], [], e
     pairs = tuple((b.id, b.rack) for b in brokers)
+    balanced = request.strategy is STRATEGIES["balanced"]
     sel = split_plan.Selection(
-        sorted(set(request.topics)), pairs, request.replication_factor, header.deleting
+        sorted(set(request.topics)), pairs, request.replication_factor, header.deleting, others=balanced
     )
     seed = plan.random_seed() if request.seed is None else request.seed
     if request.throttle is not None:
@@ -428,6 +481,8 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
             raise error
         if request.seed is None:
             reporter.seed_chosen(seed)
+        if balanced:
+            return _lines_balanced(request, eng, source.snapshot_file, sel, scans, brokers, seed)
         del scans
         with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
             parts_dir = outs.parts_dir(eng.executors_here)
@@ -435,6 +490,34 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
             outs.write_current(result.current)
             outs.write_proposed(result.proposed)
     return Outcome(seed, brokers, result.stats, None, outs.paths)
+
+
+def _lines_balanced(
+    request: Request,
+    eng: Any,
+    path: str,
+    sel: Any,
+    scans: list[Any],
+    brokers: list[Broker],
+    seed: int,
+) -> Outcome:
+    """The balanced strategy over a JSON-lines snapshot the executors scanned: the selected topics
+    collected (compact arrays, in name order) with the unselected ones' per-broker counts, planned here,
+    both documents formatted by the executors."""
+    others = balance.OtherCounts({}, {})
+    for scan in scans:
+        if scan.others is not None:
+            others = others.plus(scan.others)
+    topics, specs = eng.selected(path, sel)
+    strategy = BalancedStrategy(seed, ClusterState(brokers, topics), others=others)
+    result = strategy.make_plan(specs, brokers)
+    with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
+        parts_dir = outs.parts_dir(eng.executors_here)
+        proposed = eng.format_plan(result, parts_dir)
+        outs.write_current(eng.current(path, sel, parts_dir))
+        outs.write_proposed(proposed, lambda: request.frame(seed, strategy.extra_stats())[2])
+    stats = _balanced_stats(result, {name: t.replicas for name, t in topics.items()}, request.stats)
+    return Outcome(seed, brokers, stats, strategy.extra_stats(), outs.paths, kept=[topics, result])
 
 
 SPARK_NO_SIZES = (

@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 from reassign_cli.errors import OperationalError, ReassignError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from reassign_cli.model import Broker
+    from reassign_cli.balance import Balanced
+    from reassign_cli.model import Broker, Topic
     from reassign_cli.plan import PlanStats, TopicSpec
     from reassign_cli.split_plan import Selection, SplitScan, SplitTopics
 
@@ -64,6 +65,8 @@ PARTITIONS_PER_BATCH = 250_000
 # A JSON-lines snapshot is read in splits of at most this many bytes (~400k Kafka partitions; Hadoop's
 # block size for local files), and in at least two splits per core.
 SPLIT_BYTES = 32 << 20
+# Kafka partitions of a plan made on the driver formatted at once by an executor (as generate's chunks).
+FORMAT_PARTITIONS = 100_000
 # Characters that Hadoop's path handling cannot take in the path of a file to read: "," separates paths,
 # ":" is taken for a URI scheme. Glob characters are escaped (_hadoop_path).
 UNREADABLE_PATH_CHARS = ",:"
@@ -103,14 +106,15 @@ def proposed_json(
         n_batches = batch_count(sum(t[1] for t in ordered), len(ordered), sc.defaultParallelism)
         batches = split_batches(ordered, n_batches)
         rdd = sc.parallelize(batches, max(1, len(batches)))
+        make = functools.partial(_plan_slice, broker_list, seed)
         if out_path is None:
-            fn = functools.partial(_format_slices, broker_list, seed)
+            fn = functools.partial(_format_slices, make)
             results = _run_job(lambda: rdd.mapPartitions(fn).collect())
             return assemble_text(_checked(results))
         out_path = os.path.abspath(out_path)
         parts_dir = tempfile.mkdtemp(prefix=".kafka-reassign-parts-", dir=os.path.dirname(out_path))
         try:
-            writer = functools.partial(_write_slices, parts_dir, broker_list, seed)
+            writer = functools.partial(_write_slices, parts_dir, make)
             results = _run_job(lambda: rdd.mapPartitionsWithIndex(writer).collect())
             assemble_file(out_path, parts_dir, _checked(results))
         finally:
@@ -182,12 +186,24 @@ class Engine:
         ordered = sorted(((s.name, int(s.n_partitions), int(s.replication_factor)) for s in specs), key=_name)
         n_batches = batch_count(sum(t[1] for t in ordered), len(ordered), self.sc.defaultParallelism)
         rdd = self.sc.parallelize(split_batches(ordered, n_batches), max(1, n_batches))
-        broker_list = list(brokers)
+        return self._slices(rdd, functools.partial(_plan_slice, list(brokers), seed), parts_dir)
+
+    def format_plan(self, result: Balanced, parts_dir: str | None = None) -> Iterator[bytes | str]:
+        """A plan made on the driver (the balanced strategy), formatted by the executors: cut into pieces
+        of whole topics, in order, each formatted by one task. Slices in topic order."""
+        total = int(result.starts[-1]) if len(result.names) else 0
+        pieces = result.cut(batch_count(total, len(result.names), self.sc.defaultParallelism))
+        rdd = self.sc.parallelize(pieces, max(1, len(pieces)))
+        return self._slices(rdd, _balanced_slice, parts_dir)
+
+    def _slices(self, rdd: Any, make: Any, parts_dir: str | None) -> Iterator[bytes | str]:
+        """`make(item)` for each item of `rdd`, as slices in order: part files written by the executors in
+        parts_dir, else streamed from them."""
         if parts_dir is not None:
-            writer = functools.partial(_write_slices, parts_dir, broker_list, seed)
+            writer = functools.partial(_write_slices, parts_dir, make)
             parts = _checked(_run_job(lambda: rdd.mapPartitionsWithIndex(writer).collect()))
             return read_parts([(_part_path(parts_dir, i), size) for i, size in sorted(parts)])
-        cached = self._persist(rdd.mapPartitions(functools.partial(_format_slices, broker_list, seed)))
+        cached = self._persist(rdd.mapPartitions(functools.partial(_format_slices, make)))
         _checked(_run_job(lambda: cached.filter(_is_error).collect()))
         return _stream(cached.map(_payload))
 
@@ -224,6 +240,28 @@ class Engine:
             _stream(cached.filter(_is_proposed).map(_payload)),
             _sum_stats(small) if stats else None,
         )
+
+    def selected(self, path: str, sel: Selection) -> tuple[dict[str, Topic], list[TopicSpec]]:
+        """The selected topics `scan` packed, brought to the driver one split at a time, in name order:
+        the topics (current replicas and RR, compact) and their specs (the RF override applied)."""
+        topics: dict[str, Topic] = {}
+        specs: list[TopicSpec] = []
+        for batch in _stream(self._scanned[(path, id(sel))].filter(_is_topics).map(_payload)):
+            topics.update(batch.topics())
+            specs += batch.specs()
+        return topics, specs
+
+    def current(self, path: str, sel: Selection, parts_dir: str | None = None) -> Iterator[bytes]:
+        """The current document's entries of the selected topics, formatted by the executors from what
+        `scan` cached, as slices in topic order."""
+        topics = self._scanned[(path, id(sel))].filter(_is_topics).map(_payload)
+        if parts_dir is not None:
+            fn = functools.partial(_current_files_task, parts_dir)
+            done = sorted(_checked(_run_job(lambda: topics.mapPartitionsWithIndex(fn).collect())))
+            return read_parts([(_lines_part(parts_dir, "current", i), size) for i, size in done])
+        cached = self._persist(topics.mapPartitions(_current_records_task))
+        _run_job(cached.count)  # computed (and cached) before the caller writes anything
+        return _stream(cached)
 
     def _persist(self, rdd: Any) -> Any:
         from pyspark import StorageLevel
@@ -408,20 +446,26 @@ def _plan_slice(brokers: Sequence[Broker], seed: int, batch: Sequence[_SpecTuple
     return model.format_partition_entries(plan.assign_topics(specs, brokers, seed))
 
 
-def _format_slices(brokers: Sequence[Broker], seed: int, batches: Iterable[Any]) -> list[tuple[Any, ...]]:
+def _balanced_slice(piece: Balanced) -> str:
+    """A piece of a plan made on the driver, formatted in chunks as the local engine formats them."""
+    from reassign_cli import model
+
+    with _gc_paused():
+        return ",".join(t for t in map(model.format_partition_entries, piece.chunks(FORMAT_PARTITIONS)) if t)
+
+
+def _format_slices(make: Any, batches: Iterable[Any]) -> list[tuple[Any, ...]]:
     """("ok", text) per batch, or one ("err", class name, message) for an error of ours."""
     try:
-        return [("ok", _plan_slice(brokers, seed, b)) for b in batches]
+        return [("ok", make(b)) for b in batches]
     except ReassignError as e:
         return [("err", type(e).__name__, str(e), e.hint)]
 
 
-def _write_slices(
-    parts_dir: str, brokers: Sequence[Broker], seed: int, index: int, batches: Iterable[Any]
-) -> list[tuple[Any, ...]]:
+def _write_slices(parts_dir: str, make: Any, index: int, batches: Iterable[Any]) -> list[tuple[Any, ...]]:
     """Write this Spark partition's slice to parts_dir; return ("ok", (index, bytes written))."""
     try:
-        data = ",".join(t for t in (_plan_slice(brokers, seed, b) for b in batches) if t).encode()
+        data = ",".join(t for t in map(make, batches) if t).encode()
     except ReassignError as e:
         return [("err", type(e).__name__, str(e), e.hint)]
     path = _part_path(parts_dir, index)
@@ -516,6 +560,28 @@ def _plan_files_task(
     for tmp, path in zip(tmps, paths, strict=True):
         os.replace(tmp, path)
     return [("ok", (index, sizes[0], sizes[1], total))]
+
+
+def _current_files_task(parts_dir: str, index: int, batches: Iterable[SplitTopics]) -> list[tuple[Any, ...]]:
+    """This split's current entries written to parts_dir; [(index, bytes written)]."""
+    from reassign_cli import split_plan
+
+    path = _lines_part(parts_dir, "current", index)
+    tmp = f"{path}.{os.getpid()}.tmp"  # a retried or speculative task never leaves a torn part
+    size = 0
+    with _gc_paused(), open(tmp, "wb") as f:
+        for text in split_plan.current_split(batches):
+            size += _append(f, text, size)
+    os.replace(tmp, path)
+    return [("ok", (index, size))]
+
+
+def _current_records_task(batches: Iterable[SplitTopics]) -> list[bytes]:
+    """This split's current entries as one record (comma-joined)."""
+    from reassign_cli import split_plan
+
+    with _gc_paused():
+        return [",".join(t for t in split_plan.current_split(batches) if t).encode()]
 
 
 def _append(f: Any, text: str, written: int) -> int:

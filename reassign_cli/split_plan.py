@@ -29,8 +29,9 @@ import numpy as np
 import orjson
 
 from reassign_cli import errors, plan, snapshot_lines
+from reassign_cli.balance import OtherCounts, target_ids, targets_of
 from reassign_cli.errors import InvalidInputError, ReassignError
-from reassign_cli.model import Topic, format_partition_entries
+from reassign_cli.model import NO_ENTRIES, Topic, format_partition_entries
 from reassign_cli.replicas import ReplicaStore, TopicReplicas, int_array
 
 # Bytes of lines parsed at once (one orjson call): small chunks keep the parsed objects in the CPU's cache
@@ -51,6 +52,8 @@ class Selection:
     brokers: BrokerPairs
     replication_factor: int | None = None
     deleting: frozenset[str] = frozenset()
+    # Whole-cluster strategies (balanced): also count the unselected topics' replicas and leaders per broker.
+    others: bool = False
 
 
 @dataclass(slots=True)
@@ -69,6 +72,7 @@ class SplitScan:
     empty: str | None = None  # the first selected topic without partitions
     mixed: str | None = None  # the error message of the first selected topic with mixed RFs
     invalid: tuple[str, str, str | None] | None = None  # Kafka's argument error: (class name, message, hint)
+    others: OtherCounts | None = None  # with Selection.others: the unselected topics' counts per broker
 
 
 def _chunks(records: Iterator[bytes], chunk_bytes: int) -> Iterator[list[bytes]]:
@@ -122,6 +126,7 @@ def iter_scan(
     it, skipped = _lines_of(index, records)
     scan = SplitScan(index, lines=skipped)
     selector = _Selector(sel.names)
+    others = _Others() if sel.others else None
     prev = None
     for lines in _chunks(it, chunk_bytes):
         base = scan.lines
@@ -139,10 +144,13 @@ def iter_scan(
             scan.first = _first_topic(lines, base)
         prev = topics[-1].name
         specs = _check(chosen := selector.pick(topics), sel, scan)
+        if others is not None:
+            others.add(topics, chosen)
         if specs and scan.empty is None and scan.mixed is None and scan.invalid is None:
             yield SplitTopics.of(chosen, specs)
     scan.last = prev if scan.error is None else None
     scan.found = np.array(selector.found, dtype=np.int32)
+    scan.others = None if others is None else others.counts()
     yield scan
 
 
@@ -193,6 +201,30 @@ def _with_rf(specs: list[plan.TopicSpec], rf: int | None) -> list[plan.TopicSpec
     return specs if rf is None else [replace(s, replication_factor=rf) for s in specs]
 
 
+class _Others:
+    """The unselected topics of a split, counted per broker (OtherCounts) once at its end; until then only
+    their target replica ids (RS minus RR) and first ids, one array per chunk: a split's worth at most."""
+
+    def __init__(self) -> None:
+        self.replicas: list[np.ndarray] = []
+        self.leaders: list[np.ndarray] = []
+
+    def add(self, topics: list[Topic], chosen: list[Topic]) -> None:
+        taken = {t.name for t in chosen}
+        rest = [t for t in topics if t.name not in taken] if taken else topics
+        if rest:
+            replicas, leaders = target_ids([targets_of(t) for t in rest])
+            self.replicas.append(replicas)
+            self.leaders.append(leaders)
+
+    def counts(self) -> OtherCounts:
+        return OtherCounts.of_ids(_joined(self.replicas), _joined(self.leaders))
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
 @dataclass(slots=True)
 class SplitTopics:
     """Selected topics of one chunk, in name order, as the plan needs them: their specs (the RF override
@@ -209,6 +241,9 @@ class SplitTopics:
     flat: np.ndarray
     pids: np.ndarray | None = None
     lens: np.ndarray | None = None
+    # The replicas being removed (RR) of topics in the middle of a reassignment: a whole-cluster strategy
+    # plans from the targets (RS minus RR). None when no topic has any.
+    removing: dict[str, dict[int, list[int]]] | None = None
 
     @classmethod
     def of(cls, chosen: Sequence[Topic], specs: Sequence[plan.TopicSpec]) -> SplitTopics:
@@ -217,15 +252,25 @@ class SplitTopics:
         counts = np.array([s.n_partitions for s in specs], dtype=np.int32)
         rfs = np.array([s.replication_factor for s in specs], dtype=np.int32)
         names = [s.name for s in specs]
+        removing = {t.name: t.removing for t in chosen if t.removing} or None
         if all(b is not None for b in blocks):
             widths = np.array([b.shape[1] for b in blocks if b is not None], dtype=np.int32)
             flat = np.concatenate([b.ravel() for b in blocks if b is not None])
-            return cls(names, counts, rfs, widths, flat)
+            return cls(names, counts, rfs, widths, flat, removing=removing)
         rows = [list(v.items()) for v in views]
         pids = np.array([p for r in rows for p, _ in r], dtype=np.int64)
         lens = np.array([len(reps) for r in rows for _, reps in r], dtype=np.int32)
         flat = int_array([b for r in rows for _, reps in r for b in reps])
-        return cls(names, counts, rfs, np.full(len(names), -1, dtype=np.int32), flat, pids, lens)
+        widths = np.full(len(names), -1, dtype=np.int32)
+        return cls(names, counts, rfs, widths, flat, pids, lens, removing)
+
+    def topics(self) -> dict[str, Topic]:
+        """The topics as the balancer reads them: current replicas (views over `flat`) and RR."""
+        removing, none = self.removing or {}, NO_ENTRIES  # no four dicts per topic (a million topics)
+        return {
+            name: Topic(name, view, none, removing.get(name) or none, none, none, sizes=none)
+            for name, view in self.current().items()
+        }
 
     def current(self) -> dict[str, TopicReplicas]:
         """Each topic's current replicas, a view over `flat`."""
@@ -248,6 +293,19 @@ class SplitTopics:
 
     def specs(self) -> list[plan.TopicSpec]:
         return list(map(plan.TopicSpec, self.names, self.counts.tolist(), self.rfs.tolist()))
+
+
+def current_split(batches: Iterable[SplitTopics], plan_partitions: int = PLAN_PARTITIONS) -> Iterator[str]:
+    """The current document's entries of one split's cached topics, in slices of about plan_partitions
+    Kafka partitions (for a plan made elsewhere: the balanced strategy's, on the driver)."""
+    current: dict[str, TopicReplicas] = {}
+    for batch in batches:
+        current.update(batch.current())
+        if sum(map(len, current.values())) >= plan_partitions:
+            yield format_partition_entries(current)
+            current = {}
+    if current:
+        yield format_partition_entries(current)
 
 
 @dataclass(slots=True)

@@ -146,8 +146,6 @@ def command(
         raise UsageError("one of --topics-to-move-json-file or --topic is required")
     if _from_command_line(ctx, "spark_master") and engine != "spark":
         raise UsageError("--spark-master needs --engine spark")
-    if strategy == "balanced" and engine == "spark":
-        raise UsageError("--strategy balanced runs on the local engine only (drop --engine spark)")
     for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
         if snapshot_file and name in opts.explicit:
             raise UsageError(f"--snapshot and {flag} cannot be used together")
