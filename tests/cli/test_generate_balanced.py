@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from tests.helpers import run_cli
 
@@ -217,17 +216,6 @@ def test_planning_the_result_again_changes_nothing(tmp_path: Path) -> None:
     second = _json(tmp_path, again, "--topic", "a", "--topic", "b", "--strategy", "balanced")
     assert second["proposed"] == out["proposed"]
     assert second["stats"]["copies"] == second["stats"]["leader_changes"] == 0
-
-
-@pytest.mark.parametrize(
-    "extra", [["--engine", "spark"], ["--engine", "spark", "--spark-master", "local[1]"]]
-)
-def test_spark_engine_is_refused_for_now(tmp_path: Path, extra: list[str]) -> None:
-    r = run_cli(
-        "generate", "--snapshot", _snap(tmp_path, ADD), "--topic", "a", "--strategy", "balanced", *extra
-    )
-    assert (r.returncode, r.stdout) == (2, "")
-    assert "--strategy balanced runs on the local engine only" in r.stderr
 
 
 def test_rf_larger_than_brokers_is_kafkas_error(tmp_path: Path) -> None:

@@ -129,14 +129,16 @@ def test_summary_caption_lists_the_strategys_figures() -> None:
 
 
 def test_spark_engine_refuses_another_strategy(snap: generate.Source, tmp_path: Path) -> None:
-    """The executors run Kafka's kernel: a strategy of its own with --engine spark would be ignored
-    silently, so it is refused before anything is read or started."""
+    """The Spark engine splits Kafka's strategy and the balanced one: another strategy with --engine
+    spark would be ignored silently, so it is refused before anything is read or started."""
     from reassign_cli.errors import ExitCode, UsageError
 
     request = generate.Request(
         ["a"], seed=1, output_dir=str(tmp_path / "out"), strategy=WholePlan, engine="spark"
     )
-    with pytest.raises(UsageError, match=r"^--engine spark plans with Kafka's strategy only$") as ei:
+    with pytest.raises(
+        UsageError, match=r"^--engine spark plans with the kafka and balanced strategies only$"
+    ) as ei:
         generate.run(request, snap, Quiet())
     assert ei.value.exit_code == ExitCode.USAGE
     assert not (tmp_path / "out").exists()

@@ -1,0 +1,178 @@
+"""`generate --engine spark --strategy balanced`: everything the CLI prints and writes equals `--engine
+local --strategy balanced` on the same cluster, from a JSON-lines snapshot (the executors scan it, the
+driver plans over the arrays they packed) and from the snapshot document (the driver reads it). Run
+in-process through cli.main on the session's SparkContext (one JVM for the module)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from reassign_cli import plan, snapshot, snapshot_lines, spark_engine
+from reassign_cli.model import Broker, ClusterState, Topic
+from tests.helpers import run_cli
+from tests.spark.data import random_specs
+from tests.spark.test_jsonl import invoke, tree
+
+pytestmark = pytest.mark.spark
+
+RACKS = {1: "r1", 2: "r2", 3: "r3", 4: "r1", 5: "r2", 6: "r3", 7: "r1", 8: "r2", 9: "r3"}
+
+
+def state_of(kind: str) -> ClusterState:
+    """About 200 topics placed by Kafka's assignment over brokers 1-6, plus: one topic mid-reassignment
+    (RS = target + origin), one whose partition ids are not 0..P-1, one queued for deletion.
+    added: brokers 7-9 registered and empty, with racks; norack: the same without racks;
+    dead: brokers 1-8 registered, broker 9 not, yet holding replicas (it was placed on 1-9)."""
+    racked = kind != "norack"
+    placed = [Broker(b, RACKS[b] if racked else None) for b in range(1, 10 if kind == "dead" else 7)]
+    specs = random_specs(random.Random(5), 200, 3, max_partitions=40)
+    topics = {t: Topic(t, parts) for t, parts in plan.assign_topics(specs, placed, 99).items()}
+    topics["moving"] = Topic("moving", {0: [1, 3, 5], 1: [3, 8]}, adding={0: [1]}, removing={0: [5]})
+    topics["gappy"] = Topic("gappy", {0: [1, 3], 3: [5, 8], 7: [9 if kind == "dead" else 2, 4]})
+    topics["going"] = Topic("going", {0: [1, 2]})
+    registered = range(1, 9) if kind == "dead" else range(1, 10)
+    brokers = [Broker(b, RACKS[b] if racked else None) for b in registered]
+    return ClusterState(brokers=brokers, topics=topics, deleting=frozenset({"going"}))
+
+
+@pytest.fixture(scope="module")
+def snaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    out = {}
+    for kind in ("added", "norack", "dead"):
+        state = state_of(kind)
+        d = tmp_path_factory.mktemp(kind)
+        doc, lines, every, half = d / "snap.json", d / "snap.jsonl", d / "all.json", d / "half.json"
+        doc.write_bytes(snapshot.dumps(state))
+        lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+        names = sorted(t for t in state.topics if t != "going")
+        every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
+        half.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names[::2]]}))
+        out[kind] = {"doc": doc, "lines": lines, "all": every, "half": half}
+    return out
+
+
+@pytest.fixture
+def many_splits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Splits of 4 KiB (the files are ~100 KiB): the unselected topics are counted in many splits."""
+    monkeypatch.setattr(spark_engine, "SPLIT_BYTES", 4096)
+
+
+SPARK = ("--engine", "spark", "--spark-master", "local[2]")
+
+
+def three(files: dict[str, Path], args: list[str], out: Path | None = None) -> list[Any]:
+    """The local engine on the document, then Spark on the JSON lines and on the document."""
+    runs = []
+    for name, path, engine in (("local", "doc", ()), ("lines", "lines", SPARK), ("doc", "doc", SPARK)):
+        where = ["--output-dir", str(out / name)] if out else []
+        runs.append(invoke("generate", "--snapshot", str(files[path]), "--strategy", "balanced", *args,
+                           *engine, *where))  # fmt: skip
+    return runs
+
+
+def assert_same(runs: list[Any], out: Path | None = None) -> None:
+    local, *spark = runs
+    assert local.exit_code == 0, local.stderr
+    for name, run in zip(("lines", "doc"), spark, strict=True):
+        assert run.exit_code == 0, run.stderr
+        stdout = run.stdout.replace(str(out / name), str(out / "local")) if out else run.stdout
+        assert (stdout, run.stderr) == (local.stdout, local.stderr)
+        if out:
+            assert sorted(tree(out / name)) == ["current.json", "proposed.json"]  # no part files left
+            assert tree(out / name) == tree(out / "local")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("output", ["stdout", "dir"])
+def test_adding_brokers_same_bytes(
+    spark_sc: Any, snaps: dict[str, dict[str, Path]], tmp_path: Path, many_splits: None, fmt: str, output: str
+) -> None:
+    files = snaps["added"]
+    args = ["--topics-to-move-json-file", str(files["all"]), "--seed", "41", "--format", fmt]
+    out = tmp_path if output == "dir" else None
+    runs = three(files, args, out)
+    assert_same(runs, out)
+    local = runs[0]
+    if fmt == "json" and output == "stdout":
+        stats = orjson.loads(local.stdout)["stats"]
+        assert stats["replicas_max_min_after"] <= 1 < stats["replicas_max_min_before"]  # 7-9 were empty
+        assert stats["copies"] >= stats["lower_bound"] > 0
+    if fmt == "text" and output == "stdout":
+        assert "copies" in local.stderr  # the balanced summary, the same from every engine
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("added", ["--broker-list", "1,2,3,4,5,7,8,9"]),  # drain broker 6
+        ("added", ["--replication-factor", "2"]),
+        ("added", ["--replication-factor", "4", "--broker-list", "1,2,3,4,5,6,7,8,9,77"]),  # 77: a warning
+        ("added", ["--half"]),  # every other topic: the rest counted by the executors
+        ("added", ["--topic", "moving", "--topic", "gappy"]),
+        ("added", ["--disable-rack-aware"]),
+        ("norack", []),
+        ("norack", ["--half", "--broker-list", "2,3,4,5,6,7,8,9"]),
+        ("dead", []),
+        ("dead", ["--half"]),
+    ],
+    ids=["drain", "rf-down", "rf-up-unknown-broker", "subset", "two-topics", "rack-unaware", "no-racks",
+         "no-racks-subset-drain", "dead-broker", "dead-broker-subset"],
+)  # fmt: skip
+def test_cases_same_bytes(
+    spark_sc: Any, snaps: dict[str, dict[str, Path]], many_splits: None, kind: str, options: list[str]
+) -> None:
+    files = snaps[kind]
+    if "--topic" not in options:
+        which = "half" if "--half" in options else "all"
+        options = ["--topics-to-move-json-file", str(files[which]), *(o for o in options if o != "--half")]
+    runs = three(files, [*options, "--seed", "8", "--format", "json"])
+    assert_same(runs)
+    if kind == "dead":  # every replica on the dead broker 9 moves
+        proposed = orjson.loads(runs[0].stdout)["proposed"]["partitions"]
+        assert proposed and all(9 not in e["replicas"] for e in proposed)
+
+
+def test_streamed_to_the_driver_when_executors_are_elsewhere(
+    spark_sc: Any, snaps: dict[str, dict[str, Path]], monkeypatch: pytest.MonkeyPatch, many_splits: None
+) -> None:
+    """Executors on other hosts cannot share our temporary directory: both documents' slices come
+    through Spark (toLocalIterator), from either input."""
+    monkeypatch.setattr(spark_engine.Engine, "executors_here", property(lambda self: False))
+    files = snaps["added"]
+    assert_same(three(files, ["--topics-to-move-json-file", str(files["half"]), "--seed", "2"]))
+
+
+def test_errors_are_the_local_engines(
+    spark_sc: Any, snaps: dict[str, dict[str, Path]], tmp_path: Path
+) -> None:
+    files = snaps["added"]
+    for args, message in (
+        (["--topic", "moving", "--replication-factor", "10"], "Replication factor: 10 larger than available"),
+        (["--topic", "going"], "Topic queued for deletion: going"),
+        (["--topic", "nope"], "Topic nope not found."),
+    ):
+        local, *spark = three(files, [*args, "--seed", "1"], tmp_path)
+        assert local.exit_code == 3 and message in local.stderr, local.stderr
+        for run in spark:
+            assert (run.exit_code, run.stderr, run.stdout) == (local.exit_code, local.stderr, "")
+        assert not tmp_path.joinpath("lines").exists() and not tmp_path.joinpath("doc").exists()
+
+
+def test_cli_subprocess_same_stdout_and_stderr(snaps: dict[str, dict[str, Path]], tmp_path: Path) -> None:
+    """`kafka-reassign generate --strategy balanced --engine spark` in a fresh process (no refusal any
+    more): the same stdout and stderr as the local engine, and its private TMPDIR left empty."""
+    files = snaps["dead"]
+    args = ["generate", "--snapshot", str(files["lines"]), "--topics-to-move-json-file", str(files["all"]),
+            "--strategy", "balanced", "--seed", "4"]  # fmt: skip
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    local = run_cli(*args)
+    spark = run_cli(*args, *SPARK, env={"TMPDIR": str(scratch)})
+    assert local.returncode == 0, local.stderr
+    assert (spark.returncode, spark.stdout, spark.stderr) == (0, local.stdout, local.stderr)
+    assert list(scratch.iterdir()) == []
