@@ -118,3 +118,38 @@ def test_jsonl_snapshot_read_by_the_executors_of_a_cluster(
     for name in ("current.json", "proposed.json"):
         assert (tmp_path / "spark" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
     assert sorted(os.listdir(tmp_path / "spark")) == ["current.json", "proposed.json"]
+
+
+def test_balanced_on_a_cluster(spark_master: str, bare_worker_python: str, tmp_path: Path) -> None:
+    """--strategy balanced on the standalone cluster (executors without reassign_cli installed): from a
+    JSON-lines snapshot of a cluster with brokers added and a subset of topics (the executors count the
+    rest), and from the document; stdout, stderr and the --output-dir files equal the local engine's."""
+    from reassign_cli import snapshot, snapshot_lines
+    from reassign_cli.model import Broker, ClusterState, Topic
+    from tests.helpers import run_cli
+
+    specs = random_specs(random.Random(12), 300, 3, max_partitions=60)
+    placed = [b for b in RACKED if b.id != 12]
+    topics = {t: Topic(t, p) for t, p in plan.assign_topics(specs, placed, 3).items()}
+    state = ClusterState([*RACKED, Broker(14, "r2"), Broker(15, "r3")], topics)  # 12, 14, 15: empty
+    doc, lines, chosen = tmp_path / "s.json", tmp_path / "s.jsonl", tmp_path / "t.json"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    chosen.write_text(json.dumps({"version": 1, "topics": [{"topic": s.name} for s in specs[:200]]}))
+    common = ["--topics-to-move-json-file", str(chosen), "--seed", "6", "--strategy", "balanced"]
+    spark = ["--engine", "spark", "--spark-master", spark_master]
+    env = {"PYSPARK_PYTHON": bare_worker_python}
+    local = run_cli("generate", "--snapshot", str(doc), *common, "--output-dir", str(tmp_path / "local"))
+    assert local.returncode == 0, local.stderr
+    for name, path in (("lines", lines), ("doc", doc)):
+        remote = run_cli("generate", "--snapshot", str(path), *common, *spark, "--output-dir",
+                         str(tmp_path / name), env=env)  # fmt: skip
+        assert remote.returncode == 0, remote.stderr[-3000:]
+        assert remote.stderr == local.stderr
+        assert remote.stdout.replace(str(tmp_path / name), str(tmp_path / "local")) == local.stdout
+        for file in ("current.json", "proposed.json"):
+            assert (tmp_path / name / file).read_bytes() == (tmp_path / "local" / file).read_bytes()
+        assert sorted(os.listdir(tmp_path / name)) == ["current.json", "proposed.json"]
+    text = run_cli("generate", "--snapshot", str(lines), *common, *spark, env=env)
+    assert (text.returncode, text.stderr) == (0, local.stderr)
+    assert text.stdout == run_cli("generate", "--snapshot", str(doc), *common).stdout
