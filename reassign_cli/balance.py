@@ -91,11 +91,9 @@ class Balanced:
 
     def _piece(self, first: int, last: int) -> Balanced:
         lo, hi = int(self.starts[first]), int(self.starts[last])
-        rows = self.rows[lo:hi]
-        if rows.size and int(rows.min()) >= -(1 << 31) and int(rows.max()) < 1 << 31:
-            rows = rows.astype(np.int32)
+        rows, pid, rf = (_small(a[lo:hi]) for a in (self.rows, self.pid, self.rf))
         starts = self.starts[first : last + 1] - lo
-        return Balanced(self.names[first:last], starts, self.pid[lo:hi], rows, self.rf[lo:hi], self.stats)
+        return Balanced(self.names[first:last], starts, pid, rows, rf, self.stats)
 
     def chunks(self, max_partitions: int) -> Iterator[AssignmentLike]:
         """The assignment, topics in name order, in pieces of about `max_partitions` partitions."""
@@ -131,6 +129,13 @@ class Balanced:
             a, b = bounds[i], bounds[i + 1]
             out[name] = dict(zip(pids[a:b], reps[a:b], strict=True))
         return out
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    """`a` as int32 when its values fit (Kafka's ids are int32): half the bytes to ship."""
+    if a.size and int(a.min()) >= -(1 << 31) and int(a.max()) < 1 << 31:
+        return a.astype(np.int32)
+    return a
 
 
 # ---------------------------------------------------------------------------------------------
