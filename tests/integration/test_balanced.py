@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.helpers import wait_until
 from tests.integration.reassign_support import Mover, get_json
 
@@ -131,3 +133,37 @@ def test_replication_factor_2_to_3(make_topic: Any, consume_all: Any, zk: Any, m
         sorted(get_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")["isr"]) == BROKERS for p in range(3)
     ), timeout=60, message="every replica in sync")  # fmt: skip
     assert sorted(consume_all(topic)) == sorted(f"{topic}-value-{i}".encode() for i in range(30))
+
+
+@pytest.mark.spark
+def test_spark_engine_plans_the_same_from_zookeeper(make_topic: Any, zk: Any, mover: Mover) -> None:
+    """--engine spark --strategy balanced reading ZooKeeper (every topic of the cluster, as the local
+    engine reads it): the same stdout and stderr as the local engine. Other topics come and go on a
+    shared cluster, so the local engine runs before and after; their agreement shows nothing changed."""
+    a = make_topic({p: [1, 2] if p % 2 == 0 else [2, 1] for p in range(6)})
+    b = make_topic({p: [3, 1] for p in range(3)})
+    args = [
+        "generate",
+        "--strategy",
+        "balanced",
+        "--topic",
+        a,
+        "--topic",
+        b,
+        "--seed",
+        "5",
+        "--format",
+        "json",
+    ]
+    for _ in range(3):
+        _others(zk, {a, b})  # no deletion pending
+        before = mover.cli(*args)
+        spark = mover.cli(*args, "--engine", "spark", "--spark-master", "local[2]")
+        after = mover.cli(*args)
+        assert before.returncode == 0, before.stderr
+        if (before.stdout, before.stderr) == (after.stdout, after.stderr):
+            break
+    assert (before.stdout, before.stderr) == (after.stdout, after.stderr), "the cluster kept changing"
+    assert spark.returncode == 0, spark.stderr
+    assert (spark.stdout, spark.stderr) == (before.stdout, before.stderr)
+    assert Counter(e["topic"] for e in json.loads(spark.stdout)["proposed"]["partitions"]) == {a: 6, b: 3}
