@@ -244,12 +244,11 @@ class Engine:
     def selected(self, path: str, sel: Selection) -> tuple[dict[str, Topic], list[TopicSpec]]:
         """The selected topics `scan` packed, brought to the driver one split at a time, in name order:
         the topics (current replicas and RR, compact) and their specs (the RF override applied)."""
-        topics: dict[str, Topic] = {}
-        specs: list[TopicSpec] = []
-        for batch in _stream(self._scanned[(path, id(sel))].filter(_is_topics).map(_payload)):
-            topics.update(batch.topics())
-            specs += batch.specs()
-        return topics, specs
+        from reassign_cli import split_plan
+
+        return split_plan.join_topics(
+            _stream(self._scanned[(path, id(sel))].filter(_is_topics).map(_payload))
+        )
 
     def current(self, path: str, sel: Selection, parts_dir: str | None = None) -> Iterator[bytes]:
         """The current document's entries of the selected topics, formatted by the executors from what

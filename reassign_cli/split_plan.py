@@ -264,26 +264,28 @@ class SplitTopics:
         widths = np.full(len(names), -1, dtype=np.int32)
         return cls(names, counts, rfs, widths, flat, pids, lens, removing)
 
-    def topics(self) -> dict[str, Topic]:
-        """The topics as the balancer reads them: current replicas (views over `flat`) and RR."""
-        removing, none = self.removing or {}, NO_ENTRIES  # no four dicts per topic (a million topics)
+    def topics(self, store: ReplicaStore | None = None, base: int = 0) -> dict[str, Topic]:
+        """The topics as the balancer reads them: current replicas and RR (see `current`)."""
+        removing, none = self.removing or {}, NO_ENTRIES  # no dicts of its own per topic (a million topics)
         return {
             name: Topic(name, view, none, removing.get(name) or none, none, none, sizes=none)
-            for name, view in self.current().items()
+            for name, view in self.current(store, base).items()
         }
 
-    def current(self) -> dict[str, TopicReplicas]:
-        """Each topic's current replicas, a view over `flat`."""
-        store = ReplicaStore.of(self.flat)
+    def current(self, store: ReplicaStore | None = None, base: int = 0) -> dict[str, TopicReplicas]:
+        """Each topic's current replicas, a view over `flat`, or over `store` where `flat` starts at
+        `base` (many batches joined: see join_topics)."""
+        store = ReplicaStore.of(self.flat) if store is None else store
         counts, widths = self.counts.tolist(), self.widths.tolist()
         if self.pids is None or self.lens is None:
-            starts = np.zeros(len(counts), dtype=np.int64)
+            starts = np.full(len(counts), base, dtype=np.int64)
             np.cumsum((self.counts.astype(np.int64) * self.widths)[:-1], out=starts[1:])
+            starts[1:] += base
             views = map(TopicReplicas, [store] * len(counts), starts.tolist(), counts, widths)
             return dict(zip(self.names, views, strict=True))
         out: dict[str, TopicReplicas] = {}
         pids, lens = self.pids.tolist(), self.lens.tolist()
-        first = start = 0
+        first, start = 0, base
         for name, n in zip(self.names, counts, strict=True):
             ls = lens[first : first + n]
             out[name] = TopicReplicas.from_rows(store, start, pids[first : first + n], ls)
@@ -293,6 +295,20 @@ class SplitTopics:
 
     def specs(self) -> list[plan.TopicSpec]:
         return list(map(plan.TopicSpec, self.names, self.counts.tolist(), self.rfs.tolist()))
+
+
+def join_topics(batches: Iterable[SplitTopics]) -> tuple[dict[str, Topic], list[plan.TopicSpec]]:
+    """Many splits' packed topics (in name order) as topics over ONE store, and their specs: the
+    balancer then reads runs of regular topics with one numpy call, as it reads a loaded snapshot."""
+    store = ReplicaStore()
+    kept = [(batch, store.append(batch.flat)) for batch in batches]
+    store.finish()
+    topics: dict[str, Topic] = {}
+    specs: list[plan.TopicSpec] = []
+    for batch, base in kept:
+        topics.update(batch.topics(store, base))
+        specs += batch.specs()
+    return topics, specs
 
 
 def current_split(batches: Iterable[SplitTopics], plan_partitions: int = PLAN_PARTITIONS) -> Iterator[str]:

@@ -176,3 +176,38 @@ def test_cli_subprocess_same_stdout_and_stderr(snaps: dict[str, dict[str, Path]]
     assert local.returncode == 0, local.stderr
     assert (spark.returncode, spark.stdout, spark.stderr) == (0, local.stdout, local.stderr)
     assert list(scratch.iterdir()) == []
+
+
+def test_bytes_copied_counted_like_the_local_engine(spark_sc: Any, tmp_path: Path) -> None:
+    """With partition sizes in a snapshot document, balanced on Spark reports the bytes copied and the
+    time at --throttle as the local engine does (text summary and --format json). From JSON lines the
+    executors report no sizes: the warning, and only the balancer's figures."""
+    from reassign_cli.generate import SPARK_NO_SIZES
+
+    state = state_of("added")
+    for t in state.topics.values():
+        t.sizes = {p: 1000 * (p + 1) for p in t.replicas}
+    doc, lines = tmp_path / "snap.json", tmp_path / "snap.jsonl"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    args = [
+        "--topic",
+        "moving",
+        "--topic",
+        "gappy",
+        *(a for t in sorted(state.topics)[:30] for a in ("--topic", t)),
+    ]
+    args += ["--strategy", "balanced", "--seed", "3", "--throttle", "1000"]
+    for fmt in ("text", "json"):
+        local = invoke("generate", "--snapshot", str(doc), *args, "--format", fmt)
+        spark = invoke("generate", "--snapshot", str(doc), *args, "--format", fmt, *SPARK)
+        assert local.exit_code == 0, local.stderr
+        assert (spark.exit_code, spark.stdout, spark.stderr) == (0, local.stdout, local.stderr)
+    stats = orjson.loads(local.stdout)["stats"]
+    assert stats["bytes_copied"] > 0 and "copies" in stats
+    from_lines = invoke("generate", "--snapshot", str(lines), *args, "--format", "json", *SPARK)
+    assert from_lines.exit_code == 0, from_lines.stderr
+    doc_out = orjson.loads(from_lines.stdout)
+    assert doc_out["proposed"] == orjson.loads(local.stdout)["proposed"]
+    assert "bytes_copied" not in doc_out["stats"] and doc_out["stats"]["copies"] == stats["copies"]
+    assert SPARK_NO_SIZES in from_lines.stderr

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from reassign_cli import balance, errors, plan, snapshot_lines, split_plan
 from reassign_cli.balance import OtherCounts, plan_balanced
 from reassign_cli.model import Broker, ClusterState, Topic, format_partition_entries
+from reassign_cli.plan import TopicSpec
+from reassign_cli.replicas import stack
 from tests.unit.test_balance import Case, assignment, cases, specs_of
 from tests.unit.test_split_plan import clusters, cut
 
@@ -106,11 +108,7 @@ def split_engine(
         assert isinstance(s, split_plan.SplitScan) and s.others is not None
         others = others.plus(s.others)
     cached = [pickle.loads(pickle.dumps(p[:-1])) for p in passes]  # as Spark caches them
-    topics: dict[str, Topic] = {}
-    specs: list[plan.TopicSpec] = []
-    for batch in (b for p in cached for b in p):
-        topics.update(batch.topics())
-        specs += batch.specs()
+    topics, specs = split_plan.join_topics(b for p in cached for b in p)
     result = plan_balanced(topics, [Broker(i, r) for i, r in brokers], specs, seed, others)
     pieces = pickle.loads(pickle.dumps(result.cut(chunk % 5 + 1)))  # shipped to the executors
     formatted = [",".join(t for t in map(format_partition_entries, p.chunks(chunk)) if t) for p in pieces]
@@ -146,3 +144,21 @@ def test_pieces_cover_the_plan_in_order() -> None:
         assert list(joined) == sorted(whole) and joined == whole
     # 55 partitions in 2 pieces: t0..t6 (28) and t7..t9 (27); names sort as t0, t1, t2, ...
     assert [p.names for p in result.cut(2)] == [[f"t{i}" for i in range(7)], ["t7", "t8", "t9"]]
+
+
+def test_joined_topics_share_one_store() -> None:
+    """Two splits' packed topics joined: regular topics read as one block (the balancer's fast path), the
+    irregular and mid-reassignment ones keep their partitions and RR."""
+    a = split_plan.SplitTopics.of(
+        [Topic("a", {0: [1, 2], 1: [2, 3]}), Topic("b", {0: [3, 1]})],
+        [TopicSpec("a", 2, 2), TopicSpec("b", 1, 2)],
+    )
+    c = split_plan.SplitTopics.of(
+        [Topic("c", {0: [2, 1]}), Topic("d", {5: [1, 2, 3]}, removing={5: [3]})],
+        [TopicSpec("c", 1, 2), TopicSpec("d", 1, 2)],
+    )
+    topics, specs = split_plan.join_topics(pickle.loads(pickle.dumps([a, c])))
+    assert [s.name for s in specs] == ["a", "b", "c", "d"]
+    block = stack([topics[t].replicas for t in "abc"])
+    assert block is not None and block.tolist() == [[1, 2], [2, 3], [3, 1], [2, 1]]
+    assert dict(topics["d"].replicas) == {5: [1, 2, 3]} and topics["d"].target(5) == [1, 2]
