@@ -23,13 +23,17 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from reassign_cli import balance, plan, sizes
 from reassign_cli.client_config import AdminOptions
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.zookeeper.session import ZkOptions
+
+if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (pyspark)
+    from reassign_cli.spark_engine import Engine
+    from reassign_cli.split_plan import Selection, SplitScan
 
 CURRENT_FILE = "current.json"
 PROPOSED_FILE = "proposed.json"
@@ -494,10 +498,10 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
 
 def _lines_balanced(
     request: Request,
-    eng: Any,
+    eng: Engine,
     path: str,
-    sel: Any,
-    scans: list[Any],
+    sel: Selection,
+    scans: list[SplitScan],
     brokers: list[Broker],
     seed: int,
 ) -> Outcome:
