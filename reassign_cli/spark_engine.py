@@ -21,6 +21,11 @@ Two ways in, both byte-identical to the local engine:
 
 A topic's plan depends only on (seed, topic, brokers, partition count, RF), so the result is
 byte-identical to the local engine's whatever the batching or the splits.
+
+The balanced strategy plans every partition at once, so its plan is made on the driver by the local
+engine's code; Spark works around it: the scan also counts the unselected topics per broker, the
+driver collects the selected topics' packed arrays (`Engine.selected`), and the executors format the
+current document from their cache (`Engine.current`) and the plan's pieces (`Engine.format_plan`).
 """
 
 from __future__ import annotations
