@@ -508,9 +508,28 @@ def _old_block(current: AssignmentLike, proposed: AssignmentLike) -> np.ndarray 
     return stack(olds)  # type: ignore[arg-type]
 
 
+def _new_block(proposed: AssignmentLike) -> np.ndarray | None:
+    return stack(list(proposed.values())) if proposed else None
+
+
+def _blocks(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.ndarray, np.ndarray] | None:
+    """The old and new matrices straight from the stores, when both sides are regular views with
+    replicas (no Python lists in between); else None."""
+    new_block = _new_block(proposed)
+    if new_block is None or not new_block.shape[1]:
+        return None
+    old_block = _old_block(current, proposed)
+    if old_block is None or not old_block.shape[1]:
+        return None
+    return old_block.astype(np.int64), new_block.astype(np.int64)
+
+
 def row_matrices(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.ndarray, np.ndarray] | None:
     """The old and new replica lists of the proposal's partitions (in its order) as two int64 matrices,
     one row per partition; None when the old or the new lists differ in length (or any is empty)."""
+    matrices = _blocks(current, proposed)
+    if matrices is not None:
+        return matrices
     old_block = _old_block(current, proposed)
     if old_block is None:
         old_rows, new_rows = _rows(current, proposed)
@@ -530,6 +549,11 @@ def row_matrices(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.
 def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
     """Per-broker replica and preferred-leader counts before and after, and how much would move.
     Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
+    matrices = _blocks(current, proposed)
+    if matrices is not None:  # both sides regular views of stores (a snapshot, a balanced plan)
+        st = PlanStats(partitions=len(matrices[1]))
+        _matrix_stats(st, *matrices)
+        return st
     old_block = _old_block(current, proposed)
     if old_block is None:
         old_rows, new_rows = _rows(current, proposed)

@@ -321,17 +321,19 @@ def test_seeded_plan_matches_kafka_jar_fixture(case: dict[str, Any]) -> None:
     assert got == {case["topic"]: {int(p): reps for p, reps in case["kafka"].items()}}
 
 
-@pytest.mark.parametrize("views", [False, True], ids=["dicts", "TopicReplicas"])
-def test_plan_stats_with_ids_beyond_the_bincount_range_and_added_in_parts(views: bool) -> None:
+@pytest.mark.parametrize("views", ["none", "current", "both"])
+def test_plan_stats_with_ids_beyond_the_bincount_range_and_added_in_parts(views: str) -> None:
     from collections import Counter
 
     from reassign_cli.plan import PlanStats, plan_stats
     from tests.unit.test_replicas import compact
 
     current: Any = {"t": {0: [2_000_000, 1], 1: [1, 5]}, "u": {0: [7, 5]}}
-    if views:  # a loaded snapshot's shape: the statistics read the numpy array directly
+    if views != "none":  # a loaded snapshot's shape: the statistics read the numpy array directly
         current = compact(current)
-    proposed = {"t": {0: [1, 2_000_000], 1: [5, 7]}, "u": {0: [7, 5]}}
+    proposed: Any = {"t": {0: [1, 2_000_000], 1: [5, 7]}, "u": {0: [7, 5]}}
+    if views == "both":  # and a balanced plan's: both sides straight from their stores
+        proposed = compact(proposed)
     st = plan_stats(current, proposed)
     # worked out by hand: t/0 only swaps its leader, t/1 gains broker 7, u is unchanged
     assert (st.partitions, st.partitions_changed, st.replicas_moved, st.leaders_changed) == (3, 2, 1, 2)
