@@ -512,62 +512,49 @@ def _new_block(proposed: AssignmentLike) -> np.ndarray | None:
     return stack(list(proposed.values())) if proposed else None
 
 
-def _blocks(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.ndarray, np.ndarray] | None:
-    """The old and new matrices straight from the stores, when both sides are regular views with
-    replicas (no Python lists in between); else None."""
-    new_block = _new_block(proposed)
-    if new_block is None or not new_block.shape[1]:
-        return None
+Rows = list[Sequence[int]]
+Aligned = tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray | None, Rows, Rows]
+
+
+def _aligned(current: AssignmentLike, proposed: AssignmentLike) -> Aligned:
+    """The old and new replica lists of the proposal's partitions (in its order): as two int64 matrices
+    when every old list has one length and every new list one (or None), and what they were made of
+    (the old block, else the old rows; the new rows). Both sides regular views of stores (a snapshot, a
+    balanced plan): straight from the stores, no Python lists in between."""
     old_block = _old_block(current, proposed)
-    if old_block is None or not old_block.shape[1]:
-        return None
-    return old_block.astype(np.int64), new_block.astype(np.int64)
+    if old_block is not None and old_block.shape[1]:
+        new_block = _new_block(proposed)
+        if new_block is not None and new_block.shape[1]:
+            return (old_block.astype(np.int64), new_block.astype(np.int64)), old_block, [], []
+    if old_block is None:
+        old_rows, new_rows = _rows(current, proposed)
+    else:
+        old_rows, new_rows = [], [r for parts in proposed.values() for r in parts.values()]
+    old_lens = {old_block.shape[1]} if old_block is not None else set(map(len, old_rows))
+    new_lens = set(map(len, new_rows))
+    if not new_rows or len(old_lens) != 1 or len(new_lens) != 1 or 0 in old_lens or 0 in new_lens:
+        return None, old_block, old_rows, new_rows
+    n = len(new_rows)
+    o = _flat(old_rows).reshape(n, old_lens.pop()) if old_block is None else old_block.astype(np.int64)
+    return (o, _flat(new_rows).reshape(n, new_lens.pop())), old_block, old_rows, new_rows
 
 
 def row_matrices(current: AssignmentLike, proposed: AssignmentLike) -> tuple[np.ndarray, np.ndarray] | None:
     """The old and new replica lists of the proposal's partitions (in its order) as two int64 matrices,
     one row per partition; None when the old or the new lists differ in length (or any is empty)."""
-    matrices = _blocks(current, proposed)
-    if matrices is not None:
-        return matrices
-    old_block = _old_block(current, proposed)
-    if old_block is None:
-        old_rows, new_rows = _rows(current, proposed)
-    else:
-        old_rows, new_rows = [], [r for parts in proposed.values() for r in parts.values()]
-    if not new_rows:
-        return None
-    old_lens = {old_block.shape[1]} if old_block is not None else set(map(len, old_rows))
-    new_lens = set(map(len, new_rows))
-    if len(old_lens) != 1 or len(new_lens) != 1 or 0 in old_lens or 0 in new_lens:
-        return None
-    n = len(new_rows)
-    o = _flat(old_rows).reshape(n, old_lens.pop()) if old_block is None else old_block.astype(np.int64)
-    return o, _flat(new_rows).reshape(n, new_lens.pop())
+    return _aligned(current, proposed)[0]
 
 
 def plan_stats(current: AssignmentLike, proposed: AssignmentLike) -> PlanStats:
     """Per-broker replica and preferred-leader counts before and after, and how much would move.
     Vectorized (numpy) when every partition has the same replica count before and after, as usual."""
-    matrices = _blocks(current, proposed)
-    if matrices is not None:  # both sides regular views of stores (a snapshot, a balanced plan)
+    matrices, old_block, old_rows, new_rows = _aligned(current, proposed)
+    if matrices is not None:
         st = PlanStats(partitions=len(matrices[1]))
         _matrix_stats(st, *matrices)
         return st
-    old_block = _old_block(current, proposed)
-    if old_block is None:
-        old_rows, new_rows = _rows(current, proposed)
-    else:
-        old_rows, new_rows = [], [r for parts in proposed.values() for r in parts.values()]
     st = PlanStats(partitions=len(new_rows))
     if not new_rows:
-        return st
-    old_lens = {old_block.shape[1]} if old_block is not None else set(map(len, old_rows))
-    new_lens = set(map(len, new_rows))
-    if len(old_lens) == 1 and len(new_lens) == 1 and 0 not in old_lens and 0 not in new_lens:
-        n = len(new_rows)
-        o = _flat(old_rows).reshape(n, old_lens.pop()) if old_block is None else old_block.astype(np.int64)
-        _matrix_stats(st, o, _flat(new_rows).reshape(n, new_lens.pop()))
         return st
     if old_block is not None:
         old_rows = old_block.tolist()
