@@ -4,7 +4,6 @@ pieces of the plan. For any cut of the file, the documents and statistics equal 
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 import random
 from typing import Any
@@ -13,13 +12,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import balance, errors, plan, snapshot_lines, split_plan
+from reassign_cli import balance, plan, split_plan
 from reassign_cli.balance import OtherCounts, plan_balanced
 from reassign_cli.model import Broker, ClusterState, Topic, format_partition_entries
 from reassign_cli.plan import TopicSpec
 from reassign_cli.replicas import stack
 from tests.unit.test_balance import Case, assignment, cases, specs_of
-from tests.unit.test_split_plan import clusters, cut
+from tests.unit.test_split_plan import checked_specs, clusters, scan_splits
 
 CHUNK = 100_000  # generate.CHUNK_PARTITIONS: how the local engine cuts the plan for formatting
 
@@ -67,13 +66,9 @@ def test_other_counts_by_hand() -> None:
 def local_engine(state: ClusterState, asked: list[str], brokers: Any, rf: int | None, seed: int) -> Any:
     """What generate.run does with --strategy balanced on the local engine."""
     bs = [Broker(i, r) for i, r in brokers]
-    try:
-        specs = plan.topic_specs(state, asked)
-        if rf is not None:
-            specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
-        plan.check_specs(specs, bs)
-    except errors.ReassignError as e:
-        return ("error", type(e), str(e), e.hint)
+    specs = checked_specs(state, asked, bs, rf)
+    if isinstance(specs, tuple):
+        return specs
     current = {s.name: state.topics[s.name].replicas for s in specs}
     result = plan_balanced(state.topics, bs, specs, seed)
     stats = plan.PlanStats()
@@ -93,16 +88,10 @@ def split_engine(
     chunk: int,
 ) -> Any:
     """The same through the splits: scan with the others counted, the driver's plan, pieces formatted."""
-    lines = b"".join(snapshot_lines.dump_lines(state)).splitlines()
-    splits = cut(lines, [c for c in cuts if c <= len(lines)])
-    sel = split_plan.Selection(sorted(set(asked)), brokers, rf, state.deleting, others=True)
-    passes = [list(split_plan.iter_scan(i, part, sel, chunk)) for i, part in enumerate(splits)]
-    scans = [p[-1] for p in passes]
-    assert all(isinstance(s, split_plan.SplitScan) for s in scans)
-    assert split_plan.first_line_error(scans) is None  # type: ignore[arg-type]
-    error = split_plan.first_plan_error(scans, sel)  # type: ignore[arg-type]
-    if error is not None:
-        return ("error", type(error), str(error), error.hint)
+    scanned = scan_splits(state, asked, brokers, rf, cuts, chunk, others=True)
+    if scanned[0] == "error":
+        return scanned
+    _, passes, scans = scanned
     others = OtherCounts({}, {})
     for s in scans:
         assert isinstance(s, split_plan.SplitScan) and s.others is not None

@@ -117,7 +117,8 @@ def clusters(
     return ClusterState(brokers=[], topics=topics, deleting=deleting), asked, brokers, rf
 
 
-def local_engine(state: ClusterState, asked: list[str], brokers: Any, rf: int | None, seed: int) -> Any:
+def checked_specs(state: ClusterState, asked: list[str], brokers: Any, rf: int | None) -> Any:
+    """The local engine's specs, or its error as a comparable tuple."""
     try:
         specs = plan.topic_specs(state, asked)
         if rf is not None:
@@ -125,6 +126,38 @@ def local_engine(state: ClusterState, asked: list[str], brokers: Any, rf: int | 
         plan.check_specs(specs, brokers)
     except errors.ReassignError as e:
         return ("error", type(e), str(e), e.hint)
+    return specs
+
+
+def scan_splits(
+    state: ClusterState,
+    asked: list[str],
+    brokers: Any,
+    rf: int | None,
+    cuts: list[int],
+    chunk: int,
+    others: bool = False,
+) -> Any:
+    """The state as JSON lines cut into splits and scanned: (selection, each split's records, its scan),
+    or the error the driver raises, as a comparable tuple."""
+    lines = b"".join(snapshot_lines.dump_lines(state)).splitlines()
+    splits = cut(lines, [c for c in cuts if c <= len(lines)])
+    sel = split_plan.Selection(sorted(set(asked)), brokers, rf, state.deleting, others=others)
+    passes = [list(split_plan.iter_scan(i, part, sel, chunk)) for i, part in enumerate(splits)]
+    scans = [p[-1] for p in passes]
+    assert all(isinstance(s, split_plan.SplitScan) for s in scans)
+    assert all(isinstance(t, split_plan.SplitTopics) for p in passes for t in p[:-1])
+    assert split_plan.first_line_error(scans) is None  # type: ignore[arg-type]
+    error = split_plan.first_plan_error(scans, sel)  # type: ignore[arg-type]
+    if error is not None:
+        return ("error", type(error), str(error), error.hint)
+    return sel, passes, scans
+
+
+def local_engine(state: ClusterState, asked: list[str], brokers: Any, rf: int | None, seed: int) -> Any:
+    specs = checked_specs(state, asked, brokers, rf)
+    if isinstance(specs, tuple):
+        return specs
     current = {s.name: state.topics[s.name].replicas for s in specs}
     proposed = plan.assign_topics(specs, brokers, seed)
     return (
@@ -144,17 +177,10 @@ def split_engine(
     cuts: list[int],
     chunk: int,
 ) -> Any:
-    lines = b"".join(snapshot_lines.dump_lines(state)).splitlines()
-    splits = cut(lines, [c for c in cuts if c <= len(lines)])
-    sel = split_plan.Selection(sorted(set(asked)), brokers, rf, state.deleting)
-    passes = [list(split_plan.iter_scan(i, part, sel, chunk)) for i, part in enumerate(splits)]
-    scans = [p[-1] for p in passes]  # type: ignore[misc]
-    assert all(isinstance(s, split_plan.SplitScan) for s in scans)
-    assert all(isinstance(t, split_plan.SplitTopics) for p in passes for t in p[:-1])
-    assert split_plan.first_line_error(scans) is None
-    error = split_plan.first_plan_error(scans, sel)
-    if error is not None:
-        return ("error", type(error), str(error), error.hint)
+    scanned = scan_splits(state, asked, brokers, rf, cuts, chunk)
+    if scanned[0] == "error":
+        return scanned
+    sel, passes, _ = scanned
     current, proposed, stats = [], [], plan.PlanStats()
     for kept in passes:  # each split's compact topics, as Spark caches them (pickled)
         cached = pickle.loads(pickle.dumps(kept[:-1]))
