@@ -364,8 +364,10 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.nda
       forces to hold a replica of every partition, less on a large one;
     - cap: the larger of the share and the most one broker held of it before beyond its own rack's share
       (leaving out what the rule forced keeps a replan from loosening the cap elsewhere);
-    - loose: the contract's point 4, the larger of ceil(RF x partitions / brokers) and the most any broker
-      held before: what the counts may need with racks of unequal size."""
+    - loose: the cap, or ceil(RF x partitions / brokers) where that is more (a large rack's share is
+      below it): what the counts may need with racks of unequal size. Not the most any broker held
+      before, as point 4 would allow: that counts what the rack rule forced on a small rack, which a
+      plan can create, so a replan would find a looser cap and move again (idempotence first)."""
     n_topics, n_racks = len(prob.names), prob.n_racks
     parts = np.diff(prob.starts)
     rf_of = prob.rf[prob.starts[:-1]] if n_topics else np.zeros(0, dtype=np.int64)
@@ -375,9 +377,6 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.nda
         share[(parts == n_parts) & (rf_of == rf)] = _even_share(prob, n, n_parts, rf)
     keys = prob.pair_keys  # every current replica: its pair's count, against its rack's share
     counts = pairs.get(keys)
-    topic_all = keys // prob.stride
-    most = np.zeros(n_topics, dtype=np.int64)
-    np.maximum.at(most, topic_all, counts)
     if len(share) and int(share.min()) >= 1:  # a pair held once is within every share: look at the rest
         keys, counts = keys[counts > 1], counts[counts > 1]
     topic, broker = np.divmod(keys, prob.stride)
@@ -388,7 +387,7 @@ def _caps(prob: _Problem, pairs: PairCounts, n: int) -> tuple[np.ndarray, np.nda
     np.maximum.at(held, topic[beyond], counts[beyond])
     cap = np.maximum(share, held[:, None])
     even = -(-(parts * rf_of) // max(n, 1))
-    return share, cap, np.maximum(cap, np.maximum(even, most)[:, None])
+    return share, cap, np.maximum(cap, even[:, None])
 
 
 def _even_share(prob: _Problem, n: int, n_parts: int, rf: int) -> np.ndarray:

@@ -68,23 +68,48 @@ def broker_counts(
 Arc = tuple[object, object, int, int]  # (from, to, capacity, cost)
 
 
-def max_flow(arcs: list[Arc]) -> int:
-    """Edmonds-Karp from "s" to "t" over arcs (u, v, capacity, cost unused), each path's bottleneck at
-    a time."""
+Graph = tuple[dict[object, int], list[list[int]], list[int], list[int], list[int]]
+
+
+def residual(arcs: list[Arc]) -> Graph:
+    """(node index, arcs out of each node, head, capacity, cost): each arc e paired with its reverse
+    e ^ 1 (capacity 0, cost negated)."""
     index: dict[object, int] = {}
     for u, v, _, _ in arcs:
         index.setdefault(u, len(index))
         index.setdefault(v, len(index))
-    if "s" not in index or "t" not in index:
-        return 0
     adj: list[list[int]] = [[] for _ in index]
     to: list[int] = []
     cap: list[int] = []
-    for u, v, c, _ in arcs:
-        for x, y, c2 in ((index[u], index[v], c), (index[v], index[u], 0)):
+    cost: list[int] = []
+    for u, v, c, w in arcs:
+        for x, y, c2, w2 in ((index[u], index[v], c, w), (index[v], index[u], 0, -w)):
             adj[x].append(len(to))
             to.append(y)
             cap.append(c2)
+            cost.append(w2)
+    return index, adj, to, cap, cost
+
+
+def augment(via: list[int], to: list[int], cap: list[int], src: int, sink: int) -> int:
+    """Push the bottleneck along the path the arcs `via` trace back from sink to src; returns it."""
+    path, x = [], sink
+    while x != src:
+        path.append(via[x])
+        x = to[via[x] ^ 1]
+    push = min(cap[e] for e in path)
+    for e in path:
+        cap[e] -= push
+        cap[e ^ 1] += push
+    return push
+
+
+def max_flow(arcs: list[Arc]) -> int:
+    """Edmonds-Karp from "s" to "t" over arcs (u, v, capacity, cost unused), each path's bottleneck at
+    a time."""
+    index, adj, to, cap, _ = residual(arcs)
+    if "s" not in index or "t" not in index:
+        return 0
     src, sink, total = index["s"], index["t"], 0
     while True:
         via: list[int] = [-1] * len(index)  # the arc that reached each node
@@ -99,15 +124,7 @@ def max_flow(arcs: list[Arc]) -> int:
                     queue.append(to[e])
         if not seen[sink]:
             return total
-        path, x = [], sink
-        while x != src:
-            path.append(via[x])
-            x = to[via[x] ^ 1]
-        push = min(cap[e] for e in path)
-        for e in path:
-            cap[e] -= push
-            cap[e ^ 1] += push
-        total += push
+        total += augment(via, to, cap, src, sink)
 
 
 def _search_level(ok: Callable[[int], bool], lo: int, hi: int) -> int:
@@ -124,18 +141,7 @@ def _search_level(ok: Callable[[int], bool], lo: int, hi: int) -> int:
 def min_cost(arcs: list[Arc]) -> tuple[int, int]:
     """(flow, cost) of a min-cost max-flow from "s" to "t": successive shortest paths (queue-based
     Bellman-Ford, so negative costs are fine while the graph has no negative cycle)."""
-    index: dict[object, int] = {}
-    for u, v, _, _ in arcs:
-        index.setdefault(u, len(index))
-        index.setdefault(v, len(index))
-    adj: list[list[int]] = [[] for _ in index]
-    to, cap, cost = [], [], []
-    for u, v, c, w in arcs:
-        for x, y, c2, w2 in ((index[u], index[v], c, w), (index[v], index[u], 0, -w)):
-            adj[x].append(len(to))
-            to.append(y)
-            cap.append(c2)
-            cost.append(w2)
+    index, adj, to, cap, cost = residual(arcs)
     src, sink = index["s"], index["t"]
     flow = total = 0
     while True:
@@ -155,14 +161,7 @@ def min_cost(arcs: list[Arc]) -> tuple[int, int]:
                         queue.append(to[e])
         if dist[sink] == math.inf:
             return flow, total
-        path, x = [], sink
-        while x != src:
-            path.append(via[x])
-            x = to[via[x] ^ 1]
-        push = min(cap[e] for e in path)
-        for e in path:
-            cap[e] -= push
-            cap[e ^ 1] += push
+        push = augment(via, to, cap, src, sink)
         flow += push
         total += push * int(dist[sink])
 
@@ -329,21 +328,26 @@ def test_unequal_racks_a_large_rack_evens_out_beyond_its_rack_share() -> None:
     assert all(len({rack[b] for b in row}) == 3 for row in after["t0"].values())
 
 
-def test_unequal_racks_the_cap_allows_what_any_broker_held_before() -> None:
-    # Found by hypothesis. Racks r0 = {1, 2}, r1 = {3, 4, 5}; only t0 (9 partitions, RF 2: one replica in
-    # each rack) moves. Fixed (t1, t2): 1: 6, 2: 4, 3: 5, 4: 1. r0: 10 + 9 = 19 over 2: 10 and 9; r1:
-    # 6 + 9 = 15 over 3: 5 each, so broker 5 takes 5 of t0: above r1's share of t0 (3) and the
-    # ceil(18 / 5) = 4, within what brokers 1 and 2 held of t0 before (5 each), as point 4 allows.
-    t0 = {0: [1, 2], 1: [1, 2], 2: [4, 1], 3: [1, 2], 4: [1, 3], 5: [2, 3], 6: [3, 4], 7: [3, 4], 8: [2, 4]}
+def test_unequal_racks_a_forced_count_does_not_loosen_the_cap_on_replanning() -> None:
+    # Found by hypothesis. Racks r0 = {1, 2}, r1 = {3}, r2 = {4, 5}; t0 (5 partitions, RF 1 -> 4) must
+    # put a replica of every partition on broker 3, the only broker of r1: 5 of t0 there, more than
+    # ceil(20 / 5) = 4 and than anyone held before (4). Planning the result again must change nothing
+    # (point 6), though broker 3 now "held 5 before".
     topics = {
-        "t0": Topic("t0", t0),
-        "t1": Topic("t1", {0: [1, 2, 3], 1: [1, 2, 3], 2: [3, 1, 2], 3: [2, 1, 3], 4: [1, 3, 4]}),
+        "t0": Topic("t0", {0: [1], 1: [1], 2: [1], 3: [1], 4: [2]}),
+        "t1": Topic("t1", {0: [1], 1: [1]}),
         "t2": Topic("t2", {0: [1]}),
     }
-    brokers = [Broker(1, "r0"), Broker(2, "r0"), Broker(3, "r1"), Broker(4, "r1"), Broker(5, "r1")]
-    after = assignment(plan_balanced(topics, brokers, specs_of(topics, ["t0"]), seed=0))
-    reps, _ = broker_counts(topics, after, [1, 2, 3, 4, 5])
-    assert reps == {1: 10, 2: 9, 3: 5, 4: 5, 5: 5}
+    rack = {1: "r0", 2: "r0", 3: "r1", 4: "r2", 5: "r2"}
+    brokers = [Broker(b, rack[b]) for b in range(1, 6)]
+    first = assignment(plan_balanced(topics, brokers, specs_of(topics, ["t0"], 4), seed=0))
+    assert sum(3 in row for row in first["t0"].values()) == 5
+    again_topics = {**topics, "t0": Topic("t0", {p: list(r) for p, r in first["t0"].items()})}
+    again = plan_balanced(again_topics, brokers, specs_of(again_topics, ["t0"]), seed=1)
+    assert again.stats.copies == 0 and again.stats.leader_changes == 0
+    assert {p: list(r) for p, r in assignment(again)["t0"].items()} == {
+        p: list(r) for p, r in first["t0"].items()
+    }
 
 
 def test_drain_a_broker() -> None:
