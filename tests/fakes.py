@@ -27,8 +27,7 @@ from typing import Any
 
 import orjson
 
-from reassign_cli import throttle as th
-from reassign_cli.backend import (
+from reassign_cli.backends.protocol import (
     ConfigChange,
     ConfigUpdate,
     Guard,
@@ -37,10 +36,11 @@ from reassign_cli.backend import (
     SetupInProgress,
     ThrottlePlan,
 )
+from reassign_cli.core import throttle as th
+from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
+from reassign_cli.core.throttle import Entity
+from reassign_cli.core.validate import max_trigger_bytes
 from reassign_cli.errors import BusyError, OperationalError
-from reassign_cli.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
-from reassign_cli.throttle import Entity
-from reassign_cli.validate import max_trigger_bytes
 
 WRITES = (
     "write_configs",

@@ -34,10 +34,10 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
     replicas are all offline or out of the ISR, which would leave it without a leader. Then, unless
     --preserve-throttles, the throttles come off as verify removes them.
     """
-    from reassign_cli.cancel import cancelled_line
-    from reassign_cli.canceller import cancel
-    from reassign_cli.inputs import read_input_file
-    from reassign_cli.model import parse_reassignment
+    from reassign_cli.cli.inputs import read_input_file
+    from reassign_cli.core.cancel_rules import cancelled_line
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
     from reassign_cli.render.progress import clearing_lines
 

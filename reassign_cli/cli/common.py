@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 if TYPE_CHECKING:
-    from reassign_cli.admin.log_dirs import LogDirMover
-    from reassign_cli.backend import Backend
-    from reassign_cli.client_config import AdminOptions
-    from reassign_cli.zookeeper.session import ZkOptions
+    from reassign_cli.backends.admin.log_dirs import LogDirMover
+    from reassign_cli.backends.protocol import Backend
+    from reassign_cli.backends.zookeeper.session import ZkOptions
+    from reassign_cli.core.client_config import AdminOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -225,8 +225,8 @@ def connection(opts: Options, *, admin_too: bool = False) -> Connection:
 
 
 def _admin_options(opts: Options) -> AdminOptions:
-    from reassign_cli.client_config import admin_options
-    from reassign_cli.inputs import read_input_file
+    from reassign_cli.cli.inputs import read_input_file
+    from reassign_cli.core.client_config import admin_options
 
     text = None
     if opts.command_config:
@@ -244,8 +244,8 @@ def _zk_options(opts: Options) -> ZkOptions:
     it is an error."""
     import os
 
-    from reassign_cli.zk_security import jaas_file_from_kafka_opts
-    from reassign_cli.zookeeper.session import ZkOptions
+    from reassign_cli.backends.zookeeper.session import ZkOptions
+    from reassign_cli.core.zk_security import jaas_file_from_kafka_opts
 
     from_opts, section = jaas_file_from_kafka_opts(os.environ.get("KAFKA_OPTS"))
     jaas, required = (opts.zk_jaas_file, True) if opts.zk_jaas_file else (from_opts, False)
@@ -270,14 +270,14 @@ def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]
     (`connection` chooses it)."""
     conn = connection(opts, admin_too=admin_too)
     if conn.zk is None:
-        from reassign_cli.admin.backend import open_admin_backend
+        from reassign_cli.backends.admin.backend import open_admin_backend
 
         assert conn.admin is not None
         with open_admin_backend(conn.admin) as admin_backend:
             yield admin_backend
         return
-    from reassign_cli.zookeeper.backend import ZkBackend
-    from reassign_cli.zookeeper.session import open_session
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+    from reassign_cli.backends.zookeeper.session import open_session
 
     with open_session(conn.zk) as session:
         yield ZkBackend(session, admin=conn.admin)
@@ -286,9 +286,9 @@ def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]
 def log_dir_mover(backend: Backend) -> LogDirMover | None:
     """Where execute's log-dir moves go: the admin backend's own client, or the brokers named beside
     --zookeeper; None when neither is known."""
-    from reassign_cli.admin.backend import AdminBackend
-    from reassign_cli.admin.log_dirs import LogDirMover
-    from reassign_cli.zookeeper.backend import ZkBackend
+    from reassign_cli.backends.admin.backend import AdminBackend
+    from reassign_cli.backends.admin.log_dirs import LogDirMover
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
 
     if isinstance(backend, AdminBackend):
         return LogDirMover(backend.options, backend.admin)

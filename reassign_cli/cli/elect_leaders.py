@@ -54,16 +54,16 @@ def command(
     Exit 0 when every partition is led by its preferred replica, 4 when the timeout ran out first, 5 when
     some preferred replica is not in the ISR (it cannot lead until it has caught up).
     """
-    from reassign_cli.elect import result_lines, status_json
-    from reassign_cli.leaders import ElectRequest, elect_leaders
-    from reassign_cli.model import parse_reassignment
+    from reassign_cli.core.elect_rules import result_lines, status_json
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops.elect import ElectRequest, elect_leaders
     from reassign_cli.render import Output
 
     if sum([reassignment_file is not None, bool(topics), all_topics]) != 1:
         raise UsageError("give exactly one of --reassignment-json-file, --topic or --all")
     req = ElectRequest(None, list(topics) if topics else None, timeout, poll_interval)
     if reassignment_file is not None:
-        from reassign_cli.inputs import read_input_file
+        from reassign_cli.cli.inputs import read_input_file
 
         req.partitions = sorted(parse_reassignment(read_input_file(reassignment_file)).targets())
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)

@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
+from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.errors import UsageError
-from reassign_cli.inputs import read_input_file
 
 
 def _rate(value: int | None) -> int | None:
@@ -109,7 +109,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     throttled; run verify (or use --wait) to remove the throttles once the reassignment is complete.
     log_dirs other than "any" need the brokers (--bootstrap-server, also beside --zookeeper).
     """
-    from reassign_cli.executor import ExecuteRequest, execute
+    from reassign_cli.ops.execute import ExecuteRequest, execute
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 

@@ -7,11 +7,11 @@ import functools
 
 import click
 
-from reassign_cli import generate
 from reassign_cli.cli.common import Options, connection, connection_options, keep_until_exit
+from reassign_cli.cli.inputs import read_input_file
+from reassign_cli.core.model import duplicates, parse_topics_to_move
 from reassign_cli.errors import InvalidInputError, UsageError
-from reassign_cli.inputs import read_input_file
-from reassign_cli.model import duplicates, parse_topics_to_move
+from reassign_cli.ops import generate
 from reassign_cli.render import Output
 from reassign_cli.render.generate import CURRENT_HEADER, PROPOSED_HEADER, output_frame, summary_table
 

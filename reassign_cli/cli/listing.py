@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from reassign_cli.cli.common import Options, connection_options, open_backend
-from reassign_cli.model import ClusterState
-from reassign_cli.progress import anything_reassigning
-from reassign_cli.throttle import recorded_entities
+from reassign_cli.core.model import ClusterState
+from reassign_cli.core.progress import anything_reassigning
+from reassign_cli.core.throttle import recorded_entities
 
 
 @dataclass(slots=True)

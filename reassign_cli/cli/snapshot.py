@@ -10,12 +10,12 @@ from collections.abc import Iterable
 
 import click
 
-from reassign_cli.backend import Backend
+from reassign_cli.backends.protocol import Backend
 from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
+from reassign_cli.core.model import ClusterState
 from reassign_cli.errors import OperationalError
-from reassign_cli.model import ClusterState
+from reassign_cli.planning.sizes import SizeReport
 from reassign_cli.render import Output
-from reassign_cli.sizes import SizeReport
 
 
 @click.command(
@@ -66,7 +66,7 @@ def command(
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live, whichever
     of the two layouts it has.
     """
-    from reassign_cli import snapshot, snapshot_lines
+    from reassign_cli.core import snapshot, snapshot_lines
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
@@ -106,7 +106,7 @@ def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeRep
     """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make);
     None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
     is still written, without sizes: they only inform generate's summary)."""
-    from reassign_cli import sizes
+    from reassign_cli.planning import sizes
 
     mover = log_dir_mover(backend)
     if mover is None:

@@ -13,7 +13,7 @@ from reassign_cli.cli.common import (
     log_dir_mover,
     open_backend,
 )
-from reassign_cli.inputs import read_input_file
+from reassign_cli.cli.inputs import read_input_file
 
 
 @click.command("verify")
@@ -33,9 +33,9 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     that this tool recorded are put back) unless --preserve-throttles is given.
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
-    from reassign_cli.model import parse_reassignment
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
-    from reassign_cli.verifier import verify
 
     plan = parse_reassignment(read_input_file(reassignment_file))
     dirs = plan.log_dir_targets()
@@ -57,7 +57,7 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
 
 
 def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
-    from reassign_cli.progress import Status, move_json, moves_ongoing, report_json, verify_exit
+    from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
     from reassign_cli.render.progress import (
         clearing_lines,
         kept_lines,

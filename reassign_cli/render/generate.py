@@ -9,7 +9,7 @@ import numpy as np
 import orjson
 from rich.table import Table
 
-from reassign_cli.plan import PlanStats, plan_stats
+from reassign_cli.planning.plan import PlanStats, plan_stats
 
 __all__ = ["CURRENT_HEADER", "PROPOSED_HEADER", "PlanStats", "output_frame", "plan_stats", "summary_table"]
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from reassign_cli.elect import LeaderStatus, result_lines, status_json
-from reassign_cli.progress import (
+from reassign_cli.core.elect_rules import LeaderStatus, result_lines, status_json
+from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
     ReplicaMoveProgress,
@@ -23,9 +23,8 @@ from reassign_cli.progress import (
 )
 
 if TYPE_CHECKING:
-    from reassign_cli.backend import PlannedWrite
+    from reassign_cli.backends.protocol import ClearResult, PlannedWrite
     from reassign_cli.render import Output
-    from reassign_cli.unthrottle import ClearResult
 
 PLAIN_EVERY = 30.0  # seconds between plain progress lines when nothing changes
 

@@ -85,7 +85,7 @@ def test_returned_exit_code_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unreachable_zookeeper_is_one_line_exit_1() -> None:
-    from reassign_cli.zookeeper.session import ZkOptions, open_session
+    from reassign_cli.backends.zookeeper.session import ZkOptions, open_session
 
     # Port 1 on loopback: nothing listens there, the connection is refused at once.
     with (
@@ -97,15 +97,15 @@ def test_unreachable_zookeeper_is_one_line_exit_1() -> None:
 
 @pytest.mark.parametrize("bad", ["", "/kafka", "host", "host:port", "h:1,h2/x"])
 def test_bad_connect_string_is_a_usage_error(bad: str) -> None:
+    from reassign_cli.backends.zookeeper.session import split_connect_string
     from reassign_cli.errors import UsageError
-    from reassign_cli.zookeeper.session import split_connect_string
 
     with pytest.raises(UsageError):
         split_connect_string(bad)
 
 
 def test_connect_string_chroot() -> None:
-    from reassign_cli.zookeeper.session import split_connect_string
+    from reassign_cli.backends.zookeeper.session import split_connect_string
 
     assert split_connect_string("a:1,b:2/kafka/") == ("a:1,b:2", "/kafka")
     assert split_connect_string("a:1") == ("a:1", "")

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from reassign_cli.assign import assign_replicas
-from reassign_cli.plan import TopicRng
+from reassign_cli.planning.assign import assign_replicas
+from reassign_cli.planning.plan import TopicRng
 from reassign_cli.render.generate import plan_stats
 from tests.cli.test_snapshot import broker_v5, fill_synthetic
 from tests.clusters import kazoo_session

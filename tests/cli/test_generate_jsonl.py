@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reassign_cli import snapshot, snapshot_lines
+from reassign_cli.core import snapshot, snapshot_lines
 from tests.helpers import run_cli
 from tests.unit.test_snapshot import many_topics_state, reassigning_state
 

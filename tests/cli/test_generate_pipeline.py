@@ -1,4 +1,4 @@
-"""reassign_cli.generate as a library: the strategy hook (a plan returned whole, with its own figures) and
+"""reassign_cli.ops.generate as a library: the strategy hook (a plan returned whole, with its own figures) and
 the framing of its figures in `--format json` and the summary. Expected values worked out by hand."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from reassign_cli import generate
-from reassign_cli.model import Assignment, Broker
-from reassign_cli.plan import TopicSpec
+from reassign_cli.core.model import Assignment, Broker
+from reassign_cli.ops import generate
+from reassign_cli.planning.plan import TopicSpec
 from reassign_cli.render.generate import output_frame
 
 SNAPSHOT = {
@@ -120,7 +120,7 @@ def test_failing_strategy_leaves_no_file(snap: generate.Source, tmp_path: Path) 
 
 
 def test_summary_caption_lists_the_strategys_figures() -> None:
-    from reassign_cli.plan import PlanStats
+    from reassign_cli.planning.plan import PlanStats
     from reassign_cli.render.generate import summary_table
 
     table = summary_table(PlanStats(), [1, 2], extra_stats={"copies": 7, "lower bound": 6})

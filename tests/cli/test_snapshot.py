@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 import pytest
 
+from reassign_cli.backends.zookeeper.read import read_state
+from reassign_cli.backends.zookeeper.session import ZkOptions, ZkSession, open_session
+from reassign_cli.core.model import Broker
 from reassign_cli.errors import OperationalError
-from reassign_cli.model import Broker
-from reassign_cli.zookeeper.read import read_state
-from reassign_cli.zookeeper.session import ZkOptions, ZkSession, open_session
 from tests.clusters import kazoo_session
 
 RunCli = Callable[..., Any]

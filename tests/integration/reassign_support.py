@@ -314,8 +314,8 @@ def fake_cluster(
 def fenced_write(session: Any, updates: list[Any], record_fn: Any = None) -> tuple[list[Any], dict[str, Any]]:
     """One fenced throttle commit through reassign_cli's ZooKeeper code (config updates, and the record
     changed by record_fn if given): what the lost-answer and outage tests drive."""
-    from reassign_cli.zookeeper.configs import ConfigStore
-    from reassign_cli.zookeeper.fenced import FencedThrottles
+    from reassign_cli.backends.zookeeper.configs import ConfigStore
+    from reassign_cli.backends.zookeeper.fenced import FencedThrottles
 
     done = FencedThrottles(ConfigStore(session)).commit(
         lambda rec, _read: (updates, record_fn(rec) if record_fn else rec), "none", False, True

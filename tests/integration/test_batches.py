@@ -40,7 +40,7 @@ def test_batches_run_one_after_another(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from reassign_cli.zookeeper.fenced import FencedThrottles
+    from reassign_cli.backends.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]}, messages=300)
     targets = {(topic, 0): [2, 3], (topic, 1): [3, 1], (topic, 2): [1, 2]}
@@ -115,7 +115,7 @@ def test_oversize_plan_needs_batch_size(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import reassign_cli.zookeeper.backend as zk_backend
+    import reassign_cli.backends.zookeeper.backend as zk_backend
 
     topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]})
     plan = mover.plan("move.json", {(topic, p): [1, 2, 3] for p in range(3)})

@@ -288,8 +288,8 @@ def test_lost_race_undoes_this_runs_throttle_writes(
 ) -> None:
     """The trigger create hits NodeExists after the throttles were written (someone else started a
     reassignment in between): this run's config writes and record entries are put back exactly."""
+    from reassign_cli.backends.zookeeper.fenced import FencedThrottles
     from reassign_cli.cli import main
-    from reassign_cli.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2]}, configs={"retention.ms": "3600000"})
     plan = mover.plan("move.json", {(topic, 0): [3, 2]})
@@ -338,8 +338,8 @@ def test_prior_value_taken_from_the_versioned_write(
     """An operator's throttle lands between execute's reads and its fenced transaction: the transaction
     fails on the config's version, the throttles are planned again from fresh reads, and the record ends
     up with the value really replaced (restored by verify)."""
+    from reassign_cli.backends.zookeeper.fenced import FencedThrottles
     from reassign_cli.cli import main
-    from reassign_cli.zookeeper.fenced import FencedThrottles
 
     topic = make_topic({0: [1, 2]})
     plan = mover.plan("move.json", {(topic, 0): [2, 1]})  # a reorder: completes at once

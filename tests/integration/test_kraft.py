@@ -304,10 +304,10 @@ def test_bad_input_is_refused_with_nothing_written(kc: ExtraCluster, ka: Admin, 
 
 RACER = """
 import pathlib, sys, time
-from reassign_cli import throttle as th
-from reassign_cli.admin import record
-from reassign_cli.admin.backend import open_admin_backend
-from reassign_cli.client_config import AdminOptions
+from reassign_cli.core import throttle as th
+from reassign_cli.backends.admin import record
+from reassign_cli.backends.admin.backend import open_admin_backend
+from reassign_cli.core.client_config import AdminOptions
 
 bootstrap, me, n, gate = sys.argv[1], sys.argv[2], int(sys.argv[3]), pathlib.Path(sys.argv[4])
 produce, sends = record.RecordLog._produce, []

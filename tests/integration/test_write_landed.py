@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from reassign_cli.backends.zookeeper.reassign import create_trigger
+from reassign_cli.backends.zookeeper.session import ZkOptions, ZkSession, open_session
 from reassign_cli.errors import OperationalError
-from reassign_cli.zookeeper.reassign import create_trigger
-from reassign_cli.zookeeper.session import ZkOptions, ZkSession, open_session
 from tests.integration.reassign_support import fenced_write
 
 TRIGGER = "/admin/reassign_partitions"

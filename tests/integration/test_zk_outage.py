@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from reassign_cli.zookeeper.read import read_state
-from reassign_cli.zookeeper.session import Disconnected, ZkOptions, ZkSession, open_session
+from reassign_cli.backends.zookeeper.read import read_state
+from reassign_cli.backends.zookeeper.session import Disconnected, ZkOptions, ZkSession, open_session
 from tests.integration.reassign_support import fenced_write
 
 

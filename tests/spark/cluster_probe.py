@@ -15,14 +15,14 @@ from typing import Any
 
 
 def where(_: Any) -> list[dict[str, Any]]:
-    import reassign_cli.plan
-    import reassign_cli.spark_engine
+    import reassign_cli.planning.plan
+    import reassign_cli.spark.engine
 
     return [
         {
             "cwd": os.getcwd(),
-            "plan_file": reassign_cli.plan.__file__,
-            "engine_file": reassign_cli.spark_engine.__file__,
+            "plan_file": reassign_cli.planning.plan.__file__,
+            "engine_file": reassign_cli.spark.engine.__file__,
             "executable": sys.executable,
             "no_site": sys.flags.no_site,
             "version": list(sys.version_info[:2]),
@@ -31,7 +31,9 @@ def where(_: Any) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    from reassign_cli import model, plan, spark_engine
+    from reassign_cli.core import model
+    from reassign_cli.planning import plan
+    from reassign_cli.spark import engine as spark_engine
 
     master, inp, out_dir = sys.argv[1:4]
     with open(inp) as f:

@@ -26,7 +26,7 @@ SPARK_CLUSTER = REPO / "scripts" / "spark-cluster"
 
 @pytest.fixture(scope="session")
 def spark_sc() -> Iterator[Any]:
-    from reassign_cli import spark_engine
+    from reassign_cli.spark import engine as spark_engine
 
     with spark_engine.spark_context("local[2]") as sc:
         yield sc

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from reassign_cli.model import Broker
-from reassign_cli.plan import TopicSpec
+from reassign_cli.core.model import Broker
+from reassign_cli.planning.plan import TopicSpec
 
 NAME_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 

@@ -12,8 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from reassign_cli import plan, snapshot, snapshot_lines, spark_engine
-from reassign_cli.model import Broker, ClusterState, Topic
+from reassign_cli.core import snapshot, snapshot_lines
+from reassign_cli.core.model import Broker, ClusterState, Topic
+from reassign_cli.planning import plan
+from reassign_cli.spark import engine as spark_engine
 from tests.helpers import run_cli
 from tests.spark.data import random_specs
 from tests.spark.test_jsonl import invoke, tree
@@ -182,7 +184,7 @@ def test_bytes_copied_counted_like_the_local_engine(spark_sc: Any, tmp_path: Pat
     """With partition sizes in a snapshot document, balanced on Spark reports the bytes copied and the
     time at --throttle as the local engine does (text summary and --format json). From JSON lines the
     executors report no sizes: the warning, and only the balancer's figures."""
-    from reassign_cli.generate import SPARK_NO_SIZES
+    from reassign_cli.ops.generate import SPARK_NO_SIZES
 
     state = state_of("added")
     for t in state.topics.values():

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from reassign_cli import plan, snapshot
-from reassign_cli.model import ClusterState, Topic
+from reassign_cli.core import snapshot
+from reassign_cli.core.model import ClusterState, Topic
+from reassign_cli.planning import plan
 from tests.helpers import run_cli
 from tests.spark.data import RACKED, random_specs
 
@@ -73,9 +74,9 @@ def test_generate_spark_counts_the_bytes_like_local(spark_sc: Any, tmp_path: Pat
     no sizes: a warning, and no stats."""
     from click.testing import CliRunner
 
-    from reassign_cli import snapshot_lines
     from reassign_cli.cli import cli
-    from reassign_cli.generate import SPARK_NO_SIZES
+    from reassign_cli.core import snapshot_lines
+    from reassign_cli.ops.generate import SPARK_NO_SIZES
 
     specs = random_specs(random.Random(5), 40, 3)
     current = plan.assign_topics(specs, RACKED, 77)

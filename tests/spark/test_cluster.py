@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from reassign_cli import model, plan
+from reassign_cli.core import model
+from reassign_cli.planning import plan
 from tests.spark.data import RACKED, UNRACKED, random_specs
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster]
@@ -92,8 +93,8 @@ def test_jsonl_snapshot_read_by_the_executors_of_a_cluster(
 ) -> None:
     """The whole CLI on the standalone cluster: the executors (without reassign_cli installed) read the
     JSON-lines snapshot and write both documents; stdout, stderr and files equal the local engine's."""
-    from reassign_cli import snapshot, snapshot_lines
-    from reassign_cli.model import ClusterState, Topic
+    from reassign_cli.core import snapshot, snapshot_lines
+    from reassign_cli.core.model import ClusterState, Topic
     from tests.helpers import run_cli
 
     specs = random_specs(random.Random(8), 400, 3, max_partitions=100)
@@ -124,8 +125,8 @@ def test_balanced_on_a_cluster(spark_master: str, bare_worker_python: str, tmp_p
     """--strategy balanced on the standalone cluster (executors without reassign_cli installed): from a
     JSON-lines snapshot of a cluster with brokers added and a subset of topics (the executors count the
     rest), and from the document; stdout, stderr and the --output-dir files equal the local engine's."""
-    from reassign_cli import snapshot, snapshot_lines
-    from reassign_cli.model import Broker, ClusterState, Topic
+    from reassign_cli.core import snapshot, snapshot_lines
+    from reassign_cli.core.model import Broker, ClusterState, Topic
     from tests.helpers import run_cli
 
     specs = random_specs(random.Random(12), 300, 3, max_partitions=60)

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from reassign_cli import model, plan, spark_engine
+from reassign_cli.core import model
 from reassign_cli.errors import ExitCode, UsageError
+from reassign_cli.planning import plan
+from reassign_cli.spark import engine as spark_engine
 from tests.spark.data import RACKED, UNRACKED, random_specs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -123,12 +125,12 @@ def test_one_line_prefers_the_python_exception_inside_a_java_trace() -> None:
 def test_package_zip_holds_the_importable_package(tmp_path: Path) -> None:
     path = spark_engine.package_zip(str(tmp_path))
     names = zipfile.ZipFile(path).namelist()
-    assert "reassign_cli/plan.py" in names and "reassign_cli/model.py" in names
+    assert "reassign_cli/planning/plan.py" in names and "reassign_cli/core/model.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert spark_engine.package_zip(str(tmp_path)) == path  # content-addressed name
     # From the zip alone (isolated interpreter, no project on sys.path), the kernel imports and works.
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import reassign_cli.plan as p; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import reassign_cli.planning.plan as p; "
         "assert p.__file__.startswith(sys.argv[1]), p.__file__; "
         "print(p.assign_topics([p.TopicSpec('t', 2, 1)], [(1, None), (2, None)], 0))"
     )
@@ -147,7 +149,7 @@ def _site_packages() -> str:
 def test_missing_pyspark_is_a_usage_error_naming_the_extra(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['pyspark'] = None\n"  # `import pyspark` now raises ImportError
-        "from reassign_cli import spark_engine, plan, model\n"
+        "from reassign_cli.spark import engine as spark_engine\nfrom reassign_cli.planning import plan\nfrom reassign_cli.core import model\n"
         "from reassign_cli.errors import ReassignError\n"
         "try:\n"
         "    spark_engine.proposed_json([plan.TopicSpec('t', 1, 1)], [model.Broker(1)], 0)\n"
@@ -164,7 +166,7 @@ def test_missing_pyspark_is_a_usage_error_naming_the_extra(tmp_path: Path) -> No
 @pytest.mark.spark  # needs pyspark importable (the Java check comes after it)
 def test_missing_java_is_a_usage_error_before_any_jvm(tmp_path: Path) -> None:
     code = (
-        "from reassign_cli import spark_engine, plan, model\n"
+        "from reassign_cli.spark import engine as spark_engine\nfrom reassign_cli.planning import plan\nfrom reassign_cli.core import model\n"
         "from reassign_cli.errors import ReassignError\n"
         "try:\n"
         "    spark_engine.proposed_json([plan.TopicSpec('t', 1, 1)], [model.Broker(1)], 0, master='local[1]')\n"
@@ -207,7 +209,7 @@ def test_estimate_is_an_upper_bound() -> None:
 
 def test_pyspark_is_imported_only_on_the_spark_path() -> None:
     code = (
-        "import sys, reassign_cli.spark_engine, reassign_cli.cli\n"
+        "import sys, reassign_cli.spark.engine, reassign_cli.cli\n"
         "from reassign_cli.cli import main\n"
         "assert 'pyspark' not in sys.modules, 'pyspark imported at import time'\n"
         "print('ok')\n"
@@ -218,8 +220,8 @@ def test_pyspark_is_imported_only_on_the_spark_path() -> None:
 
 
 def test_local_engine_run_never_imports_pyspark(tmp_path: Path) -> None:
-    from reassign_cli import snapshot
-    from reassign_cli.model import ClusterState, Topic
+    from reassign_cli.core import snapshot
+    from reassign_cli.core.model import ClusterState, Topic
 
     state = ClusterState(brokers=UNRACKED, topics={"t": Topic("t", {0: [0, 1], 1: [1, 2]})})
     snap = tmp_path / "s.json"

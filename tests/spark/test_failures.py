@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 PLAN_ONE = (
     "import sys\n"
-    "from reassign_cli import spark_engine, plan, model\n"
+    "from reassign_cli.spark import engine as spark_engine\nfrom reassign_cli.planning import plan\nfrom reassign_cli.core import model\n"
     "from reassign_cli.errors import ReassignError\n"
     "try:\n"
     "    spark_engine.proposed_json([plan.TopicSpec('t', 2, 1)], [model.Broker(1)], 0, master=sys.argv[1])\n"

@@ -15,9 +15,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from reassign_cli import generate, plan, snapshot, snapshot_lines, spark_engine
 from reassign_cli.cli import main
-from reassign_cli.model import Broker, ClusterState, Topic
+from reassign_cli.core import snapshot, snapshot_lines
+from reassign_cli.core.model import Broker, ClusterState, Topic
+from reassign_cli.ops import generate
+from reassign_cli.planning import plan
+from reassign_cli.spark import engine as spark_engine
 from tests.helpers import run_cli
 from tests.spark.data import RACKED, random_specs
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from reassign_cli import model, plan, spark_engine
+from reassign_cli.core import model
 from reassign_cli.errors import InvalidReplicationFactorError
+from reassign_cli.planning import plan
+from reassign_cli.spark import engine as spark_engine
 from tests.spark.data import RACKED, UNRACKED, random_specs
 
 pytestmark = pytest.mark.spark

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from kafka import TopicPartition as KTP
 
-import reassign_cli.admin.backend as ab
-from reassign_cli.admin.backend import AdminBackend, kafka_uuid
-from reassign_cli.client_config import AdminOptions
+import reassign_cli.backends.admin.backend as ab
+from reassign_cli.backends.admin.backend import AdminBackend, kafka_uuid
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.model import PlanEntry
 from reassign_cli.errors import OperationalError
-from reassign_cli.model import PlanEntry
 
 LR = "leader.replication.throttled.rate"
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.assign import assign_many, assign_replicas, rack_alternated_broker_list
 from reassign_cli.errors import (
     AdminOperationError,
     ExitCode,
     InvalidPartitionsError,
     InvalidReplicationFactorError,
 )
+from reassign_cli.planning.assign import assign_many, assign_replicas, rack_alternated_broker_list
 
 
 def parse(text: str) -> dict[int, list[int]]:

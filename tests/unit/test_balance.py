@@ -1,4 +1,4 @@
-"""The balanced strategy (reassign_cli.balance) against the contract of issue 11, points 1-6.
+"""The balanced strategy (reassign_cli.planning.balanced.planner) against the contract of issue 11, points 1-6.
 
 Hand-worked examples first, then hypothesis over random clusters: brokers added, removed from the broker
 list, dead (holding replicas, not registered), racks of equal and unequal size or none, skewed placements,
@@ -20,13 +20,13 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.balance import Balanced, plan_balanced
-from reassign_cli.model import Assignment, Broker, Topic
-from reassign_cli.plan import TopicSpec, assign_topics
-from reassign_cli.replicas import ReplicaStore, TopicReplicas
+from reassign_cli.core.model import Assignment, Broker, Topic
+from reassign_cli.core.replicas import ReplicaStore, TopicReplicas
+from reassign_cli.planning.balanced.planner import Balanced, plan_balanced
+from reassign_cli.planning.plan import TopicSpec, assign_topics
 
 # ---------------------------------------------------------------------------------------------
-# Helpers (independent of reassign_cli.balance)
+# Helpers (independent of reassign_cli.planning.balanced.planner)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reassign_cli.cancel import cancel_plan, cancelled_line
-from reassign_cli.model import Broker, ClusterState, Topic
+from reassign_cli.core.cancel_rules import cancel_plan, cancelled_line
+from reassign_cli.core.model import Broker, ClusterState, Topic
 
 
 def _state(live: list[int]) -> ClusterState:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_cli.client_config import (
+from reassign_cli.core.client_config import (
     AdminOptions,
     admin_options,
     client_settings,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reassign_cli.elect import (
+from reassign_cli.core.elect_rules import (
     Election,
     check_partitions,
     encode_election,
@@ -13,8 +13,8 @@ from reassign_cli.elect import (
     partitions_of,
     result_lines,
 )
+from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.errors import InvalidInputError
-from reassign_cli.model import Broker, ClusterState, Topic
 
 
 def _state() -> ClusterState:

@@ -9,7 +9,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.model import format_partition_entries, format_reassignment_json
+from reassign_cli.core.model import format_partition_entries, format_reassignment_json
 
 
 def reference(assignment, log_dirs=True) -> str:

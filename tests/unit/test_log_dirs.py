@@ -7,7 +7,7 @@ from typing import Any
 
 from kafka.errors import KafkaTimeoutError
 
-from reassign_cli.admin.log_dirs import LogDirMover
+from reassign_cli.backends.admin.log_dirs import LogDirMover
 
 
 def _part(p: int, size: int, future: bool = False) -> dict[str, Any]:

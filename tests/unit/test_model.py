@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassign_cli.errors import ExitCode, InvalidInputError
-from reassign_cli.model import (
+from reassign_cli.core.model import (
     Topic,
     duplicates,
     format_plan_entries,
@@ -16,6 +15,7 @@ from reassign_cli.model import (
     parse_reassignment,
     parse_topics_to_move,
 )
+from reassign_cli.errors import ExitCode, InvalidInputError
 
 
 def test_topics_file_kafka_format() -> None:

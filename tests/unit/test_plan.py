@@ -11,15 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.assign import assign_replicas
+from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.errors import (
     AdminOperationError,
     ExitCode,
     InvalidInputError,
     InvalidReplicationFactorError,
 )
-from reassign_cli.model import Broker, ClusterState, Topic
-from reassign_cli.plan import (
+from reassign_cli.planning.assign import assign_replicas
+from reassign_cli.planning.plan import (
     GenerateRequest,
     TopicRng,
     TopicSpec,
@@ -325,7 +325,7 @@ def test_seeded_plan_matches_kafka_jar_fixture(case: dict[str, Any]) -> None:
 def test_plan_stats_with_ids_beyond_the_bincount_range_and_added_in_parts(views: str) -> None:
     from collections import Counter
 
-    from reassign_cli.plan import PlanStats, plan_stats
+    from reassign_cli.planning.plan import PlanStats, plan_stats
     from tests.unit.test_replicas import compact
 
     current: Any = {"t": {0: [2_000_000, 1], 1: [1, 5]}, "u": {0: [7, 5]}}

@@ -6,9 +6,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.errors import ExitCode
-from reassign_cli.model import Broker, ClusterState, Topic, TopicPartition
-from reassign_cli.progress import (
+from reassign_cli.core.model import Broker, ClusterState, Topic, TopicPartition
+from reassign_cli.core.progress import (
     PartitionProgress,
     Status,
     anything_reassigning,
@@ -18,6 +17,7 @@ from reassign_cli.progress import (
     overall_exit,
     report_json,
 )
+from reassign_cli.errors import ExitCode
 
 
 def state_of(
@@ -247,7 +247,7 @@ D0, D1, D9 = "/data/d0", "/data/d1", "/data/d9"
 def test_replica_moves_and_kafkas_lines() -> None:
     # The five states, each line as Kafka 4.3.1's own --verify printed it for the same state on a KRaft
     # cluster (docs/kraft.md); sorted by (topic, partition, broker).
-    from reassign_cli.progress import MoveStatus, classify_moves
+    from reassign_cli.core.progress import MoveStatus, classify_moves
 
     moves = {("t", 0, 2): D1, ("t", 0, 1): D1, ("t", 1, 1): D0, ("t", 2, 1): D0, ("t", 3, 3): D0}
     dirs = {
@@ -275,7 +275,7 @@ def test_replica_moves_and_kafkas_lines() -> None:
 
 
 def test_verify_exit_with_replica_moves() -> None:
-    from reassign_cli.progress import MoveStatus, ReplicaMoveProgress, verify_exit
+    from reassign_cli.core.progress import MoveStatus, ReplicaMoveProgress, verify_exit
 
     def move(status: MoveStatus) -> ReplicaMoveProgress:
         return ReplicaMoveProgress("t", 0, 1, D1, D0, None, status)
@@ -300,7 +300,7 @@ def _result(topic: str, status: Status) -> PartitionProgress:
 
 
 def test_orphaned_throttles() -> None:
-    from reassign_cli.progress import orphaned_throttles
+    from reassign_cli.core.progress import orphaned_throttles
 
     recorded = ([1, 2, 3], ["t", "u"])
     # The plan's partition never moved (killed before the trigger): every throttle of ours is orphaned.

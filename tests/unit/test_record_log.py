@@ -11,8 +11,8 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import throttle as th
-from reassign_cli.record_log import NO_BASE, TOPIC, Replay, decode_write, encode_write, topic_spec
+from reassign_cli.core import throttle as th
+from reassign_cli.core.record_log import NO_BASE, TOPIC, Replay, decode_write, encode_write, topic_spec
 
 LR = "leader.replication.throttled.rate"
 

@@ -1,4 +1,4 @@
-"""The compact replica assignment (reassign_cli/replicas.py): TopicReplicas behaves as the plain dict of
+"""The compact replica assignment (reassign_cli/core/replicas.py): TopicReplicas behaves as the plain dict of
 lists it stands for, and the readers with fast paths over it (snapshot loading, formatting, topic specs,
 plan statistics) give what they give for that dict."""
 
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import snapshot
-from reassign_cli.model import NO_ENTRIES, ClusterState, Topic, format_partition_entries
-from reassign_cli.plan import plan_stats, topic_specs
-from reassign_cli.replicas import ReplicaStore, TopicReplicas, int_array, stack
+from reassign_cli.core import snapshot
+from reassign_cli.core.model import NO_ENTRIES, ClusterState, Topic, format_partition_entries
+from reassign_cli.core.replicas import ReplicaStore, TopicReplicas, int_array, stack
+from reassign_cli.planning.plan import plan_stats, topic_specs
 
 
 def compact(assignment: dict[str, dict[int, list[int]]]) -> dict[str, TopicReplicas]:

@@ -3,8 +3,8 @@ states written by hand."""
 
 from __future__ import annotations
 
-from reassign_cli.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
-from reassign_cli.progress import PartitionProgress, Status, StuckWatch, classify, resume_split
+from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
+from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify, resume_split
 
 
 def _state(topic: Topic, reassignment: dict[TopicPartition, list[int]] | None = None) -> ClusterState:

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from reassign_cli.admin.sasl_probe import check_plain_credentials
-from reassign_cli.client_config import AdminOptions
+from reassign_cli.backends.admin.sasl_probe import check_plain_credentials
+from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.errors import OperationalError
 
 # size 31 (2+2+4 + 2+14 + 2+5), api key 17, version 1, correlation id 1, client id "kafka-reassign",

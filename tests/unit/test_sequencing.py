@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-import reassign_cli.executor as executor
-from reassign_cli.backend import Backend
+import reassign_cli.ops.execute as executor
+from reassign_cli.backends.protocol import Backend
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError, OperationalError, ReassignError
-from reassign_cli.executor import ExecuteRequest, execute
-from reassign_cli.leaders import ElectRequest, elect_leaders
+from reassign_cli.ops.elect import ElectRequest, elect_leaders
+from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.unthrottle import clear_throttles
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
-from reassign_cli.unthrottle import clear_throttles
 from tests.fakes import FakeBackend, FakeCluster, make_state
 
 LR = "leader.replication.throttled.rate"
@@ -302,8 +302,8 @@ def test_undo_leaves_what_someone_else_wrote_since() -> None:
     # This run set broker 1's leader rate 5000 over nothing (recorded: absent); since then someone set it to
     # 9999. The undo takes back only broker 2's key and the record entry of broker 2; broker 1's value and
     # its record entry stay, for a later verify to restore.
-    from reassign_cli.backend import ConfigChange
-    from reassign_cli.executor import ThrottleWrites, undo_throttles
+    from reassign_cli.backends.protocol import ConfigChange
+    from reassign_cli.ops.execute import ThrottleWrites, undo_throttles
 
     after = {"version": 1, "brokers": {"1": {LR: None}, "2": {LR: None}}, "topics": {}}
     c = cluster(record=after)
@@ -430,7 +430,7 @@ def test_execute_wait_reports_and_exits_5_for_a_replica_left_in_another_dir(
 
 def test_verify_names_the_orphaned_throttles_it_removes() -> None:
     # An execute wrote RECORD's throttles and was killed before its trigger: t-0 is still on [1,2].
-    from reassign_cli.verifier import verify
+    from reassign_cli.ops.verify import verify
 
     c = cluster(record=RECORD)
     c.configs.update({("topics", "t"): dict(THROTTLES[0][2]), ("brokers", "1"): dict(RATES)})

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-import reassign_cli.executor as executor
-from reassign_cli.canceller import cancel
+import reassign_cli.ops.execute as executor
+from reassign_cli.core.model import Topic
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError
-from reassign_cli.executor import ExecuteRequest, execute
-from reassign_cli.model import Topic
+from reassign_cli.ops.cancel import cancel
+from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.unthrottle import clear_throttles
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
-from reassign_cli.unthrottle import clear_throttles
 from tests.fakes import FakeBackend, FakeCluster, make_state
 
 LR = "leader.replication.throttled.rate"
@@ -188,8 +188,8 @@ class FakeDirs:
 
 @pytest.mark.parametrize("moving", [True, False])
 def test_verify_keeps_the_throttles_while_a_replica_moves_between_log_dirs(moving: bool) -> None:
-    from reassign_cli.progress import MoveStatus
-    from reassign_cli.verifier import verify
+    from reassign_cli.core.progress import MoveStatus
+    from reassign_cli.ops.verify import verify
 
     record = {
         "version": 1,

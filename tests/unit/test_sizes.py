@@ -1,4 +1,4 @@
-"""reassign_cli.sizes: partition sizes from replica sizes, and what a plan copies. Every expected value is
+"""reassign_cli.planning.sizes: partition sizes from replica sizes, and what a plan copies. Every expected value is
 worked out by hand in the comments."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import sizes
-from reassign_cli.model import Broker, ClusterState, Topic
-from reassign_cli.sizes import CopyBytes, ReplicaKey, copy_bytes, largest, record
+from reassign_cli.core.model import Broker, ClusterState, Topic
+from reassign_cli.planning import sizes
+from reassign_cli.planning.sizes import CopyBytes, ReplicaKey, copy_bytes, largest, record
 
 
 def test_largest_replica_stands_for_the_partition() -> None:

@@ -1,4 +1,4 @@
-"""The snapshot file format (reassign_cli/snapshot.py): exact bytes, round trips, every rejection."""
+"""The snapshot file format (reassign_cli/core/snapshot.py): exact bytes, round trips, every rejection."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import gc
 import orjson
 import pytest
 
-from reassign_cli import snapshot
+from reassign_cli.core import snapshot
+from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.errors import ExitCode, InvalidInputError
-from reassign_cli.model import Broker, ClusterState, Topic
-from reassign_cli.plan import GenerateRequest, generate_plan
+from reassign_cli.planning.plan import GenerateRequest, generate_plan
 
 
 def reassigning_state() -> ClusterState:

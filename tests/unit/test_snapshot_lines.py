@@ -1,4 +1,4 @@
-"""The JSON-lines snapshot (reassign_cli/snapshot_lines.py): exact bytes, round trips, detection, every
+"""The JSON-lines snapshot (reassign_cli/core/snapshot_lines.py): exact bytes, round trips, detection, every
 rejection with its line number, and the same answer whatever the chunking."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import snapshot, snapshot_lines
+from reassign_cli.core import snapshot, snapshot_lines
+from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.errors import ExitCode, InvalidInputError
-from reassign_cli.model import Broker, ClusterState, Topic
-from reassign_cli.plan import GenerateRequest, generate_plan
+from reassign_cli.planning.plan import GenerateRequest, generate_plan
 from tests.unit.test_snapshot import many_topics_state, reassigning_state
 
 # reassigning_state() as JSON lines, written out by hand from the snapshot format's definition: the header

@@ -12,11 +12,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import balance, plan, split_plan
-from reassign_cli.balance import OtherCounts, plan_balanced
-from reassign_cli.model import Broker, ClusterState, Topic, format_partition_entries
-from reassign_cli.plan import TopicSpec
-from reassign_cli.replicas import stack
+from reassign_cli.core.model import Broker, ClusterState, Topic, format_partition_entries
+from reassign_cli.core.replicas import stack
+from reassign_cli.planning import plan
+from reassign_cli.planning.balanced import planner as balance
+from reassign_cli.planning.balanced.planner import OtherCounts, plan_balanced
+from reassign_cli.planning.plan import TopicSpec
+from reassign_cli.spark import split as split_plan
 from tests.unit.test_balance import Case, assignment, cases, specs_of
 from tests.unit.test_split_plan import checked_specs, clusters, scan_splits
 

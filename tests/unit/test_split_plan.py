@@ -1,4 +1,4 @@
-"""The executors' side of a JSON-lines snapshot (reassign_cli/split_plan.py), without Spark: for any cut of
+"""The executors' side of a JSON-lines snapshot (reassign_cli/spark/split.py), without Spark: for any cut of
 the file into splits, the combined answers equal the local engine's (the same first error, or the same
 documents and statistics)."""
 
@@ -15,8 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli import errors, plan, snapshot_lines, split_plan
-from reassign_cli.model import Broker, ClusterState, Topic, format_partition_entries
+from reassign_cli import errors
+from reassign_cli.core import snapshot_lines
+from reassign_cli.core.model import Broker, ClusterState, Topic, format_partition_entries
+from reassign_cli.planning import plan
+from reassign_cli.spark import split as split_plan
 from tests.unit.test_snapshot_lines import H, files
 
 

@@ -1,6 +1,6 @@
 """The house rules that a reader checks by eye, checked here: no function in the package over 60 lines,
-and no import cycle between its modules (lazy imports inside functions included: a cycle through them
-is still a knot in the design)."""
+no import cycle between its modules (lazy imports inside functions included: a cycle through them
+is still a knot in the design), and imports that point down the layers of docs/ARCHITECTURE.md."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_no_import_cycle() -> None:
     modules = _modules()
     known = set(modules)
     graph = {name: _imports(name, tree, known) for name, tree in modules.items()}
-    assert "reassign_cli.model" in graph["reassign_cli.plan"]  # the graph sees real imports
+    assert "reassign_cli.core.model" in graph["reassign_cli.planning.plan"]  # the graph sees real imports
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
@@ -90,3 +90,60 @@ def test_no_function_over_60_lines() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{name}.{node.name}: {lines} lines")
     assert not long, "functions over 60 lines: " + "; ".join(long)
+
+
+# What each layer may import from the package (lazy imports included). A module's layer is the longest
+# prefix of its name listed here. Pure layers (core, planning, the Backend protocol, spark's split) never
+# reach an edge (backends' implementations, spark's engine), the sequencing, render or cli.
+LAYERS = {
+    "reassign_cli.errors": set(),
+    "reassign_cli.core": {"core"},
+    "reassign_cli.planning": {"core", "planning"},
+    "reassign_cli.backends.protocol": {"core"},
+    "reassign_cli.spark.split": {"core", "planning"},
+    "reassign_cli.backends": {"core", "planning", "backends"},
+    "reassign_cli.spark": {"core", "planning", "spark"},
+    "reassign_cli.ops": {"core", "planning", "backends", "spark", "ops"},
+    "reassign_cli.render": {"core", "planning", "backends.protocol", "render"},
+    "reassign_cli.cli": {"core", "planning", "backends", "spark", "ops", "render", "cli"},
+    "reassign_cli.__main__": {"cli"},
+    "reassign_cli": set(),
+}
+
+
+def _layer(module: str) -> str:
+    return max((k for k in LAYERS if module == k or module.startswith(k + ".")), key=len)
+
+
+def _allowed(module: str, target: str) -> bool:
+    if target == "reassign_cli.errors" or target == "reassign_cli":
+        return True
+    rel = target.removeprefix("reassign_cli.")
+    return any(rel == a or rel.startswith(a + ".") for a in LAYERS[_layer(module)])
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets if not _allowed(m, t))
+
+
+def test_layer_rule_sees_a_wrong_arrow() -> None:
+    # worked by hand: core importing an edge and planning importing ops are both wrong; ops -> core is fine
+    graph = {
+        "reassign_cli.core.model": {"reassign_cli.backends.zookeeper.session"},
+        "reassign_cli.planning.plan": {"reassign_cli.ops.generate", "reassign_cli.core.model"},
+        "reassign_cli.ops.execute": {"reassign_cli.core.model", "reassign_cli.errors"},
+        "reassign_cli.spark.split": {"reassign_cli.spark.engine"},
+    }
+    assert _upward(graph) == [
+        "reassign_cli.core.model -> reassign_cli.backends.zookeeper.session",
+        "reassign_cli.planning.plan -> reassign_cli.ops.generate",
+        "reassign_cli.spark.split -> reassign_cli.spark.engine",
+    ]
+
+
+def test_imports_point_down_the_layers() -> None:
+    modules = _modules()
+    known = set(modules)
+    graph = {name: _imports(name, tree, known) for name, tree in modules.items()}
+    wrong = _upward(graph)
+    assert not wrong, "imports against the layers: " + "; ".join(wrong)

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.errors import ExitCode, InvalidInputError, OperationalError, UsageError
-from reassign_cli.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
-from reassign_cli.throttle import (
+from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition
+from reassign_cli.core.throttle import (
     BROKER_KEYS,
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -34,6 +33,7 @@ from reassign_cli.throttle import (
     throttled_brokers,
     topic_throttles,
 )
+from reassign_cli.errors import ExitCode, InvalidInputError, OperationalError, UsageError
 
 
 def state_of(topics: dict[str, Topic], brokers: tuple[int, ...] = (1, 2, 3, 4, 5)) -> ClusterState:

@@ -6,15 +6,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reassign_cli.errors import ExitCode, InvalidInputError, UsageError
-from reassign_cli.model import Broker, ClusterState, PlanEntry, ReassignmentFile, Topic, format_plan_entries
-from reassign_cli.validate import (
+from reassign_cli.core.model import (
+    Broker,
+    ClusterState,
+    PlanEntry,
+    ReassignmentFile,
+    Topic,
+    format_plan_entries,
+)
+from reassign_cli.core.validate import (
     Violation,
     entry_bytes,
     max_trigger_bytes,
     split_batches,
     validate_reassignment,
 )
+from reassign_cli.errors import ExitCode, InvalidInputError, UsageError
 
 
 def cluster(deleting: frozenset[str] = frozenset()) -> ClusterState:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reassign_cli import zk_security as zs
+from reassign_cli.core import zk_security as zs
 from reassign_cli.errors import UsageError
 
 JAAS = """
@@ -148,8 +148,8 @@ def test_transaction_refusal_names_the_znode_and_right() -> None:
     from kazoo.exceptions import NoAuthError, RolledBackError
     from kazoo.protocol.serialization import CheckVersion, Create, SetData
 
-    from reassign_cli.zookeeper.security import ZkSecurity
-    from reassign_cli.zookeeper.session import ZkOptions, ZkSession
+    from reassign_cli.backends.zookeeper.security import ZkSecurity
+    from reassign_cli.backends.zookeeper.session import ZkOptions, ZkSession
 
     client = SimpleNamespace(chroot="/kafka")
     session = ZkSession(client, ZkOptions("h:1/kafka"), ZkSecurity(zs.Credentials("kafka", "pw")))  # type: ignore[arg-type]
@@ -171,7 +171,7 @@ def test_transaction_refusal_names_the_znode_and_right() -> None:
 
 
 def test_load_security_from_files(tmp_path: Path) -> None:
-    from reassign_cli.zookeeper.security import load_security
+    from reassign_cli.backends.zookeeper.security import load_security
 
     jaas = tmp_path / "jaas.conf"
     jaas.write_text(JAAS)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from reassign_cli import znodes
+from reassign_cli.core import znodes
+from reassign_cli.core.model import Broker, PlanEntry
+from reassign_cli.core.znodes import ZnodeFormatError
 from reassign_cli.errors import ExitCode, InvalidInputError
-from reassign_cli.model import Broker, PlanEntry
-from reassign_cli.znodes import ZnodeFormatError
 
 # -- brokers ---------------------------------------------------------------------------------
 

@@ -1,0 +1,418 @@
+"""`AdminBackend`: the `backend.Backend` operations over Kafka's admin API (kafka-python's KafkaAdminClient),
+as Kafka's own kafka-reassign-partitions does them since 3.0: for KRaft clusters, Kafka 4.x, and
+ZooKeeper-mode brokers from 2.4 alike.
+
+- read_state: DescribeCluster (live, unfenced brokers and racks), Metadata (replicas, leader, ISR, topic ids)
+  and ListPartitionReassignments (every reassignment of the cluster: AR/RR, and the controller's RS).
+- configs: DescribeConfigs (the entity's own dynamic keys) and IncrementalAlterConfigs (SET/DELETE of the
+  keys that change only: nothing else of the entity is touched). A broker's config goes through that
+  broker, so brokers that are not registered are out of reach (`offline_broker_configs` False).
+- the prior-values record: the topic `__reassign_cli_throttles` (admin/record.py, record_log.py).
+- create_reassignment: AlterPartitionReassignments, refused (False) while ListPartitionReassignments lists
+  any, as Kafka's tool refuses; start_election: ElectLeaders (PREFERRED); cancel: AlterPartitionReassignments
+  without targets. ensure_writable: nothing to guard (no ZooKeeper to go stale).
+- a dry run (`as_dry_run`) shares the connection, reads through an overlay of what it would have written,
+  and lists each request in `planned_writes`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from reassign_cli.backends.admin.client import cancel_reassignments, connect
+from reassign_cli.backends.admin.record_topic import RecordLog
+from reassign_cli.backends.protocol import (
+    ConfigChange,
+    ConfigUpdate,
+    Guard,
+    PlannedWrite,
+    RecordFn,
+    ThrottlePlan,
+)
+from reassign_cli.core import throttle as th
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.elect_rules import encode_election
+from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition, tp_str
+from reassign_cli.core.record_log import TOPIC, topic_spec
+from reassign_cli.core.throttle import Entity
+from reassign_cli.core.znodes import encode_reassignment
+from reassign_cli.errors import OperationalError
+
+NO_SUCH_TOPIC = (3, 17)  # UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION (a name no topic can have)
+OWN_SOURCE = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFIG"}
+RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
+SETTLE_SECONDS = 10.0  # how long a broker's metadata may trail the controller's after a move ended
+SETTLE_POLL = 0.1
+
+
+def kafka_uuid(value: Any) -> str | None:
+    """A topic id as Kafka writes it (URL-safe base64 of the 16 bytes, no padding; as in ZooKeeper)."""
+    if value is None:
+        return None
+    u = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    if u.int == 0:
+        return None
+    return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
+
+
+class AdminBackend:
+    offline_broker_configs = False
+
+    def __init__(
+        self, options: AdminOptions, admin: Any, record: RecordLog, *, dry_run: bool = False
+    ) -> None:
+        self.options = options
+        self.admin = admin
+        self.record = record
+        self.dry_run = dry_run
+        self.planned: list[PlannedWrite] = []
+        self._configs: dict[tuple[Entity, str], dict[str, str]] = {}  # dry run: what it would have written
+        self._record: dict[str, Any] | None = None  # dry run: the record it would have written
+        self._live: set[int] | None = None
+        # Moves this backend saw or started: partition -> the replica lists it can end with (target; origin
+        # if cancelled), to tell its end from a broker's metadata that has not caught up yet.
+        self._moving: dict[TopicPartition, list[list[int]]] = {}
+        # Config keys this backend wrote and has not read back since: entity -> {key: value, None: deleted}.
+        self._wrote: dict[tuple[Entity, str], dict[str, str | None]] = {}
+
+    def as_dry_run(self) -> AdminBackend:
+        return AdminBackend(self.options, self.admin, self.record, dry_run=True)
+
+    def planned_writes(self) -> list[PlannedWrite]:
+        return self.planned
+
+    def _plan(self, op: str, what: str, data: bytes) -> None:
+        self.planned.append(PlannedWrite(op, what, data, kind="admin"))
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from kafka.errors import KafkaError
+
+        try:
+            return fn(*args, **kwargs)
+        except KafkaError as e:
+            raise OperationalError(f"{what} failed: {e}") from None
+
+    # -- reads -----------------------------------------------------------------------------------
+    def read_state(
+        self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+    ) -> ClusterState:
+        cluster = self._call("DescribeCluster", self.admin.describe_cluster)
+        brokers = sorted(
+            (
+                Broker(int(b["broker_id"]), b.get("rack"))
+                for b in cluster["brokers"]
+                if not b.get("is_fenced")
+            ),
+            key=lambda b: b.id,
+        )
+        self._live = {b.id for b in brokers}
+        wanted = None if topics is None else sorted(set(topics))
+        moving = self._call("ListPartitionReassignments", self.admin.list_partition_reassignments)
+        topic_map = self._describe(wanted, partition_state)
+        self._settle(topic_map, {(tp.topic, tp.partition) for tp in moving}, partition_state)
+        elsewhere: set[TopicPartition] = set()
+        for tp, r in moving.items():
+            topic = topic_map.get(tp.topic)
+            if topic is None:
+                elsewhere.add((tp.topic, tp.partition))
+                continue
+            # The controller's answer (RS, AR, RR) over the broker's metadata, which may lag behind it.
+            topic.replicas[tp.partition] = list(r["replicas"])  # type: ignore[index]
+            if r["adding_replicas"]:
+                topic.adding[tp.partition] = list(r["adding_replicas"])
+            if r["removing_replicas"]:
+                topic.removing[tp.partition] = list(r["removing_replicas"])
+        # Moves that ended in topics this read left out are kept, to be waited for when they are read.
+        unread = {tp: ends for tp, ends in self._moving.items() if tp[0] not in topic_map}
+        self._moving = unread | {
+            (tp.topic, tp.partition): [
+                [b for b in r["replicas"] if b not in r["removing_replicas"]],
+                [b for b in r["replicas"] if b not in r["adding_replicas"]],
+            ]
+            for tp, r in moving.items()
+        }
+        return ClusterState(brokers=brokers, topics=topic_map, reassigning_elsewhere=frozenset(elsewhere))
+
+    def _describe(self, topics: list[str] | None, partition_state: bool) -> dict[str, Topic]:
+        meta = [] if topics == [] else self._call("Metadata", self.admin.describe_topics, topics)
+        return {t.name: t for t in (_topic(m, partition_state) for m in meta) if t is not None}
+
+    def _settle(
+        self, topic_map: dict[str, Topic], moving: set[TopicPartition], partition_state: bool
+    ) -> None:
+        """A move the last read saw (or this backend started), and the controller no longer lists, has ended
+        at its target (or, if cancelled, its origin). A broker's metadata follows the controller's on its
+        own, a moment later: until it shows one of those, read the topic again (for up to SETTLE_SECONDS)."""
+        ended = {tp: ends for tp, ends in self._moving.items() if tp not in moving and tp[0] in topic_map}
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while ended:
+            lagging = {
+                t
+                for (t, p), ends in ended.items()
+                if t in topic_map and list(topic_map[t].replicas.get(p, [])) not in ends
+            }
+            if not lagging or time.monotonic() >= deadline:
+                return
+            time.sleep(SETTLE_POLL)
+            topic_map.update(self._describe(sorted(lagging), partition_state))
+
+    def ensure_writable(self) -> None:
+        """Nothing to guard: the admin API is how a KRaft cluster (and a migrating one) is written."""
+
+    def _live_brokers(self) -> set[int]:
+        if self._live is None:
+            cluster = self._call("DescribeCluster", self.admin.describe_cluster)
+            self._live = {int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced")}
+        return self._live
+
+    # -- configs ---------------------------------------------------------------------------------
+    def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:
+        if (entity, name) in self._configs:
+            return dict(self._configs[(entity, name)])
+        if entity == "brokers" and int(name) not in self._live_brokers():
+            return None  # out of reach (see offline_broker_configs)
+        own = self._describe_config(entity, name)
+        # After our own write, a broker's view may trail the controller's for a moment: until it shows
+        # what we wrote, ask again (for up to SETTLE_SECONDS; someone else may have changed it since).
+        wrote = self._wrote.pop((entity, name), None)
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while wrote and any(own.get(k) != v for k, v in wrote.items()) and time.monotonic() < deadline:
+            time.sleep(SETTLE_POLL)
+            own = self._describe_config(entity, name)
+        return own or None
+
+    def _describe_config(self, entity: Entity, name: str) -> dict[str, str]:
+        """The entity's own dynamic keys (not defaults, static or cluster-wide ones; no secrets)."""
+        from kafka.admin import ConfigResource
+
+        res = ConfigResource(RESOURCE[entity], name)
+        answer = self._call(f"DescribeConfigs of {entity[:-1]} {name}", self.admin.describe_configs, [res])
+        configs = answer.get(RESOURCE[entity].lower(), {}).get(name, {})
+        return {
+            k: v["value"]
+            for k, v in configs.items()
+            if v.get("config_source") == OWN_SOURCE[entity] and v.get("value") is not None
+        }
+
+    def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
+        """Each entity read, its function applied, and only the keys that change sent (SET or DELETE) in
+        IncrementalAlterConfigs: keys nobody here touches are never part of the request. Unlike a znode
+        there is no version to check: a change to one of the same keys between the read and the write is
+        overwritten, as with Kafka's own tool."""
+        changes: list[ConfigChange] = []
+        for entity, name, fn in updates:
+            if entity == "brokers" and int(name) not in self._live_brokers():
+                continue
+            stored = self.read_config(entity, name)
+            if stored is None and not create:
+                continue
+            current = stored or {}
+            new = fn(dict(current))
+            keys = [k for k in new if current.get(k) != new[k]] + [k for k in current if k not in new]
+            if keys:
+                changes.append(
+                    ConfigChange(
+                        entity, name, {k: current.get(k) for k in keys}, {k: new[k] for k in keys if k in new}
+                    )
+                )
+        if changes:
+            self._alter(changes, create)
+        return changes
+
+    def _alter(self, changes: list[ConfigChange], create: bool) -> None:
+        from kafka.admin import AlterConfigOp, ConfigResource
+
+        if self.dry_run:
+            for ch in changes:
+                ops = {k: ch.after.get(k) for k in ch.before}
+                self._plan("IncrementalAlterConfigs", f"{ch.entity[:-1]} {ch.name}", _json(ops))
+                cfg = dict(self.read_config(ch.entity, ch.name) or {})
+                cfg.update(ch.after)
+                for k in ch.before:
+                    if k not in ch.after:
+                        cfg.pop(k, None)
+                self._configs[(ch.entity, ch.name)] = cfg
+            return
+        resources = [
+            ConfigResource(
+                RESOURCE[ch.entity],
+                ch.name,
+                {
+                    k: (AlterConfigOp.SET, ch.after[k]) if k in ch.after else (AlterConfigOp.DELETE, None)
+                    for k in ch.before
+                },
+            )
+            for ch in changes
+        ]
+        result = self._call(
+            "IncrementalAlterConfigs",
+            self.admin.alter_configs,
+            resources,
+            raise_on_unknown=False,
+            incremental=True,
+        )
+        for ch in changes:
+            outcome = result.get(RESOURCE[ch.entity].lower(), {}).get(ch.name, "no answer")
+            if outcome != "OK" and not (not create and ch.entity == "topics" and "UnknownTopic" in outcome):
+                raise OperationalError(
+                    f"IncrementalAlterConfigs on {ch.entity[:-1]} {ch.name} failed: {outcome}"
+                )
+            self._wrote[(ch.entity, ch.name)] = {k: ch.after.get(k) for k in ch.before}
+
+    # -- the record of prior values --------------------------------------------------------------
+    def read_priors(self) -> dict[str, Any]:
+        if self._record is not None:
+            return th.load_record(th.dump_record(self._record))
+        return self.record.read()
+
+    def update_priors(self, fn: RecordFn) -> dict[str, Any]:
+        if not self.dry_run:
+            return self.record.update(fn)
+        current = self.read_priors()
+        new = fn(th.load_record(th.dump_record(current)))
+        if th.dump_record(new) != th.dump_record(current):
+            data, create = self.record.planned(new)
+            if create:
+                rf, configs = topic_spec(len(self._live_brokers()))
+                spec = {"partitions": 1, "replication_factor": rf, "configs": configs}
+                self._plan("CreateTopics", TOPIC, _json(spec))
+            self._plan("Produce", f"{TOPIC}-0", data)
+            self._record = th.load_record(th.dump_record(new))
+        return new
+
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        """The admin API has no multi-key transaction and no ephemeral node: the record (a log with an
+        optimistic check, admin/record.py) is written FIRST when throttles are set and LAST when they are
+        taken off, so no prior value is ever lost; the setup-mark guards are not enforced here
+        (docs/kraft.md)."""
+        read = lambda e, n: self.read_config(e, n) or {}  # noqa: E731
+        if not record_last:
+            got: list[tuple[Sequence[ConfigUpdate], dict[str, Any]] | None] = []
+
+            def record_fn(rec: dict[str, Any]) -> dict[str, Any]:
+                got[:] = [plan(rec, read)]
+                return rec if got[0] is None else got[0][1]
+
+            new = self.update_priors(record_fn)
+            if got[0] is None:
+                return None
+            return self.update_configs(got[0][0], create=create), new
+        first = self.read_priors()
+        planned = plan(first, read)
+        if planned is None:
+            return None
+        updates, new = planned
+        changes = self.update_configs(updates, create=create)
+
+        def record_after(cur: dict[str, Any]) -> dict[str, Any]:
+            if th.dump_record(cur) == th.dump_record(first):
+                return new
+            again = plan(cur, read)  # someone wrote the record meanwhile: plan its part again
+            return cur if again is None else again[1]
+
+        return changes, self.update_priors(record_after)
+
+    # -- reassignments and elections -------------------------------------------------------------
+    def reassignment_bytes_limit(self) -> int | None:
+        return None  # one request of up to socket.request.max.bytes (100 MiB by default)
+
+    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+        from kafka import TopicPartition as KafkaTP
+
+        if self.dry_run:
+            self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
+            return True
+        if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
+            return False
+        asked = {KafkaTP(e.topic, e.partition): list(e.replicas) for e in entries}
+        result = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments, asked)
+        self._moving.update({(e.topic, e.partition): [list(e.replicas)] for e in entries})
+        failed = {(tp.topic, tp.partition): err for tp, err in result.items() if err is not None}
+        failed.update({(tp.topic, tp.partition): "no answer" for tp in asked if tp not in result})
+        if failed:
+            (tp, err), started = sorted(failed.items())[0], len(asked) - len(failed)
+            name = getattr(err, "__name__", str(err))
+            raise OperationalError(
+                f"AlterPartitionReassignments refused {tp_str(tp)}: {name}"
+                + (f" ({len(failed) - 1} more refused)" if len(failed) > 1 else ""),
+                hint=f"{started} partitions were started; see kafka-reassign list" if started else None,
+            )
+        return True
+
+    def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        return cancel_reassignments(self.admin, partitions)
+
+    def start_election(self, partitions: Sequence[TopicPartition]) -> None:
+        if self.dry_run:
+            self._plan("ElectLeaders", "PREFERRED", encode_election(partitions))
+            return
+        by_topic: dict[str, list[int]] = {}
+        for t, p in partitions:
+            by_topic.setdefault(t, []).append(p)
+        response = self._call("ElectLeaders", self.admin.elect_leaders, 0, by_topic, raise_errors=False)
+        _check_election(response)
+
+
+def _check_election(response: Any) -> None:
+    """Fail on errors other than "not needed" (already led) and "preferred replica not available" (it
+    left the ISR since the read: the wait reports it)."""
+    from kafka.errors import ElectionNotNeededError, NoError, PreferredLeaderNotAvailableError, for_code
+
+    fine = (NoError, ElectionNotNeededError, PreferredLeaderNotAvailableError)
+    top = for_code(getattr(response, "error_code", 0))
+    if top not in fine:
+        raise OperationalError(f"ElectLeaders failed: {top.__name__}")
+    for result in response.replica_election_results:
+        for part in result.partition_result:
+            err = for_code(part.error_code)
+            if err not in fine:
+                raise OperationalError(
+                    f"ElectLeaders failed for {result.topic}-{part.partition_id}: {err.__name__}"
+                    + (f" ({part.error_message})" if part.error_message else "")
+                )
+
+
+def _topic(meta: dict[str, Any], partition_state: bool) -> Topic | None:
+    if meta.get("error_code") in NO_SUCH_TOPIC:
+        return None
+    if meta.get("error_code"):
+        raise OperationalError(
+            f"Metadata of topic {meta.get('name')} failed: error code {meta['error_code']}"
+        )
+    parts = sorted(meta["partitions"], key=lambda p: p["partition_index"])
+    topic = Topic(
+        meta["name"],
+        {p["partition_index"]: list(p["replica_nodes"]) for p in parts},
+        topic_id=kafka_uuid(meta.get("topic_id")),
+    )
+    if partition_state:
+        for p in parts:
+            topic.leader[p["partition_index"]] = int(p["leader_id"])
+            topic.isr[p["partition_index"]] = list(p["isr_nodes"])
+    return topic
+
+
+def _json(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+@contextlib.contextmanager
+def open_admin_backend(options: AdminOptions) -> Iterator[AdminBackend]:
+    """An AdminBackend on one admin client (and, when the record is used, one producer and consumer)."""
+    admin = connect(options)
+    record = RecordLog(options, admin)
+    try:
+        yield AdminBackend(options, admin, record)
+    finally:
+        record.close()
+        with contextlib.suppress(Exception):
+            admin.close()

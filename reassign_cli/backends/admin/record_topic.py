@@ -1,0 +1,151 @@
+"""The prior-values record in the cluster, for the admin-API backend: the topic `__reassign_cli_throttles`
+(record_log.py has the format and the replay). Reads replay the log; writes are read-modify-writes that
+check their own message counted, and compute again when it did not (another run wrote first).
+
+Producer and consumer are made on first use with the same connection settings as the admin client, and
+closed by `close`. The replay is kept between calls: a later read only consumes what was added since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from typing import Any
+
+from reassign_cli.backends.protocol import RecordFn
+from reassign_cli.core import throttle as th
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.record_log import TOPIC, Replay, encode_write, topic_spec
+from reassign_cli.errors import OperationalError
+
+MAX_ATTEMPTS = 25
+POLL_MS = 200
+
+
+class RecordLog:
+    def __init__(self, options: AdminOptions, admin: Any) -> None:
+        self.options = options
+        self.admin = admin
+        self.replay = Replay()
+        self._exists = False
+        self._consumer: Any = None
+        self._producer: Any = None
+
+    # -- reading ---------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        if not self._exists:
+            from kafka.errors import KafkaError
+
+            try:
+                meta = self.admin.describe_topics([TOPIC])
+            except KafkaError as e:
+                raise OperationalError(f"cannot read the metadata of {TOPIC}: {e}") from None
+            self._exists = any(t.get("error_code") == 0 and t.get("name") == TOPIC for t in meta)
+        return self._exists
+
+    def read(self) -> dict[str, Any]:
+        """The record: the log replayed from where the last read stopped to its current end."""
+        if self.exists():
+            self._consume_to_end()
+        return th.load_record(th.dump_record(self.replay.record))
+
+    def _consume_to_end(self, at_least: int = 0) -> None:
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError
+
+        tp = TopicPartition(TOPIC, 0)
+        try:
+            consumer = self._consumer_for(tp)
+            start = consumer.beginning_offsets([tp])[tp]
+            end = max(consumer.end_offsets([tp])[tp], at_least)
+            self.replay.start_at(start)
+            if self.replay.position >= end:
+                return
+            consumer.seek(tp, self.replay.position)
+            deadline = time.monotonic() + self.options.client_settings()["request_timeout_ms"] / 1000
+            while self.replay.position < end:
+                if time.monotonic() > deadline:
+                    raise OperationalError(
+                        f"cannot read {TOPIC}: offsets {self.replay.position}-{end - 1} did not arrive in time"
+                    )
+                for records in consumer.poll(timeout_ms=POLL_MS).values():
+                    for r in records:
+                        self.replay.feed(r.offset, r.value)
+        except KafkaError as e:
+            raise OperationalError(f"cannot read {TOPIC}: {e}") from None
+
+    def _consumer_for(self, tp: Any) -> Any:
+        if self._consumer is None:
+            from kafka import KafkaConsumer
+
+            self._consumer = KafkaConsumer(
+                **self.options.client_settings(),
+                group_id=None,
+                enable_auto_commit=False,
+                auto_offset_reset="earliest",
+            )
+            self._consumer.assign([tp])
+        return self._consumer
+
+    # -- writing ---------------------------------------------------------------------------------
+    def update(self, fn: RecordFn) -> dict[str, Any]:
+        """Read-modify-write: `fn` of the record as the log says, appended if it changes the record, until
+        the append counts. Returns the record written (or found unchanged)."""
+        for _ in range(MAX_ATTEMPTS):
+            current = self.read()
+            new = fn(th.load_record(th.dump_record(current)))
+            if th.dump_record(new) == th.dump_record(current):
+                return new
+            self.ensure_topic()
+            write_id = secrets.token_hex(8)
+            offset = self._produce(encode_write(self.replay.last, new, write_id))
+            # Replay through our own message (or, if the send's outcome is unknown, to the end).
+            self._consume_to_end(at_least=0 if offset is None else offset + 1)
+            if self.replay.outcome.get(write_id):
+                return new
+        raise OperationalError(f"{TOPIC} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+    def planned(self, record: dict[str, Any]) -> tuple[bytes, bool]:
+        """Dry run: the message a write of `record` would append now, and whether the topic must be made."""
+        return encode_write(self.replay.last, record, "dry-run"), not self.exists()
+
+    def ensure_topic(self) -> None:
+        """Create the record topic if it does not exist (another run creating it meanwhile is fine)."""
+        if self.exists():
+            return
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        live = [b for b in self.admin.describe_cluster()["brokers"] if not b.get("is_fenced")]
+        rf, configs = topic_spec(len(live))
+        try:
+            self.admin.create_topics(
+                {TOPIC: {"num_partitions": 1, "replication_factor": rf, "configs": configs}}
+            )
+        except TopicAlreadyExistsError:
+            pass
+        except KafkaError as e:
+            raise OperationalError(f"cannot create the topic {TOPIC}: {e}") from None
+        self._exists = True
+
+    def _produce(self, value: bytes) -> int | None:
+        """Append `value` with acks=all; its offset, or None when the send's outcome is unknown."""
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError, KafkaTimeoutError
+
+        try:
+            if self._producer is None:
+                self._producer = KafkaProducer(**self.options.client_settings(), acks="all")
+            meta = self._producer.send(TOPIC, value=value, partition=0).get()
+        except KafkaTimeoutError:
+            return None  # maybe written: the replay finds out by the message's id
+        except KafkaError as e:
+            raise OperationalError(f"cannot write to {TOPIC}: {e}") from None
+        return int(meta.offset)
+
+    def close(self) -> None:
+        for client in (self._producer, self._consumer):
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close()
+        self._producer = self._consumer = None

@@ -1,0 +1,92 @@
+"""`ZkBackend`: the `backend.Backend` operations over one ZooKeeper session, as ZooKeeper-mode Kafka reads
+and writes them (pipelined state reads, versioned config writes with change notifications, our record at
+/reassign_cli/throttles, create-only triggers)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, ThrottlePlan
+from reassign_cli.backends.zookeeper.configs import ConfigStore
+from reassign_cli.backends.zookeeper.election import create_election
+from reassign_cli.backends.zookeeper.fenced import FencedThrottles
+from reassign_cli.backends.zookeeper.read import read_state
+from reassign_cli.backends.zookeeper.session import ZkSession
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.elect_rules import ELECTION_PATH, encode_election
+from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
+from reassign_cli.core.throttle import Entity
+from reassign_cli.core.validate import max_trigger_bytes
+from reassign_cli.core.znodes import REASSIGN_PARTITIONS, encode_reassignment
+from reassign_cli.errors import UsageError
+
+
+class ZkBackend:
+    """Reads and writes through `session`; with dry_run, writes are recorded (`planned_writes`) and later
+    reads see them, nothing is written. `admin`: the brokers for what ZooKeeper does not carry (cancel)."""
+
+    offline_broker_configs = True  # /config/brokers/<id> is a znode, whether the broker runs or not
+
+    def __init__(
+        self, session: ZkSession, *, dry_run: bool = False, admin: AdminOptions | None = None
+    ) -> None:
+        self.session = session
+        self.dry_run = dry_run
+        self.admin = admin
+        self.store = ConfigStore(session, dry_run=dry_run)
+        self.fenced = FencedThrottles(self.store)
+
+    def as_dry_run(self) -> ZkBackend:
+        return ZkBackend(self.session, dry_run=True, admin=self.admin)
+
+    def planned_writes(self) -> list[PlannedWrite]:
+        return self.store.planned
+
+    def read_state(
+        self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+    ) -> ClusterState:
+        return read_state(self.session, topics=topics, partition_state=partition_state)
+
+    def ensure_writable(self) -> None:
+        self.store.ensure_zk_controller()
+
+    def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:
+        return self.store.get_config(entity, name)
+
+    def read_priors(self) -> dict[str, Any]:
+        return self.store.read_priors()
+
+    def commit_throttles(
+        self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        return self.fenced.commit(plan, guard, record_last, create)
+
+    def reassignment_bytes_limit(self) -> int | None:
+        return max_trigger_bytes()
+
+    def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """Through the admin API (ZooKeeper-mode controllers take AlterPartitionReassignments since 2.4)."""
+        from reassign_cli.backends.admin.client import admin_client, cancel_reassignments
+
+        if self.admin is None:
+            raise UsageError(
+                "--bootstrap-server is required: the cancel goes through the admin API "
+                "(or set KAFKA_REASSIGN_BOOTSTRAP)"
+            )
+        with admin_client(self.admin) as client:
+            return cancel_reassignments(client, partitions)
+
+    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+        data = encode_reassignment(entries)
+        if self.dry_run:
+            self.store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
+            return True
+        return self.fenced.create_trigger(data)
+
+    def start_election(self, partitions: Sequence[TopicPartition]) -> None:
+        data = encode_election(partitions)
+        if self.dry_run:
+            self.store.planned.append(PlannedWrite("create", ELECTION_PATH, data))
+            return
+        create_election(self.session, data)

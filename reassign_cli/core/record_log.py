@@ -1,0 +1,90 @@
+"""The prior-values record (throttle.py's format) kept as a log in a Kafka topic, for the admin-API backend.
+Pure: the messages' bytes and the replay; admin/record.py produces and consumes them.
+
+Each message holds a whole record and the offset of the record state it was computed from:
+
+    {"base":41,"id":"<random hex>","record":{"brokers":{...},"topics":{...},"version":1}}
+
+Reading replays the log from its start: a write counts only if its base is the offset of the last write
+that counted (-1 before the first); any other lost a race and is ignored. A writer produces (acks=all),
+replays up to its own message and checks that it counted; if not, it reads again and recomputes: a
+read-modify-write with an optimistic check, as the ZooKeeper record's version check. A late duplicate or
+a write that arrives after others (a retried send) has a stale base, so it can never count twice or
+out of order. If the log was truncated (its start offset above 0, say after someone lowered its
+retention), the first message left counts whatever its base: every message holds the whole record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from reassign_cli.core import throttle as th
+from reassign_cli.errors import OperationalError
+
+TOPIC = "__reassign_cli_throttles"
+NO_BASE = -1
+
+
+def topic_spec(brokers: int) -> tuple[int, dict[str, str]]:
+    """(replication factor, topic configs) of the record topic in a cluster of `brokers` live brokers:
+    one partition, up to 3 replicas, 2 in sync for each write when there are 3, never deleted by time."""
+    rf = max(1, min(3, brokers))
+    configs = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+    if rf == 3:
+        configs["min.insync.replicas"] = "2"
+    return rf, configs
+
+
+def encode_write(base: int, record: Mapping[str, Any], write_id: str) -> bytes:
+    """One message's value: compact JSON, keys sorted (the record as throttle.dump_record has it)."""
+    body = orjson.loads(th.dump_record(record))
+    return orjson.dumps({"base": base, "id": write_id, "record": body}, option=orjson.OPT_SORT_KEYS)
+
+
+def decode_write(value: bytes | None) -> tuple[int, str, dict[str, Any]] | None:
+    """(base, id, record), or None for a message that is not one of ours (it never counts)."""
+    if not value:
+        return None
+    try:
+        doc = orjson.loads(value)
+        base, write_id = doc["base"], doc["id"]
+        if not isinstance(base, int) or isinstance(base, bool) or not isinstance(write_id, str):
+            return None
+        return base, write_id, th.load_record(orjson.dumps(doc["record"]), TOPIC)
+    except (orjson.JSONDecodeError, KeyError, TypeError, OperationalError):
+        return None
+
+
+@dataclass(slots=True)
+class Replay:
+    """The record as the log says so far: feed it every message in offset order."""
+
+    record: dict[str, Any] = field(default_factory=th.empty_record)
+    last: int = NO_BASE  # offset of the last write that counted
+    position: int = 0  # next offset to feed
+    outcome: dict[str, bool] = field(default_factory=dict)  # write id -> whether it counted
+    first_counts: bool = False  # the log was truncated: the first message fed counts
+
+    def start_at(self, offset: int) -> None:
+        """The log starts at `offset` (its start offset, above the position when it was truncated)."""
+        if offset > self.position:
+            self.first_counts = True
+            self.position = offset
+
+    def feed(self, offset: int, value: bytes | None) -> None:
+        if offset < self.position:
+            return  # already seen (a consumer may hand a message back after a seek)
+        self.position = offset + 1
+        write = decode_write(value)
+        if write is None:
+            return
+        base, write_id, record = write
+        counts = base == self.last or self.first_counts
+        self.first_counts = False
+        self.outcome[write_id] = counts
+        if counts:
+            self.record, self.last = record, offset

@@ -1,0 +1,787 @@
+"""execute, wait and throttle removal: the only module that sequences the writes of a reassignment.
+
+Order (DESIGN §4): parse → read → validate (exit 3, nothing written) → migration guard → busy check →
+rollback file (local) → prior-values record → topic throttle lists → broker rates → log-dir moves (admin
+API) → the reassignment (create only: /admin/reassign_partitions in ZooKeeper mode). If the create loses a
+race, this run's throttle writes are undone. Waiting polls the cluster, and once nothing is reassigning
+removes the throttles exactly as verify does (restoring recorded prior values), once the plan's replica
+moves between log dirs have finished too (DescribeLogDirs, as verify checks them).
+
+Every read and write goes through a `backend.Backend` (ZooKeeper today; tests use an in-memory fake).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from reassign_cli.backends.protocol import (
+    Backend,
+    ConfigChange,
+    ConfigFn,
+    ConfigReader,
+    ConfigUpdate,
+    LogDirMoves,
+    ReplicaDirs,
+    ReplicaKey,
+    SetupInProgress,
+)
+from reassign_cli.core import throttle as th
+from reassign_cli.core.model import (
+    Broker,
+    ClusterState,
+    PlanEntry,
+    ReassignmentFile,
+    TopicPartition,
+    format_reassignment_json,
+    parse_reassignment,
+    tp_str,
+)
+from reassign_cli.core.progress import (
+    MoveStatus,
+    PartitionProgress,
+    ReplicaMoveProgress,
+    Status,
+    StuckWatch,
+    classify,
+    moves_ongoing,
+    resume_split,
+    verify_exit,
+)
+from reassign_cli.core.validate import Violation, split_batches, validate_reassignment
+from reassign_cli.core.znodes import REASSIGN_PARTITIONS, encode_reassignment
+from reassign_cli.errors import (
+    BusyError,
+    ExitCode,
+    Interrupted,
+    InvalidInputError,
+    OperationalError,
+)
+from reassign_cli.ops.elect import ElectRequest, elect_leaders
+from reassign_cli.ops.unthrottle import SETUP_WAIT_SECONDS, clear_throttles
+from reassign_cli.ops.verify import replica_moves
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from reassign_cli.backends.protocol import ClearResult, PlannedWrite
+    from reassign_cli.core.elect_rules import LeaderStatus
+    from reassign_cli.core.progress import PartitionProgress, ReplicaMoveProgress
+
+
+class ProgressSink(Protocol):
+    """Where a wait shows its polls (render.progress.ProgressView)."""
+
+    def update(self, results: Sequence[PartitionProgress], elapsed: float) -> None: ...
+
+
+class ExecuteReport(Protocol):
+    """What execute tells the operator; render.progress.ExecuteReport draws it (the CLI passes one in)."""
+
+    def result(self, line: str) -> None: ...
+    def info(self, line: str) -> None: ...
+    def warn(self, line: str) -> None: ...
+    def rollback(self, js: str) -> None: ...
+    def rollback_saved(self, path: str) -> None: ...
+    def dry_run(self, planned: Sequence[PlannedWrite]) -> None: ...
+    def cleared(self, result: ClearResult | None) -> None: ...
+    def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
+    def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
+    def finished(self, results: Sequence[PartitionProgress] | None) -> None: ...
+    def progress(self, total: int) -> AbstractContextManager[ProgressSink]: ...
+
+
+BUSY_MESSAGE = (
+    "Cannot execute because there is an existing partition assignment.  This tool has no --additional: "
+    "wait for the running reassignment to finish (kafka-reassign list / verify) and execute again. "
+    "To change the throttle of the running reassignment, resubmit the same file with --throttle."
+)
+MAX_LISTED_VIOLATIONS = 50
+THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
+NO_BYTES_LIMIT = 2**62  # a backend without a request size limit: batches only by --batch-size
+
+
+class WaitInterrupted(Interrupted):
+    """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
+
+
+@dataclass(slots=True)
+class ExecuteRequest:
+    file_name: str
+    data: bytes
+    throttle: int | None = None
+    log_dir_throttle: int | None = None
+    bootstrap_server: str | None = None
+    dry_run: bool = False
+    wait: bool = False
+    poll_interval: float = 5.0
+    timeout: float | None = None
+    rollback_file: str | None = None
+    batch_size: int | None = None
+    log_dir_timeout: float = 10.0
+    elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
+    resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
+    stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
+    zookeeper: str | None = None  # only to print a copy-pasteable verify command
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def violations_error(violations: Sequence[Violation]) -> InvalidInputError:
+    """First violation as the error line, the others as further lines (at most MAX_LISTED_VIOLATIONS)."""
+    first, rest = violations[0], list(violations[1:])
+    lines = [v.message for v in rest[:MAX_LISTED_VIOLATIONS]]
+    if len(rest) > MAX_LISTED_VIOLATIONS:
+        lines.append(f"... and {len(rest) - MAX_LISTED_VIOLATIONS} more problems")
+    return InvalidInputError(first.message, hint="\n".join(lines) if lines else None)
+
+
+def sorted_entries(plan: ReassignmentFile) -> list[PlanEntry]:
+    return sorted(plan.entries, key=lambda e: (e.topic, e.partition))
+
+
+def rollback_json(entries: Iterable[PlanEntry], state: ClusterState) -> str:
+    """Kafka's rollback JSON: the current replicas of the file's partitions, sorted, log_dirs "any"."""
+    current: dict[str, dict[int, list[int]]] = {}
+    for e in entries:
+        topic = state.topics[e.topic]
+        current.setdefault(e.topic, {})[e.partition] = list(topic.replicas[e.partition])
+    return format_reassignment_json(current, log_dirs=True)
+
+
+def default_rollback_path(now: datetime | None = None) -> str:
+    now = now or datetime.now()
+    base = f"rollback-{now:%Y%m%d-%H%M%S}"
+    path = Path(f"{base}.json")
+    n = 1
+    while path.exists():
+        path = Path(f"{base}-{n}.json")
+        n += 1
+    return str(path)
+
+
+def started_line(tps: Sequence[TopicPartition]) -> str:
+    s = "s" if len(tps) > 1 else ""
+    return f"Successfully started partition reassignment{s} for {','.join(tp_str(tp) for tp in sorted(tps))}"
+
+
+def busy_partitions(state: ClusterState, targets: dict[TopicPartition, list[int]]) -> bool:
+    """A reassignment is running that blocks ours: the trigger znode exists, one of our partitions
+    already has adding/removing replicas (an API-started move), or the read saw one elsewhere (the admin
+    API lists them all: Kafka's tool refuses while any is listed)."""
+    if state.reassignment is not None or state.reassigning_elsewhere:
+        return True
+    for t, p in targets:
+        topic = state.topics.get(t)
+        if topic is not None and topic.is_reassigning(p):
+            return True
+    return False
+
+
+def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[int]]) -> bool:
+    """The running reassignment is this file's: every entry still in the znode is in the file with the same
+    target (the controller removes entries as they complete), and every reassigning partition of the file's
+    topics is moving to the file's target."""
+    znode = state.reassignment or {}
+    if state.reassigning_elsewhere or any(targets.get(tp) != reps for tp, reps in znode.items()):
+        return False
+    for t, p in targets:
+        topic = state.topics.get(t)
+        if topic is not None and topic.is_reassigning(p) and topic.target(p) != targets[(t, p)]:
+            return False
+    return bool(znode) or any(
+        (topic := state.topics.get(t)) is not None and topic.is_reassigning(p) for t, p in targets
+    )
+
+
+def verify_command(req_file: str) -> str:
+    return f"kafka-reassign verify --reassignment-json-file {req_file}"
+
+
+# ---------------------------------------------------------------------------------------------
+# throttles
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ThrottleWrites:
+    changes: list[ConfigChange]
+    record_before: dict[str, Any]
+    brokers: list[int]
+    topics: list[str]
+    record_after: dict[str, Any] = field(default_factory=dict)
+    setup: bool = False  # this run holds the setup mark (backend.commit_throttles guard)
+    offline: list[int] = dataclasses.field(default_factory=list)  # brokers not throttled: not registered
+
+
+def throttle_configs(
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    rate: int | None,
+    log_dir_rate: int | None,
+    topics_too: bool = True,
+) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
+    """The throttle keys to set: per broker (rates) and per topic (replica lists, only with a rate)."""
+    targets = {(e.topic, e.partition): e.replicas for e in entries}
+    broker_cfgs: dict[int, dict[str, str]] = {}
+    topic_cfgs: dict[str, dict[str, str]] = {}
+    if rate is not None:
+        moves = th.move_map(targets, state)
+        if topics_too:
+            topic_cfgs = th.topic_throttles(moves)
+        for b in th.throttled_brokers(moves):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(rate, None))
+    if log_dir_rate is not None:
+        for b in th.log_dir_move_brokers(entries):
+            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
+    return broker_cfgs, topic_cfgs
+
+
+def apply_throttles(
+    backend: Backend,
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    rate: int | None,
+    log_dir_rate: int | None,
+    *,
+    topics_too: bool = True,
+    begin_setup: bool = False,
+) -> ThrottleWrites:
+    """The prior values recorded and the topic lists (rate only) and broker rates written, in ONE fenced
+    commit (backend.commit_throttles): the priors are the configs as that commit found them.
+
+    topics_too=False: only the broker rates (changing the speed of a running move). begin_setup: also
+    mark this execute as being set up until its reassignment is created (verify keeps off meanwhile).
+    """
+    broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
+    offline: list[int] = []
+    if not backend.offline_broker_configs:
+        # A source replica on a broker that is down: its rate can only be set through it. It sends
+        # nothing while down; Kafka's tool would fail here instead.
+        offline = sorted(b for b in broker_cfgs if b not in set(state.broker_ids))
+        broker_cfgs = {b: c for b, c in broker_cfgs.items() if b not in offline}
+    if not broker_cfgs and not topic_cfgs:
+        return ThrottleWrites([], backend.read_priors(), [], [], offline=offline)
+    backend.ensure_writable()
+    updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
+    updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
+    before: list[dict[str, Any]] = []
+
+    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
+        before[:] = [th.load_record(th.dump_record(rec))]
+        for t, cfg in topic_cfgs.items():
+            rec = th.record_priors(rec, "topics", t, read("topics", t), cfg.keys())
+        for b, cfg in broker_cfgs.items():
+            rec = th.record_priors(rec, "brokers", b, read("brokers", str(b)), cfg.keys())
+        return updates, rec
+
+    done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
+    assert done is not None  # plan never declines
+    changes, after = done
+    return ThrottleWrites(
+        changes, before[0], sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline
+    )
+
+
+def _setter(updates: dict[str, str]) -> ConfigFn:
+    return lambda cur: th.apply_config(cur, updates)
+
+
+def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
+    """Take back exactly what this run changed, in one fenced commit that also ends its setup mark: a
+    config key only where it still holds the value this run wrote, a record entry only where this run
+    added it. What another run wrote since is left alone."""
+    ours = {(ch.entity, ch.name): ch for ch in writes.changes}
+
+    def revert(ch: ConfigChange) -> ConfigFn:
+        def fn(cur: dict[str, str]) -> dict[str, str]:
+            out = dict(cur)
+            for k, v in ch.before.items():
+                if out.get(k) == ch.after.get(k):
+                    if v is None:
+                        out.pop(k, None)
+                    else:
+                        out[k] = v
+            return out
+
+        return fn
+
+    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
+        rec = th.load_record(th.dump_record(rec))
+        for (entity, name), ch in ours.items():
+            had = writes.record_before.get(entity, {}).get(name, {})
+            added = writes.record_after.get(entity, {}).get(name, {})
+            entry = rec.get(entity, {}).get(name)
+            current = read(entity, name)
+            for k in ch.after:
+                # ours to take back: still the value we wrote, and recorded by this run
+                if entry is not None and k in added and k not in had and current.get(k) == ch.after[k]:
+                    entry.pop(k, None)
+            if entry == {}:
+                del rec[entity][name]
+        updates = [(e, n, revert(ch)) for (e, n), ch in reversed(list(ours.items()))]
+        return updates, rec
+
+    backend.commit_throttles(plan, guard="end" if writes.setup else "none", record_last=True, create=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# log-dir moves (AlterReplicaLogDirs: backend.LogDirMoves, kafka-python's admin client by default)
+# ---------------------------------------------------------------------------------------------
+
+
+def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDirs:
+    return ReassignmentFile(list(entries)).log_dir_targets()
+
+
+def raise_hard(failed: dict[ReplicaKey, str]) -> None:
+    """Errors other than "replica not there yet" end the attempt (Kafka retries only those)."""
+    hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
+    if hard:
+        k, e = sorted(hard.items())[0]
+        raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
+
+
+def start_until_done(mover: LogDirMoves, moves: ReplicaDirs, timeout: float, report: ExecuteReport) -> None:
+    """Retry until every move has started, or raise after the timeout (Kafka's message)."""
+    pending = dict(moves)
+    deadline = time.monotonic() + timeout
+    while True:
+        started, failed = mover.attempt(pending)
+        for key in sorted(started):
+            t, p, b = key
+            report.result(
+                f"Successfully started moving log directory to {pending[key]} for replica {t}-{p} "
+                f"with broker {b} "
+            )
+            pending.pop(key)
+        if not pending:
+            return
+        raise_hard(failed)
+        if time.monotonic() >= deadline:
+            names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
+            raise OperationalError(f"Timed out before log directory move(s) could be started for: {names}")
+        time.sleep(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# execute
+# ---------------------------------------------------------------------------------------------
+
+
+def prepare(
+    backend: Backend, req: ExecuteRequest
+) -> tuple[ReassignmentFile, ClusterState, list[list[PlanEntry]]]:
+    """Parse, read and validate; nothing is written. Raises InvalidInputError (exit 3) on any problem."""
+    th.broker_rate_config(req.throttle, req.log_dir_throttle)  # out-of-range rates: usage error, first
+    plan = parse_reassignment(req.data)
+    topics = sorted({e.topic for e in plan.entries})
+    state = backend.read_state(topics)
+    checked = state
+    throttling = req.throttle is not None or req.log_dir_throttle is not None
+    if throttling and busy_partitions(state, plan.targets()) and same_reassignment(state, plan.targets()):
+        # Only the rates of the running reassignment will change: a target broker that is down right
+        # now (its replica waits for it) must not block that.
+        known = set(state.broker_ids)
+        extra = sorted({b for e in plan.entries for b in e.replicas if b >= 0 and b not in known})
+        checked = dataclasses.replace(
+            state, brokers=sorted([*state.brokers, *(Broker(b) for b in extra)], key=lambda x: x.id)
+        )
+    violations = validate_reassignment(plan, checked, bootstrap_server=req.bootstrap_server is not None)
+    if violations:
+        raise violations_error(violations)
+    limit = backend.reassignment_bytes_limit()
+    batches = split_batches(sorted_entries(plan), req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+    if len(batches) > 1 and req.batch_size is None and limit is not None:
+        size = len(encode_reassignment(sorted_entries(plan)))
+        raise InvalidInputError(
+            f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PARTITIONS}, "
+            f"more than one znode holds ({limit} bytes)",
+            hint=f"Use --batch-size N to submit it in batches (each must finish before the next); "
+            f"{len(batches)} batches would fit.",
+        )
+    return plan, state, batches
+
+
+def execute(
+    backend: Backend, req: ExecuteRequest, report: ExecuteReport, *, log_dirs: LogDirMoves | None = None
+) -> int:
+    """Run the whole execute command; returns the exit code (raises ReassignError on failures).
+
+    log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server."""
+    mover, own = log_dirs, False
+    if mover is None and req.bootstrap_server:
+        from reassign_cli.backends.admin.log_dirs import LogDirMover
+
+        mover, own = LogDirMover(req.bootstrap_server), True
+    try:
+        code, results = _execute(backend, req, report, mover)
+    finally:
+        if own and mover is not None:
+            mover.close()
+    report.finished(results)
+    return code
+
+
+def _execute(
+    backend: Backend, req: ExecuteRequest, report: ExecuteReport, log_dirs: LogDirMoves | None
+) -> tuple[int, list[PartitionProgress] | None]:
+    plan, state, batches = prepare(backend, req)
+    entries = sorted_entries(plan)
+    targets = {(e.topic, e.partition): e.replicas for e in entries}
+    ending = _Ending(targets, log_dir_moves(entries), log_dirs)
+    wait = req.wait or req.batch_size is not None
+    if req.dry_run:
+        backend = backend.as_dry_run()  # the same reads; every write recorded, none made
+    backend.ensure_writable()  # a migrating cluster: nothing goes through ZooKeeper any more
+
+    resuming = req.resume or req.batch_size is not None
+    throttling = req.throttle is not None or req.log_dir_throttle is not None
+    # A running reassignment: refuse, unless it is this very file (then: the speed changes, or a resumed
+    # run waits for it).
+    if busy_partitions(state, targets):
+        if not same_reassignment(state, targets):
+            raise BusyError(BUSY_MESSAGE)
+        if not resuming:
+            if throttling:
+                return change_running_throttle(backend, state, entries, req, report), None
+            raise BusyError(BUSY_MESSAGE)
+    if ending.dirs and log_dirs is not None and not req.dry_run:
+        log_dirs.describe(sorted(ending.dirs))  # the brokers answer (our credentials too) before any write
+    earlier: list[PartitionProgress] = []
+    if resuming and not req.dry_run:
+        entries, earlier = _resume(backend, state, entries, req, report)
+        limit = backend.reassignment_bytes_limit()
+        batches = split_batches(entries, req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+        if not entries:
+            return _finish(backend, ending, earlier, req, report)
+        state = backend.read_state(sorted({e.topic for e in entries}))
+    _save_rollback(rollback_json(entries, state), req, report)
+    throttled = req.throttle is not None or req.log_dir_throttle is not None
+    if throttled and not wait:
+        report.result(
+            "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
+            "throttle is removed."
+        )
+    results = _run_batches(backend, state, batches, req, report, wait, log_dirs)
+    if req.dry_run:
+        report.dry_run(backend.planned_writes())
+        return ExitCode.OK, None
+    if not wait:
+        return ExitCode.OK, None
+    return _finish(backend, ending, earlier + results, req, report)
+
+
+def _resume(
+    backend: Backend,
+    state: ClusterState,
+    entries: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> tuple[list[PlanEntry], list[PartitionProgress]]:
+    """A plan run again: skip what is done, wait for this plan's batch still moving (at the new rates, if
+    given); returns what is left to submit and the results of the waited-for batch."""
+    split = resume_split(entries, state)
+    if split.done:
+        n = len(split.done)
+        where = "partition already at its target" if n == 1 else "partitions already at their target"
+        report.info(f"Skipping {n} {where} ({_names(split.done)})")
+    results: list[PartitionProgress] = []
+    if split.running:
+        report.info(f"Waiting for the batch already running ({_names(split.running)})")
+        if req.throttle is not None or req.log_dir_throttle is not None:
+            change_running_throttle(backend, state, split.running, req, report)
+        results = wait_for(backend, {(e.topic, e.partition): e.replicas for e in split.running}, req, report)
+        if split.todo and backend.read_state(sorted({e.topic for e in split.todo})).reassignment is not None:
+            raise BusyError(BUSY_MESSAGE)
+    return split.todo, results
+
+
+def _names(entries: Sequence[PlanEntry], limit: int = 10) -> str:
+    names = [f"{e.topic}-{e.partition}" for e in entries[:limit]]
+    return ",".join(names) + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
+
+
+@dataclass(frozen=True, slots=True)
+class _Ending:
+    """What the end of a waiting execute looks at: the whole plan's partitions and replica log-dir moves,
+    and where those moves are described (None: not checked, as verify without the admin API)."""
+
+    targets: dict[TopicPartition, list[int]]
+    dirs: ReplicaDirs
+    log_dirs: LogDirMoves | None
+
+
+def _finish(
+    backend: Backend,
+    ending: _Ending,
+    results: list[PartitionProgress],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> tuple[int, list[PartitionProgress] | None]:
+    """Every partition finished: wait for the replica moves between log dirs (their throttle stays while
+    they copy), take the throttles off as verify does; elect leaders if asked."""
+    moves: list[ReplicaMoveProgress] = []
+    if ending.dirs and ending.log_dirs is not None:
+        moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
+    targets = ending.targets
+    cleared = clear_throttles(backend, targets)
+    report.cleared(cleared)
+    code = verify_exit(results, moves)
+    if req.elect_leaders and code == ExitCode.OK:
+        election = elect_leaders(backend, ElectRequest(partitions=sorted(targets)))
+        report.election(election.initial, election.final)
+        code = election.exit_code
+    return code, results
+
+
+def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:
+    """Printed and saved before anything is written."""
+    report.rollback(rb)
+    if req.dry_run:
+        where = req.rollback_file or "rollback-<time>.json"
+        report.info(f"Dry run: the rollback JSON would be saved to {where}")
+        return
+    path = req.rollback_file or default_rollback_path()
+    try:
+        Path(path).write_text(rb + "\n")
+    except OSError as e:
+        raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
+    report.rollback_saved(path)
+
+
+def _run_batches(
+    backend: Backend,
+    state: ClusterState,
+    batches: list[list[PlanEntry]],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    wait: bool,
+    mover: LogDirMoves | None,
+) -> list[PartitionProgress]:
+    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
+    results: list[PartitionProgress] = []
+    for i, batch in enumerate(batches):
+        if len(batches) > 1:
+            report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
+        if i > 0:
+            state = backend.read_state(sorted({e.topic for e in batch}))
+            if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
+                where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
+                raise BusyError(
+                    f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
+                    f"{where}; batches 1-{i} are complete",
+                    hint="Run execute again with the remaining partitions once it has finished.",
+                )
+        submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
+        if wait and not req.dry_run:
+            results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
+    return results
+
+
+def submit_batch(
+    backend: Backend,
+    state: ClusterState,
+    batch: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    mover: LogDirMoves | None,
+    *,
+    first: bool,
+) -> None:
+    """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
+    if the create loses a race, this batch's throttle writes are undone."""
+    writes = _throttles_when_free(backend, state, batch, req)
+    if writes.offline:
+        report.info(
+            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
+            f"{','.join(map(str, writes.offline))}, not registered (a broker's rate is set through that broker)"
+        )
+    if first and req.throttle is not None and not req.dry_run:
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+    if first and req.log_dir_throttle is not None and not req.dry_run:
+        report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+
+    if writes.changes and not req.dry_run:
+        # Brokers apply config changes asynchronously, from their watch on /config/changes. Give them a
+        # moment, so the new followers are throttled from their first fetch, not after the first MBs.
+        time.sleep(THROTTLE_SETTLE_SECONDS)
+
+    moves = log_dir_moves(batch)
+    if moves and mover is not None and not req.dry_run:
+        # Before the trigger, as Kafka: a replica that does not exist yet answers ReplicaNotAvailable, and
+        # the broker remembers the preferred dir for when it creates it.
+        try:
+            raise_hard(mover.attempt(moves)[1])
+        except OperationalError:
+            undo_throttles(backend, writes)
+            raise
+
+    if not backend.create_reassignment(batch):
+        undo_throttles(backend, writes)
+        raise BusyError(
+            BUSY_MESSAGE + " (another reassignment was created while this one was being set up; "
+            "this run's throttle changes were undone)"
+        )
+    if not req.dry_run:
+        report.result(started_line([(e.topic, e.partition) for e in batch]))
+    if moves and mover is not None and not req.dry_run:
+        start_until_done(mover, moves, req.log_dir_timeout, report)
+
+
+def _throttles_when_free(
+    backend: Backend, state: ClusterState, batch: list[PlanEntry], req: ExecuteRequest
+) -> ThrottleWrites:
+    """apply_throttles with this run's setup mark. Another execute in its setup (or killed in it: its mark
+    goes with its ZooKeeper session) is waited for, then the cluster is checked for its reassignment."""
+    deadline = time.monotonic() + SETUP_WAIT_SECONDS
+    while True:
+        try:
+            return apply_throttles(
+                backend, state, batch, req.throttle, req.log_dir_throttle, begin_setup=True
+            )
+        except SetupInProgress:
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(0.5)
+        state = backend.read_state(sorted({e.topic for e in batch}))
+        if busy_partitions(state, {(e.topic, e.partition): e.replicas for e in batch}):
+            raise BusyError(BUSY_MESSAGE)
+
+
+def change_running_throttle(
+    backend: Backend,
+    state: ClusterState,
+    entries: list[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+) -> int:
+    """The same reassignment is running: only the broker rates change (prior values stay as recorded)."""
+    report.info("This reassignment is already running: only its throttle rates are changed.")
+    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
+    if req.dry_run:
+        report.dry_run(backend.planned_writes())
+        return ExitCode.OK
+    if req.throttle is not None:
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+    if req.log_dir_throttle is not None:
+        report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+    return ExitCode.OK
+
+
+# ---------------------------------------------------------------------------------------------
+# waiting
+# ---------------------------------------------------------------------------------------------
+
+
+class _Clock:
+    """One wait's --timeout and --poll-interval."""
+
+    def __init__(self, req: ExecuteRequest) -> None:
+        self.start = time.monotonic()
+        self.timeout = req.timeout
+        self.interval = req.poll_interval
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def expired(self) -> bool:
+        return self.timeout is not None and self.elapsed() >= self.timeout
+
+    def pause(self) -> None:
+        left = self.interval if self.timeout is None else self.timeout - self.elapsed()
+        time.sleep(max(min(self.interval, left), 0.05))
+
+
+def wait_for(
+    backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
+) -> list[PartitionProgress]:
+    """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
+    Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
+    topics = sorted({t for t, _ in targets})
+    clock = _Clock(req)
+    stuck = StuckWatch(req.stuck_after)
+    try:
+        with report.progress(len(targets)) as bar:
+            while True:
+                state = backend.read_state(topics, partition_state=True)
+                results = classify(targets, state)
+                bar.update(results, clock.elapsed())
+                for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
+                    report.warn(stuck_line(p.name, broker, gone, req.file_name))
+                moving = [r for r in results if r.status is Status.IN_PROGRESS]
+                if not moving:
+                    return results
+                if clock.expired():
+                    raise BusyError(
+                        f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
+                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name)}",
+                    )
+                clock.pause()
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting; the reassignment keeps running in the cluster",
+            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
+        ) from None
+
+
+def wait_for_log_dirs(
+    mover: LogDirMoves, dirs: ReplicaDirs, req: ExecuteRequest, report: ExecuteReport
+) -> list[ReplicaMoveProgress]:
+    """Poll DescribeLogDirs (verify's check) until no planned replica has a future copy left. --timeout:
+    BusyError naming the replicas still copying (the throttles stay); Ctrl-C: WaitInterrupted."""
+    clock = _Clock(req)
+    try:
+        while True:
+            moves = replica_moves(dirs, mover)
+            report.log_dir_progress(moves, clock.elapsed())
+            if not moves_ongoing(moves):
+                for m in moves:
+                    if m.status is not MoveStatus.COMPLETE:
+                        report.warn(m.line())
+                return moves
+            if clock.expired():
+                raise BusyError(
+                    f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
+                    f"{describe_copying(moves)}",
+                    hint=f"The moves keep running. Check them with: {verify_command(req.file_name)} "
+                    "--bootstrap-server HOST:PORT",
+                )
+            clock.pause()
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting; the replica moves between log dirs keep running",
+            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req.file_name)}",
+        ) from None
+
+
+def describe_copying(moves: Sequence[ReplicaMoveProgress], limit: int = 10) -> str:
+    """The replicas that still have a future copy: "t-0 on broker 1 (to /d1)"."""
+    copying = [m for m in moves if m.future is not None]
+    parts = [f"{m.topic}-{m.partition} on broker {m.broker} (to {m.future})" for m in copying[:limit]]
+    if len(copying) > limit:
+        parts.append(f"and {len(copying) - limit} more")
+    return ", ".join(parts)
+
+
+def stuck_line(name: str, broker: int, gone: float, file_name: str) -> str:
+    return (
+        f"{name} is stuck: its target broker {broker} has not been registered for {gone:.0f} s. Start "
+        f"broker {broker}, or cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} "
+        "--bootstrap-server HOST:PORT"
+    )
+
+
+def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str:
+    parts = [f"{p.name} ({p.reason})" if p.reason else p.name for p in moving[:limit]]
+    if len(moving) > limit:
+        parts.append(f"and {len(moving) - limit} more")
+    return ", ".join(parts)

@@ -1,0 +1,680 @@
+"""The `generate` pipeline: load the state, select brokers, plan, write both documents, count the summary.
+
+The CLI command (cli/generate.py) only parses options, calls `run` and renders what it returns. The
+documents are streamed: Kafka's strategy plans and formats a chunk of topics at a time, so neither the
+proposed assignment nor either JSON document is ever held whole: they add about one chunk of text to
+the memory of the state itself. Files are written under a temporary name and renamed once complete, so
+an error or Ctrl-C never leaves a partial current.json or proposed.json.
+
+Strategies are pluggable: a `Strategy` yields the proposal in topic-name order, in chunks of any size
+(Kafka's, topic by topic, in bounded chunks; a whole-cluster optimiser may yield everything at once),
+and may add a block of its own statistics to the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import mmap
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+from reassign_cli.backends.zookeeper.session import ZkOptions
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.model import Assignment, Broker, ClusterState, format_partition_entries
+from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
+from reassign_cli.planning import plan, sizes
+from reassign_cli.planning.balanced import planner as balance
+
+if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (pyspark)
+    from reassign_cli.spark.engine import Engine
+    from reassign_cli.spark.split import Selection, SplitScan
+
+CURRENT_FILE = "current.json"
+PROPOSED_FILE = "proposed.json"
+DOC_HEAD = '{"version":1,"partitions":['
+DOC_TAIL = "]}"
+# Kafka partitions planned and formatted per step: big enough for numpy to pay off, small enough that a
+# chunk's objects and text (~8 MB) stay far below the state's own size.
+CHUNK_PARTITIONS = 100_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs and outputs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where the cluster state comes from: a snapshot file, else ZooKeeper, else the admin API."""
+
+    snapshot_file: str | None = None
+    zookeeper: ZkOptions | None = None
+    admin: AdminOptions | None = None
+    ignored_env: str | None = None  # with a snapshot: a connection setting from the environment, not used
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    topics: list[str]
+    broker_list: list[int] | None = None  # None: every registered broker
+    rack_aware: bool = True
+    seed: int | None = None  # None: a fresh random seed, reported through Reporter.seed_chosen
+    output_dir: str | None = None  # None: both documents on stdout, framed as in `frame`
+    # On stdout: the text before, between and after the two documents, given the seed and the
+    # strategy's own statistics (None for Kafka's); called again for "after" once those are known.
+    frame: Callable[[int, Mapping[str, Any] | None], tuple[str, str, str]] = lambda seed, extra: (
+        "",
+        "\n",
+        "\n",
+    )
+    engine: str = "local"  # or "spark"
+    spark_master: str = "local[*]"
+    verbose: bool = False
+    stats: bool = True  # count the summary statistics (skipped with -q)
+    # Given the seed and the cluster state; None: Kafka's (KafkaStrategy). See STRATEGIES.
+    strategy: Callable[[int, ClusterState], Strategy] | None = None
+    replication_factor: int | None = None  # a new RF for every selected topic; None: each topic's own
+    # From ZooKeeper, read every topic (the balanced strategy counts them all), not only the selected.
+    whole_cluster: bool = False
+    throttle: int | None = None  # bytes/s: with known partition sizes, how long the copies take at it
+
+
+class Reporter(Protocol):
+    """What the pipeline tells its caller while it runs (on stderr, in the CLI)."""
+
+    def warning(self, text: str) -> None: ...
+
+    def detail(self, text: str) -> None: ...
+
+    def seed_chosen(self, seed: int) -> None: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    seed: int
+    brokers: list[Broker]
+    stats: plan.PlanStats | None  # None when not asked for
+    extra_stats: Mapping[str, Any] | None = None  # the strategy's own figures, if any
+    files: tuple[str, str] | None = None  # (current, proposed) paths with output_dir
+    kept: list[object] = field(default_factory=list)  # large objects the caller may free lazily
+
+
+class Strategy(Protocol):
+    """How the proposed assignment is made. `check` raises every error `proposals` could, before any
+    output is written; `proposals` yields the assignment of `specs` (sorted by name) in that order, in
+    chunks of any size; `extra_stats`, after the proposals are consumed, returns its own figures or None."""
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None: ...
+
+    def proposals(
+        self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
+    ) -> Iterator[plan.AssignmentLike]: ...
+
+    def extra_stats(self) -> Mapping[str, Any] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaStrategy:
+    """Kafka's --generate: each topic anew, with the (seed, topic) draws of plan.topic_draws."""
+
+    seed: int
+    chunk_partitions: int = CHUNK_PARTITIONS
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
+        plan.check_specs(specs, brokers)
+
+    def proposals(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> Iterator[Assignment]:
+        for chunk in plan.chunked(specs, self.chunk_partitions):
+            yield plan.assign_topics(chunk, brokers, self.seed)
+
+    def extra_stats(self) -> Mapping[str, Any] | None:
+        return None
+
+
+@dataclass(slots=True)
+class BalancedStrategy:
+    """The fewest copies to a balanced, rack-aware assignment (reassign_cli.planning.balanced.planner): planned whole at the
+    first call of `proposals` (it needs every partition at once), then handed out in bounded chunks."""
+
+    seed: int
+    state: ClusterState
+    chunk_partitions: int = CHUNK_PARTITIONS
+    stats: balance.BalanceStats | None = None
+    # The unselected topics' counts, when `state` holds only the selected topics (Spark's executors read
+    # the others and counted them).
+    others: balance.OtherCounts | None = None
+
+    def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
+        plan.check_specs(specs, brokers)
+
+    def make_plan(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> balance.Balanced:
+        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed, self.others)
+        self.stats = result.stats
+        return result
+
+    def proposals(
+        self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]
+    ) -> Iterator[plan.AssignmentLike]:
+        yield from self.make_plan(specs, brokers).chunks(self.chunk_partitions)
+
+    def extra_stats(self) -> Mapping[str, Any] | None:
+        return None if self.stats is None else self.stats.as_dict()
+
+
+STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
+    "kafka": lambda seed, state: KafkaStrategy(seed),
+    "balanced": BalancedStrategy,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The pipeline
+# ---------------------------------------------------------------------------------------------
+
+
+def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
+    """Kafka's --generate, written to stdout or request.output_dir. Nothing is written when any input
+    or planning check fails; Ctrl-C leaves no partial file."""
+    if request.engine == "spark" and request.strategy not in (None, *STRATEGIES.values()):
+        # The Spark engine knows how to split Kafka's strategy and the balanced one, no other.
+        raise UsageError("--engine spark plans with the kafka and balanced strategies only")
+    if _executors_read(request, source, reporter):
+        assert source.snapshot_file is not None
+        return _run_spark_lines(request, source, reporter)
+    state = load_state(source, None if request.whole_cluster else request.topics, reporter)
+    # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
+    brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
+    for w in warnings:
+        reporter.warning(w)
+    specs = plan.topic_specs(state, request.topics)
+    if request.replication_factor is not None:
+        rf = request.replication_factor
+        specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
+    seed = plan.random_seed() if request.seed is None else request.seed
+    strategy = (request.strategy or STRATEGIES["kafka"])(seed, state)
+    strategy.check(specs, brokers)
+    if request.seed is None:
+        reporter.seed_chosen(seed)
+    current = {s.name: state.topics[s.name].replicas for s in specs}
+    known = _sizes_of(state, specs, request, reporter)
+    job = _Job(request, request.frame(seed, None), specs, brokers, current, seed, known)
+    if request.engine != "spark":
+        stats, files, copied = _write_local(job, strategy)
+    elif isinstance(strategy, BalancedStrategy):
+        stats, files, copied = _write_spark_balanced(job, strategy)
+    else:
+        stats, files, copied = _write_spark(job)
+    extra = _extra(strategy.extra_stats(), copied, request.throttle)
+    # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
+    return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
+
+
+def _sizes_of(
+    state: ClusterState, specs: Sequence[plan.TopicSpec], request: Request, reporter: Reporter
+) -> Mapping[str, Mapping[int, int]] | None:
+    """The selected topics' partition sizes, or None when none is known (then no bytes are reported)."""
+    names = [s.name for s in specs]
+    if sizes.any_sizes(state, names):
+        return {n: state.topics[n].sizes for n in names}
+    if request.throttle is not None:
+        reporter.warning(NO_SIZES)
+    return None
+
+
+NO_SIZES = (
+    "--throttle: no partition sizes are known, so the time at that rate cannot be told "
+    "(a snapshot taken with --bootstrap-server records them)"
+)
+
+
+def _extra(
+    strategy_stats: Mapping[str, Any] | None, copied: sizes.CopyBytes | None, throttle: int | None
+) -> Mapping[str, Any] | None:
+    """The strategy's own figures, then the bytes copied (when sizes are known)."""
+    if copied is None:
+        return strategy_stats
+    return {**(strategy_stats or {}), **copied.as_dict(throttle)}
+
+
+def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> ClusterState:
+    if source.snapshot_file:
+        if source.ignored_env:
+            reporter.detail(f"Planning from the snapshot; {source.ignored_env} is not used.")
+        return _load_snapshot(source.snapshot_file)
+    if source.admin is not None:
+        return _read_admin(source.admin, topics)
+    assert source.zookeeper is not None, "the CLI requires a connection without --snapshot"
+    return _read_zookeeper(source.zookeeper, topics)
+
+
+def _load_snapshot(path: str) -> ClusterState:
+    """The snapshot file (a document or JSON lines, told apart by its first bytes), memory-mapped: its
+    pages are dropped as the parser moves on, so a 750 MB file (10M partitions) does not add to the peak
+    memory on top of the state built from it."""
+    from reassign_cli.core import snapshot, snapshot_lines
+
+    try:
+        with open(path, "rb") as f:
+            lines = snapshot_lines.is_lines(f.read(snapshot_lines.SNIFF_BYTES))
+            loads = snapshot_lines.loads if lines else snapshot.loads
+            f.seek(0)
+            size = os.fstat(f.fileno()).st_size
+            if size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
+                return loads(f.read(), partition_state=False)
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
+    except OSError as e:
+        raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
+
+
+def _read_zookeeper(options: ZkOptions, topics: list[str] | None) -> ClusterState:
+    from reassign_cli.backends.zookeeper.read import read_state
+    from reassign_cli.backends.zookeeper.session import open_session
+
+    with open_session(options) as session:
+        return read_state(session, topics=topics)
+
+
+def _read_admin(options: AdminOptions, topics: list[str] | None) -> ClusterState:
+    from reassign_cli.backends.admin.backend import open_admin_backend
+
+    with open_admin_backend(options) as backend:
+        return backend.read_state(topics)
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What the writers need, once every check has passed."""
+
+    request: Request
+    frame: tuple[str, str, str]
+    specs: Sequence[plan.TopicSpec]
+    brokers: Sequence[Broker]
+    current: plan.AssignmentLike
+    seed: int
+    sizes: Mapping[str, Mapping[int, int]] | None = None  # the selected topics' sizes, when any is known
+
+
+_Written = tuple[plan.PlanStats | None, tuple[str, str] | None, sizes.CopyBytes | None]
+
+
+def _write_local(job: _Job, strategy: Strategy) -> _Written:
+    specs, brokers, current, known = job.specs, job.brokers, job.current, job.sizes
+    stats = plan.PlanStats() if job.request.stats else None
+    copied = None if known is None else sizes.CopyBytes()
+
+    def current_slices() -> Iterator[str]:
+        for chunk in plan.chunked(specs, CHUNK_PARTITIONS):
+            yield format_partition_entries({s.name: current[s.name] for s in chunk})
+
+    def proposed_slices() -> Iterator[str]:
+        for proposed in strategy.proposals(specs, brokers):
+            if stats is not None:
+                stats.add(plan.plan_stats(current, proposed))
+            if copied is not None and known is not None:
+                copied.add(sizes.copy_bytes(current, proposed, known))
+            yield format_partition_entries(proposed)
+
+    def after() -> str:
+        return job.request.frame(job.seed, _extra(strategy.extra_stats(), copied, job.request.throttle))[2]
+
+    with _Outputs(job.request.output_dir, job.frame) as outs:
+        outs.write_current(current_slices())
+        outs.write_proposed(proposed_slices(), after)
+    return stats, outs.paths, copied
+
+
+def _current_slices(job: _Job) -> Iterator[str]:
+    for chunk in plan.chunked(job.specs, CHUNK_PARTITIONS):
+        yield format_partition_entries({s.name: job.current[s.name] for s in chunk})
+
+
+def _write_spark(job: _Job) -> _Written:
+    """The proposed document from Spark: computed before anything is written (if Spark fails, nothing is
+    left behind), then streamed from the executors' part files (output dir) or from the executors.
+    The statistics are counted here chunk by chunk from the same deterministic plan, which costs far
+    less than reading the proposed document back; so are the bytes copied, before the document's end
+    (--format json carries them)."""
+    from reassign_cli.spark import engine as spark_engine
+
+    request = job.request
+    stats = plan.PlanStats() if request.stats else None
+    copied = None if job.sizes is None else sizes.CopyBytes()
+    with (
+        spark_engine.engine(request.spark_master, verbose=request.verbose) as eng,
+        _Outputs(request.output_dir, job.frame) as outs,
+    ):
+        proposed = eng.proposed(job.specs, job.brokers, job.seed, outs.parts_dir(eng.executors_here))
+        outs.write_current(_current_slices(job))
+        if stats is not None or copied is not None:
+            for chunk in plan.chunked(job.specs, CHUNK_PARTITIONS):
+                chunk_plan = plan.assign_topics(chunk, job.brokers, job.seed)
+                if stats is not None:
+                    stats.add(plan.plan_stats(job.current, chunk_plan))
+                if copied is not None and job.sizes is not None:
+                    copied.add(sizes.copy_bytes(job.current, chunk_plan, job.sizes))
+        outs.write_proposed(
+            proposed, lambda: request.frame(job.seed, _extra(None, copied, request.throttle))[2]
+        )
+    return stats, outs.paths, copied
+
+
+def _write_spark_balanced(job: _Job, strategy: BalancedStrategy) -> _Written:
+    """The balanced strategy with the state on the driver: planned here (it needs every partition at
+    once), the proposed document formatted by the executors, before anything is written; the statistics
+    and bytes copied counted from the plan's chunks, as the local engine counts them."""
+    from reassign_cli.spark import engine as spark_engine
+
+    request = job.request
+    copied = None if job.sizes is None else sizes.CopyBytes()
+    with (
+        spark_engine.engine(request.spark_master, verbose=request.verbose) as eng,
+        _Outputs(request.output_dir, job.frame) as outs,
+    ):
+        result = strategy.make_plan(job.specs, job.brokers)
+        proposed = eng.format_plan(result, outs.parts_dir(eng.executors_here))
+        stats = _balanced_stats(result, job.current, request.stats, copied, job.sizes)
+        outs.write_current(_current_slices(job))
+        extra = _extra(strategy.extra_stats(), copied, request.throttle)
+        outs.write_proposed(proposed, lambda: request.frame(job.seed, extra)[2])
+    return stats, outs.paths, copied
+
+
+def _balanced_stats(
+    result: balance.Balanced,
+    current: plan.AssignmentLike,
+    count: bool,
+    copied: sizes.CopyBytes | None = None,
+    known: Mapping[str, Mapping[int, int]] | None = None,
+) -> plan.PlanStats | None:
+    """The summary's statistics (when `count`) and the bytes copied (into `copied`, when sizes are
+    known), chunk by chunk as the local engine counts them."""
+    stats = plan.PlanStats() if count else None
+    if stats is None and copied is None:
+        return None
+    for chunk in result.chunks(CHUNK_PARTITIONS):
+        if stats is not None:
+            stats.add(plan.plan_stats(current, chunk))
+        if copied is not None and known is not None:
+            copied.add(sizes.copy_bytes(current, chunk, known))
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------
+# Spark, with a JSON-lines snapshot: the executors read it
+# ---------------------------------------------------------------------------------------------
+
+
+def _executors_read(request: Request, source: Source, reporter: Reporter) -> bool:
+    """Whether the Spark executors read the snapshot (JSON lines, at a path Hadoop takes)."""
+    from reassign_cli.core import snapshot_lines
+    from reassign_cli.spark import engine as spark_engine
+
+    if request.engine != "spark" or not source.snapshot_file:
+        return False
+    try:
+        with open(source.snapshot_file, "rb") as f:
+            if not snapshot_lines.is_lines(f.read(snapshot_lines.SNIFF_BYTES)):
+                return False
+    except OSError:
+        return False  # load_state reports it
+    if not spark_engine.readable_by_hadoop(source.snapshot_file):
+        reporter.warning(
+            f"The Spark executors cannot read a path with any of {spark_engine.UNREADABLE_PATH_CHARS!r} "
+            "in it (Hadoop takes them for path lists and URI schemes): the driver reads the snapshot instead"
+        )
+        return False
+    return True
+
+
+def _read_header(path: str) -> ClusterState:
+    """The JSON-lines snapshot's header line as a state without topics."""
+    from reassign_cli.core import snapshot_lines
+
+    blocks: list[bytes] = []
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 16):
+                blocks.append(block)
+                if b"\n" in block or b"\r" in block:
+                    break
+    except OSError as e:
+        raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
+    head = b"".join(blocks)
+    header = snapshot_lines.parse_header(head[: snapshot_lines.header_span(head)[0]])
+    return ClusterState(header.brokers, {}, header.deleting, header.reassignment)
+
+
+def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Outcome:
+    """`run` when the executors read the snapshot: the driver holds the header, the selected names and one
+    slice at a time, never the topics. Errors come in the local engine's order: the file's first bad
+    line, then the brokers, then the topics (split_plan); nothing is written before."""
+    from reassign_cli.spark import engine as spark_engine
+    from reassign_cli.spark import split as split_plan
+
+    assert source.snapshot_file is not None
+    if source.zookeeper:
+        reporter.detail("Planning from the snapshot; KAFKA_REASSIGN_ZOOKEEPER is not used.")
+    header = _read_header(source.snapshot_file)
+    try:
+        brokers, warnings = plan.select_brokers(header, request.broker_list, request.rack_aware)
+        broker_error = None
+    except ReassignError as e:
+        brokers, warnings, broker_error = [], [], e
+    pairs = tuple((b.id, b.rack) for b in brokers)
+    balanced = request.strategy is STRATEGIES["balanced"]
+    sel = split_plan.Selection(
+        sorted(set(request.topics)), pairs, request.replication_factor, header.deleting, others=balanced
+    )
+    seed = plan.random_seed() if request.seed is None else request.seed
+    if request.throttle is not None:
+        reporter.warning(SPARK_NO_SIZES)
+    with spark_engine.engine(request.spark_master, verbose=request.verbose) as eng:
+        scans = eng.scan(source.snapshot_file, sel)
+        error = split_plan.first_line_error(scans) or broker_error
+        if error is not None:
+            raise error
+        for w in warnings:
+            reporter.warning(w)
+        error = split_plan.first_plan_error(scans, sel)
+        if error is not None:
+            raise error
+        if request.seed is None:
+            reporter.seed_chosen(seed)
+        if balanced:
+            return _lines_balanced(request, eng, source.snapshot_file, sel, scans, brokers, seed)
+        del scans
+        with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
+            parts_dir = outs.parts_dir(eng.executors_here)
+            result = eng.plan(source.snapshot_file, sel, seed, request.stats, parts_dir)
+            outs.write_current(result.current)
+            outs.write_proposed(result.proposed)
+    return Outcome(seed, brokers, result.stats, None, outs.paths)
+
+
+def _lines_balanced(
+    request: Request,
+    eng: Engine,
+    path: str,
+    sel: Selection,
+    scans: list[SplitScan],
+    brokers: list[Broker],
+    seed: int,
+) -> Outcome:
+    """The balanced strategy over a JSON-lines snapshot the executors scanned: the selected topics
+    collected (compact arrays, in name order) with the unselected ones' per-broker counts, planned here,
+    both documents formatted by the executors."""
+    others = balance.OtherCounts({}, {})
+    for scan in scans:
+        if scan.others is not None:
+            others = others.plus(scan.others)
+    topics, specs = eng.selected(path, sel)
+    strategy = BalancedStrategy(seed, ClusterState(brokers, topics), others=others)
+    result = strategy.make_plan(specs, brokers)
+    with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
+        parts_dir = outs.parts_dir(eng.executors_here)
+        proposed = eng.format_plan(result, parts_dir)
+        outs.write_current(eng.current(path, sel, parts_dir))
+        outs.write_proposed(proposed, lambda: request.frame(seed, strategy.extra_stats())[2])
+    stats = _balanced_stats(result, {name: t.replicas for name, t in topics.items()}, request.stats)
+    return Outcome(seed, brokers, stats, strategy.extra_stats(), outs.paths, kept=[topics, result])
+
+
+SPARK_NO_SIZES = (
+    "--throttle: the Spark executors read this snapshot and do not report the bytes copied; "
+    "plan with --engine local (or a snapshot document, not JSON lines) for them"
+)
+
+
+class _Outputs:
+    """Where the two documents go. On stdout: frame[0], current, frame[1], proposed, frame[2]. With an
+    output dir: DIR/current.json and DIR/proposed.json, each document and a newline, written under
+    temporary names in DIR and renamed into place only once both are complete; removed on any error or
+    interrupt."""
+
+    def __init__(self, output_dir: str | None, frame: tuple[str, str, str]) -> None:
+        self.output_dir = output_dir
+        self.frame = frame
+        self.paths: tuple[str, str] | None = None
+        self._tmps: dict[str, str] = {}
+        self._open: list[IO[str]] = []
+        self._scratch: list[str] = []
+
+    def __enter__(self) -> _Outputs:
+        if self.output_dir is not None:
+            _make_dir(self.output_dir)
+        return self
+
+    def _file(self, name: str) -> IO[str]:
+        assert self.output_dir is not None
+        tmp = self._reserve(name)
+        f = open(tmp, "w", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        self._open.append(f)
+        return f
+
+    def _reserve(self, name: str) -> str:
+        """A new empty file DIR/.NAME.<random>.partial, created with the mode a plain open() gives."""
+        assert self.output_dir is not None
+        for _ in range(100):
+            tmp = os.path.join(self.output_dir, f".{name}.{secrets.token_hex(4)}.partial")
+            # Recorded before it exists: a Ctrl-C right after the create must still find it to remove.
+            self._tmps[name] = tmp
+            try:
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            except FileExistsError:
+                del self._tmps[name]  # not ours
+                continue
+            except OSError as e:
+                del self._tmps[name]
+                path = os.path.join(self.output_dir, name)
+                raise OperationalError(f"cannot write {path}: {e.strerror or e}") from None
+            return tmp
+        raise OperationalError(f"cannot create a temporary file in {self.output_dir}")  # pragma: no cover
+
+    def write_current(self, slices: Iterator[str] | Iterator[bytes]) -> None:
+        self._write(CURRENT_FILE, self.frame[0], slices, self.frame[1])
+
+    def write_proposed(
+        self, slices: Iterator[str] | Iterator[bytes | str], after: Callable[[], str] | None = None
+    ) -> None:
+        """`after`, if given, replaces frame[2]; it is asked for once the slices are written."""
+        self._write(PROPOSED_FILE, "", slices, after or (lambda: self.frame[2]))
+
+    def _write(self, name: str, before: str, slices: Iterator[Any], after: str | Callable[[], str]) -> None:
+        """On stdout, framed; in a file, the document and a newline."""
+        f = sys.stdout if self.output_dir is None else self._file(name)
+        if self.output_dir is not None:
+            before, after = "", "\n"
+        f.write(before)
+        _write_document(f, slices)
+        f.write(after if isinstance(after, str) else after())
+
+    def scratch_dir(self) -> str:
+        """A new directory for other writers' pieces (Spark executors' part files), removed on exit: hidden
+        in the output dir (which must be on a filesystem the executors share), or without one a
+        temporary directory (for executors on this host)."""
+        where = self.output_dir
+        try:
+            path = tempfile.mkdtemp(
+                prefix=".kafka-reassign-parts-" if where else "kafka-reassign-parts-", dir=where
+            )
+        except OSError as e:
+            raise OperationalError(
+                f"cannot write into {where or tempfile.gettempdir()}: {e.strerror or e}"
+            ) from None
+        self._scratch.append(path)
+        return path
+
+    def parts_dir(self, executors_here: bool) -> str | None:
+        """Where Spark executors write their part files: the output dir's scratch dir; on stdout, a
+        temporary one when the executors run on this host, else None (they stream to the driver)."""
+        return self.scratch_dir() if self.output_dir is not None or executors_here else None
+
+    def final_paths(self) -> tuple[str, str]:
+        assert self.output_dir is not None
+        return (os.path.join(self.output_dir, CURRENT_FILE), os.path.join(self.output_dir, PROPOSED_FILE))
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        if self.output_dir is None:
+            for path in self._scratch:
+                shutil.rmtree(path, ignore_errors=True)
+            if exc is None:
+                sys.stdout.flush()
+            return
+        try:
+            for f in self._open:
+                f.close()
+            if exc is None:
+                final = dict(zip((CURRENT_FILE, PROPOSED_FILE), self.final_paths(), strict=True))
+                for name, tmp in list(self._tmps.items()):
+                    os.replace(tmp, final[name])
+                    del self._tmps[name]
+                self.paths = self.final_paths()
+        except OSError as e:
+            raise OperationalError(f"cannot write into {self.output_dir}: {e.strerror or e}") from None
+        finally:
+            for tmp in self._tmps.values():
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            for path in self._scratch:
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_document(f: IO[str], slices: Iterator[str] | Iterator[bytes] | Iterator[bytes | str]) -> None:
+    """Kafka's reassignment document from its comma-joined entry slices (empty slices skipped); slices
+    in bytes (UTF-8) go to the stream's binary buffer when it has one."""
+    f.write(DOC_HEAD)
+    first = True
+    for text in slices:
+        if text:
+            if not first:
+                f.write(",")
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                _write_bytes(f, text)
+            first = False
+    f.write(DOC_TAIL)
+
+
+def _write_bytes(f: IO[str], data: bytes) -> None:
+    buffer = getattr(f, "buffer", None)
+    if buffer is None:
+        f.write(data.decode())
+        return
+    f.flush()
+    buffer.write(data)
+
+
+def _make_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise OperationalError(f"cannot create directory {path}: {e.strerror or e}") from None

@@ -1,0 +1,111 @@
+"""Taking the throttles off once nothing is reassigning: verify, cancel and `execute --wait` use it.
+
+Only keys this tool set (those in its prior-values record, `/reassign_cli/throttles`) are touched: a recorded
+prior value is put back, a recorded absence removes the key. Throttle keys someone else set are left alone
+and reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from reassign_cli.backends.protocol import (
+    Backend,
+    ClearResult,
+    ConfigFn,
+    ConfigReader,
+    ConfigUpdate,
+    SetupInProgress,
+)
+from reassign_cli.core import throttle as th
+from reassign_cli.core.model import TopicPartition
+from reassign_cli.core.progress import anything_reassigning
+
+
+def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
+    return lambda cur: th.restore_config(cur, keys, priors)
+
+
+SETUP_WAIT_SECONDS = 20.0  # an execute's setup takes a second or two; a killed one's mark lasts a session
+
+
+def clear_throttles(
+    backend: Backend, targets: dict[TopicPartition, list[int]], setup_wait: float = SETUP_WAIT_SECONDS
+) -> ClearResult | None:
+    """Remove this tool's throttles once nothing is reassigning anywhere; None (nothing touched) otherwise.
+
+    Entities looked at: Kafka's (registered brokers ∪ the file's target brokers; the file's topics) and
+    every entity in our prior-values record. Only keys this tool set (those in the record) are touched:
+    a recorded prior value is put back, a recorded absence removes the key. Throttle keys that someone
+    else set (not in the record) are left alone and reported in `kept`; that keeps an operator's
+    standing throttle and makes a second verify write nothing. A znode is written (with its
+    notification) only when its content changes.
+
+    The check "nothing reassigning" and the writes are one fenced commit (backend.commit_throttles): an
+    execute that wrote its throttles but has not created its reassignment yet holds the setup mark, and
+    the clear waits for it (up to setup_wait seconds, then keeps the throttles: None).
+    """
+    deadline = time.monotonic() + setup_wait
+    result: list[ClearResult] = []
+    while True:
+        try:
+            done = backend.commit_throttles(
+                lambda rec, read: _plan_clear(backend, targets, rec, read, result),
+                guard="idle",
+                record_last=True,
+                create=False,
+            )
+        except SetupInProgress:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.5)
+            continue
+        if done is None:
+            return None
+        result[0].changes = done[0]
+        return result[0]
+
+
+def _plan_clear(
+    backend: Backend,
+    targets: dict[TopicPartition, list[int]],
+    record: dict[str, Any],
+    read: ConfigReader,
+    out: list[ClearResult],
+) -> tuple[list[ConfigUpdate], dict[str, Any]] | None:
+    """The restores and the record without the entities restored; None while anything reassigns."""
+    full = backend.read_state()
+    if anything_reassigning(full):
+        return None
+    kafka_brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
+    kafka_topics = {t for t, _ in targets}
+    brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
+    topics = kafka_topics | set(record.get("topics", {}))
+    result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
+    result.recorded_brokers, result.recorded_topics = th.recorded_entities(record)
+    out[:] = [result]
+    if not backend.offline_broker_configs:
+        offline = brokers - set(full.broker_ids)
+        result.pending = sorted(b for b in offline if th.record_entry(record, "brokers", b))
+        brokers -= offline
+    updates: list[ConfigUpdate] = []
+    for t in sorted(topics):
+        priors = th.record_entry(record, "topics", t)
+        if priors:
+            if t in full.topics:  # a deleted topic's config went with it
+                updates.append(("topics", t, _restorer(list(priors), priors)))
+            record = th.record_forget(record, "topics", t)
+        elif t in full.topics:
+            cur = read("topics", t)
+            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
+    for b in sorted(brokers):
+        priors = th.record_entry(record, "brokers", b)
+        if priors:
+            updates.append(("brokers", str(b), _restorer(list(priors), priors)))
+            record = th.record_forget(record, "brokers", b)
+        else:
+            cur = read("brokers", str(b))
+            result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
+    return updates, record
