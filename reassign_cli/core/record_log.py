@@ -1,5 +1,5 @@
 """The prior-values record (throttle.py's format) kept as a log in a Kafka topic, for the admin-API backend.
-Pure: the messages' bytes and the replay; admin/record.py produces and consumes them.
+Pure: the messages' bytes and the replay; backends/admin/record_topic.py produces and consumes them.
 
 Each message holds a whole record and the offset of the record state it was computed from:
 

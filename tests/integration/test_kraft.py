@@ -305,7 +305,7 @@ def test_bad_input_is_refused_with_nothing_written(kc: ExtraCluster, ka: Admin, 
 RACER = """
 import pathlib, sys, time
 from reassign_cli.core import throttle as th
-from reassign_cli.backends.admin import record
+from reassign_cli.backends.admin import record_topic as record
 from reassign_cli.backends.admin.backend import open_admin_backend
 from reassign_cli.core.client_config import AdminOptions
 

@@ -7,7 +7,7 @@ ZooKeeper-mode brokers from 2.4 alike.
 - configs: DescribeConfigs (the entity's own dynamic keys) and IncrementalAlterConfigs (SET/DELETE of the
   keys that change only: nothing else of the entity is touched). A broker's config goes through that
   broker, so brokers that are not registered are out of reach (`offline_broker_configs` False).
-- the prior-values record: the topic `__reassign_cli_throttles` (admin/record.py, record_log.py).
+- the prior-values record: the topic `__reassign_cli_throttles` (record_topic.py, core/record_log.py).
 - create_reassignment: AlterPartitionReassignments, refused (False) while ListPartitionReassignments lists
   any, as Kafka's tool refuses; start_election: ElectLeaders (PREFERRED); cancel: AlterPartitionReassignments
   without targets. ensure_writable: nothing to guard (no ZooKeeper to go stale).
@@ -291,7 +291,7 @@ class AdminBackend:
         self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
     ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
         """The admin API has no multi-key transaction and no ephemeral node: the record (a log with an
-        optimistic check, admin/record.py) is written FIRST when throttles are set and LAST when they are
+        optimistic check, record_topic.py) is written FIRST when throttles are set and LAST when they are
         taken off, so no prior value is ever lost; the setup-mark guards are not enforced here
         (docs/kraft.md)."""
         read = lambda e, n: self.read_config(e, n) or {}  # noqa: E731

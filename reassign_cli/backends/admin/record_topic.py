@@ -1,5 +1,5 @@
 """The prior-values record in the cluster, for the admin-API backend: the topic `__reassign_cli_throttles`
-(record_log.py has the format and the replay). Reads replay the log; writes are read-modify-writes that
+(core/record_log.py has the format and the replay). Reads replay the log; writes are read-modify-writes that
 check their own message counted, and compute again when it did not (another run wrote first).
 
 Producer and consumer are made on first use with the same connection settings as the admin client, and
