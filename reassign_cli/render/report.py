@@ -197,7 +197,7 @@ CHARTS = (("replicas", 0, 1), ("preferred leaders", 2, 3), ("bytes", 4, 5))
 CSS = """body{font:15px/1.45 system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em}
 th{background:#f3f3f3}code{background:#f3f3f3;padding:0 .3em}.charts{display:flex;flex-wrap:wrap;gap:2em}
-svg text{font:12px system-ui,sans-serif}.before{fill:#b9b9b9}.after{fill:#2f6fb0}"""
+svg text{font:12px system-ui,sans-serif}svg text.t{font-weight:bold;font-size:13px}.before{fill:#b9b9b9}.after{fill:#2f6fb0}"""
 
 
 def bar_length(value: float, most: float) -> float:
@@ -213,7 +213,7 @@ def svg_chart(title: str, rows: Sequence[tuple[int, int, int]], fmt: Any = str) 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + BAR_WIDTH + 110}" height="{height}" '
         f'role="img" aria-label="{html.escape(title)} per broker, before and after">',
-        f'<text x="0" y="14" font-weight="bold">{html.escape(title)}</text>',
+        f'<text class="t" x="0" y="14">{html.escape(title)}</text>',
     ]
     for i, (broker, before, after) in enumerate(rows):
         y = 24 + i * step
