@@ -84,6 +84,7 @@ def _verify(
 
 
 def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
+    from reassign_cli.core.names import NAMES_SHOWN
     from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
     from reassign_cli.render.progress import (
         clearing_lines,
@@ -96,7 +97,8 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
     code = verify_exit(results, moves)
     if outcome.orphans is not None:  # before the Clearing lines, as list warns
-        out.warn(orphans_line(*outcome.orphans))
+        brokers, topics = outcome.orphans
+        out.warn(orphans_line(brokers, topics, limit=None if opts.verbose else NAMES_SHOWN))
     if opts.json:
         doc = report_json(results)
         if checked_dirs:
@@ -117,7 +119,7 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     for line in reason_lines(results, limit=None if opts.verbose else 20):
         out.info(line)
     if cleared is not None:
-        for line in kept_lines(cleared):
+        for line in kept_lines(cleared, limit=None if opts.verbose else NAMES_SHOWN):
             out.info(line)
     if (
         cleared is None
