@@ -157,7 +157,7 @@ def command(
     for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
         if snapshot_file and name in opts.explicit:
             raise UsageError(f"--snapshot and {flag} cannot be used together")
-    seen = _report_collector(report, engine)
+    seen = _report_collector(report, engine, output_dir)
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     source = _source(opts, snapshot_file)
@@ -187,8 +187,9 @@ def command(
     keep_until_exit(*result.kept)  # freeing a 1M-partition state object by object serves nothing at exit
 
 
-def _report_collector(report: str | None, engine: str) -> Any:
-    """The report's collector; the checks on --report before anything is planned."""
+def _report_collector(report: str | None, engine: str, output_dir: str | None) -> Any:
+    """The report's collector; the checks on --report before anything is planned (its directory must
+    exist, or be the --output-dir that generate creates)."""
     import os
 
     if report is None:
@@ -196,7 +197,8 @@ def _report_collector(report: str | None, engine: str) -> Any:
     if engine != "local":
         raise UsageError("--report works with --engine local")
     directory = os.path.dirname(os.path.abspath(report))
-    if not os.path.isdir(directory):
+    creates = output_dir is not None and directory == os.path.abspath(output_dir)
+    if not os.path.isdir(directory) and not creates:
         raise UsageError(f"--report {report}: the directory {directory} does not exist")
     from reassign_cli.render.report import Collector
 

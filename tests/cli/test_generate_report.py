@@ -162,3 +162,10 @@ def test_report_usage_errors(tmp_path: Path) -> None:
         assert r.returncode == 2, r.stderr
         assert r.stdout == ""
     assert not list(tmp_path.glob("r.*"))
+    # into the --output-dir that generate creates: fine
+    out = tmp_path / "plan"
+    r = run_cli(
+        "generate", "--snapshot", snap, "--topic", "a", "--output-dir", str(out), "--report", str(out / "r")
+    )
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["current.json", "proposed.json", "r.html", "r.md"]
