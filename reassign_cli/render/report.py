@@ -233,7 +233,7 @@ def svg_chart(title: str, rows: Sequence[tuple[int, int, int]], fmt: Any = str) 
 def html_page(r: Report) -> str:
     """The Markdown rendered (CommonMark with tables), the charts after the per-broker table; no script,
     no network."""
-    md = MarkdownIt("commonmark").enable("table")
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")  # no raw HTML from names
     rows = broker_rows(r)
     width = len(rows[0][1]) if rows else 0
     charts = [

@@ -169,3 +169,13 @@ def test_report_usage_errors(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["current.json", "proposed.json", "r.html", "r.md"]
+
+
+def test_no_raw_html_from_the_command_line(tmp_path: Path) -> None:
+    snap = _snap(tmp_path, _doc(False), "p.json")
+    base = tmp_path / "x`<script>alert(1)"
+    r = run_cli("generate", "--snapshot", snap, "--topic", "a", "--report", str(base))
+    assert r.returncode == 0, r.stderr
+    bars = _Bars()
+    bars.feed(Path(str(base) + ".html").read_text())
+    assert "script" not in bars.tags
