@@ -4,6 +4,7 @@ the admin API) or a snapshot."""
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import click
 
@@ -118,6 +119,12 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     metavar="URL",
     help="Spark master for --engine spark.",
 )
+@click.option(
+    "--report",
+    metavar="FILE",
+    help="Also write the plan for review: FILE.md (Markdown for a pull request or a CI summary) and "
+    "FILE.html (self-contained, with per-broker bar charts). Local engine.",
+)
 @connection_options
 def command(
     opts: Options,
@@ -133,6 +140,7 @@ def command(
     throttle: int | None,
     engine: str,
     spark_master: str,
+    report: str | None = None,
 ) -> None:
     """Propose a new replica assignment for the given topics over the given brokers.
 
@@ -149,13 +157,15 @@ def command(
     for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
         if snapshot_file and name in opts.explicit:
             raise UsageError(f"--snapshot and {flag} cannot be used together")
+    seen = _report_collector(report, engine, output_dir)
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     source = _source(opts, snapshot_file)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
-        engine, spark_master, opts.verbose, stats=not opts.quiet, replication_factor=replication_factor,
-        strategy=generate.STRATEGIES[strategy], whole_cluster=strategy == "balanced", throttle=throttle,
+        engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None,
+        replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
+        whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
@@ -168,11 +178,46 @@ def command(
         else:
             out.result(f"{CURRENT_HEADER} written to {current_path}")
             out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
-    if result.stats is not None:
+    if report is not None and seen is not None:
+        _write_report(out, report, strategy, result, seen)
+    if result.stats is not None and not opts.quiet:
         ids = [b.id for b in result.brokers]
         table = summary_table(result.stats, ids, every_broker=opts.verbose, extra_stats=result.extra_stats)
         out.renderable(table)
     keep_until_exit(*result.kept)  # freeing a 1M-partition state object by object serves nothing at exit
+
+
+def _report_collector(report: str | None, engine: str, output_dir: str | None) -> Any:
+    """The report's collector; the checks on --report before anything is planned (its directory must
+    exist, or be the --output-dir that generate creates)."""
+    import os
+
+    if report is None:
+        return None
+    if engine != "local":
+        raise UsageError("--report works with --engine local")
+    directory = os.path.dirname(os.path.abspath(report))
+    creates = output_dir is not None and directory == os.path.abspath(output_dir)
+    if not os.path.isdir(directory) and not creates:
+        raise UsageError(f"--report {report}: the directory {directory} does not exist")
+    from reassign_cli.render.report import Collector
+
+    return Collector()
+
+
+def _write_report(out: Output, base: str, strategy: str, result: generate.Outcome, seen: Any) -> None:
+    import shlex
+    import sys
+
+    from reassign_cli.render.report import Report, write_report
+
+    assert result.stats is not None
+    command = shlex.join(["kafka-reassign", *sys.argv[1:]])
+    ids = [b.id for b in result.brokers]
+    md, page = write_report(
+        base, Report(command, result.seed, strategy, result.stats, result.extra_stats, ids, seen)
+    )
+    out.info(f"Report written to {md} and {page}")
 
 
 def _source(opts: Options, snapshot_file: str | None) -> generate.Source:

@@ -98,6 +98,7 @@ def _list_json(state: ClusterState, rows: list[Row], orphans: tuple[list[int], l
 def _list_text(
     out: Any, state: ClusterState, rows: list[Row], orphans: tuple[list[int], list[str]] | None
 ) -> None:
+    from reassign_cli.core.names import NAMES_SHOWN
     from reassign_cli.render.progress import entities_text, list_line
 
     if not rows:
@@ -117,7 +118,7 @@ def _list_text(
             "it blocks new reassignments until it is deleted"
         )
     if orphans is not None:
-        where = entities_text(*orphans)
+        where = entities_text(*orphans, limit=None if out.verbose else NAMES_SHOWN)
         out.warn(
             f"throttles set by kafka-reassign are still in place on {where}, and nothing is reassigning "
             "(an interrupted execute?); kafka-reassign verify with the plan removes them"

@@ -126,7 +126,9 @@ def _sizes_note(report: SizeReport | None) -> str:
 
 
 def _unknown_sizes(report: SizeReport) -> str:
-    silent = ", ".join(map(str, report.silent_brokers))
+    from reassign_cli.core.names import shorten
+
+    silent = shorten(report.silent_brokers, sep=", ")
     return (
         f"no size for {report.unknown} partitions: none of their replicas is on a broker that answered "
         "DescribeLogDirs with a live log dir"

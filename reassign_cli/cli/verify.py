@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -23,8 +24,15 @@ from reassign_cli.cli.inputs import read_input_file
     is_flag=True,
     help="Leave the throttles in place even when nothing is reassigning any more.",
 )
+@click.option(
+    "--metrics-file",
+    metavar="PATH",
+    help="Also write the outcome as Prometheus metrics in node_exporter's textfile format (atomically: "
+    "a temporary file renamed into place), also when verify fails. Name it *.prom in the textfile "
+    "collector's directory (docs/execute-verify.md).",
+)
 @connection_options
-def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> int:
+def command(opts: Options, reassignment_file: str, preserve_throttles: bool, metrics_file: str | None) -> int:
     """Report the status of each partition in --reassignment-json-file (Kafka's lines), and of each
     replica move between log dirs it names (through the admin API: --bootstrap-server, also beside
     --zookeeper).
@@ -33,6 +41,23 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     that this tool recorded are put back) unless --preserve-throttles is given.
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
+    if metrics_file is None:
+        return _verify(opts, reassignment_file, preserve_throttles, None)
+    import os
+
+    from reassign_cli.render.metrics import check_metrics_path
+
+    check_metrics_path(metrics_file)
+    name = os.path.basename(reassignment_file)
+    return _with_metrics(
+        metrics_file, name, lambda facts: _verify(opts, reassignment_file, preserve_throttles, facts)
+    )
+
+
+def _verify(
+    opts: Options, reassignment_file: str, preserve_throttles: bool, facts: dict[str, Any] | None
+) -> int:
+    """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code."""
     from reassign_cli.core.model import parse_reassignment
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
@@ -41,11 +66,13 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
     dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
-        mover = log_dir_mover(backend) if dirs else None
+        mover = log_dir_mover(backend) if dirs or facts is not None else None
         try:
             outcome = verify(
                 backend, plan.targets(), preserve_throttles=preserve_throttles, dirs=dirs, log_dirs=mover
             )
+            if facts is not None:
+                facts.update(_metric_facts(backend, outcome.results, mover))
         finally:
             if mover is not None:
                 mover.close()
@@ -57,6 +84,7 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool) -> 
 
 
 def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
+    from reassign_cli.core.names import NAMES_SHOWN
     from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
     from reassign_cli.render.progress import (
         clearing_lines,
@@ -69,7 +97,8 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
     code = verify_exit(results, moves)
     if outcome.orphans is not None:  # before the Clearing lines, as list warns
-        out.warn(orphans_line(*outcome.orphans))
+        brokers, topics = outcome.orphans
+        out.warn(orphans_line(brokers, topics, limit=None if opts.verbose else NAMES_SHOWN))
     if opts.json:
         doc = report_json(results)
         if checked_dirs:
@@ -90,7 +119,7 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     for line in reason_lines(results, limit=None if opts.verbose else 20):
         out.info(line)
     if cleared is not None:
-        for line in kept_lines(cleared):
+        for line in kept_lines(cleared, limit=None if opts.verbose else NAMES_SHOWN):
             out.info(line)
     if (
         cleared is None
@@ -101,4 +130,42 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
             out.info("Throttles kept: a replica is still moving between log dirs.")
         else:
             out.info("Throttles kept: another reassignment is still running in the cluster.")
+    return code
+
+
+def _metric_facts(backend: Any, results: Any, mover: Any) -> dict[str, Any]:
+    from reassign_cli.ops.verify_metrics import moving_replica_sizes, our_throttle_rates
+    from reassign_cli.render.metrics import bytes_remaining
+
+    sizes = moving_replica_sizes(results, mover.replica_sizes if mover is not None else None)
+    return {
+        "results": results,
+        "rates": our_throttle_rates(backend),
+        "bytes_remaining": bytes_remaining(results, sizes),
+    }
+
+
+def _with_metrics(path: str, plan: str, run: Callable[[dict[str, Any]], int]) -> int:
+    """Run verify and write the metrics file whatever happens: on a failure, only its exit code and the
+    time (the error itself still goes out as usual)."""
+    import time
+
+    from reassign_cli.errors import ExitCode, ReassignError
+    from reassign_cli.render.metrics import VerifyMetrics, write_metrics
+
+    facts: dict[str, Any] = {}
+    code: int = ExitCode.ERROR
+    try:
+        code = run(facts)
+    except ReassignError as e:
+        code, facts = e.exit_code, {}
+        raise
+    except KeyboardInterrupt:
+        code, facts = ExitCode.INTERRUPTED, {}
+        raise
+    except BaseException:
+        facts = {}
+        raise
+    finally:
+        write_metrics(path, VerifyMetrics(plan, int(code), time.time(), **facts))
     return code

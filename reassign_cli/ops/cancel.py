@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from reassign_cli.backends.protocol import Backend, ClearResult
 from reassign_cli.core.cancel_rules import cancel_plan
 from reassign_cli.core.model import TopicPartition, tp_str
+from reassign_cli.core.names import shorten
 from reassign_cli.errors import BusyError, InvalidInputError
 from reassign_cli.ops.unthrottle import clear_throttles
 
@@ -55,7 +56,7 @@ def _wait_reverted(backend: Backend, tps: list[TopicPartition], timeout: float) 
         if time.monotonic() >= deadline:
             raise BusyError(
                 f"cancel was accepted, but after {timeout:g}s these partitions still reassign: "
-                f"{','.join(tp_str(tp) for tp in left[:10])}",
+                f"{shorten(tp_str(tp) for tp in left)}",
                 hint="Check with kafka-reassign list; run verify to remove the throttles once they revert.",
             )
         time.sleep(0.5)

@@ -42,6 +42,7 @@ from reassign_cli.core.model import (
     parse_reassignment,
     tp_str,
 )
+from reassign_cli.core.names import NAMES_SHOWN, shorten
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -367,7 +368,7 @@ def start_until_done(mover: LogDirMoves, moves: ReplicaDirs, timeout: float, rep
             return
         raise_hard(failed)
         if time.monotonic() >= deadline:
-            names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
+            names = shorten((f"{t}-{p} on broker {b}" for t, p, b in sorted(pending)), sep=", ")
             raise OperationalError(f"Timed out before log directory move(s) could be started for: {names}")
         time.sleep(0.5)
 
@@ -505,9 +506,8 @@ def _resume(
     return split.todo, results
 
 
-def _names(entries: Sequence[PlanEntry], limit: int = 10) -> str:
-    names = [f"{e.topic}-{e.partition}" for e in entries[:limit]]
-    return ",".join(names) + (f" and {len(entries) - limit} more" if len(entries) > limit else "")
+def _names(entries: Sequence[PlanEntry], limit: int = NAMES_SHOWN) -> str:
+    return shorten((f"{e.topic}-{e.partition}" for e in entries), limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -603,7 +603,7 @@ def submit_batch(
     if writes.offline:
         report.info(
             f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
-            f"{','.join(map(str, writes.offline))}, not registered (a broker's rate is set through that broker)"
+            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
         )
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")

@@ -84,6 +84,12 @@ class Request:
     # From ZooKeeper, read every topic (the balanced strategy counts them all), not only the selected.
     whole_cluster: bool = False
     throttle: int | None = None  # bytes/s: with known partition sizes, how long the copies take at it
+    # Sees each chunk of the plan as it is written: (current, proposed, the sizes planned with or None);
+    # generate --report (local engine).
+    observe: (
+        Callable[[plan.AssignmentLike, plan.AssignmentLike, Mapping[str, Mapping[int, int]] | None], None]
+        | None
+    ) = None
 
 
 class Reporter(Protocol):
@@ -320,6 +326,8 @@ def _write_local(job: _Job, strategy: Strategy) -> _Written:
                 stats.add(plan.plan_stats(current, proposed))
             if copied is not None and known is not None:
                 copied.add(sizes.copy_bytes(current, proposed, known))
+            if job.request.observe is not None:
+                job.request.observe(current, proposed, known)
             yield format_partition_entries(proposed)
 
     def after() -> str:

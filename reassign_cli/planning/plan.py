@@ -32,6 +32,7 @@ from itertools import chain
 import numpy as np
 
 from reassign_cli.core.model import Assignment, Broker, ClusterState, Topic, duplicates
+from reassign_cli.core.names import shorten
 from reassign_cli.core.replicas import TopicReplicas, stack
 from reassign_cli.errors import AdminOperationError, InvalidInputError, InvalidReplicationFactorError
 from reassign_cli.planning.assign import MIXED_RACKS_MESSAGE, assign_many, check_arguments
@@ -202,7 +203,7 @@ def select_brokers(
         known = {b.id for b in registered}
         missing = [b for b in broker_list if b not in known]
         if missing:
-            ids = ",".join(map(str, missing))
+            ids = shorten(missing)
             warnings.append(
                 f"Broker{'s' if len(missing) > 1 else ''} {ids} in --broker-list "
                 f"{'are' if len(missing) > 1 else 'is'} not registered and will not be used"

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import orjson
+from rich.bar import Bar
 from rich.table import Table
 
 from reassign_cli.planning.plan import PlanStats, plan_stats
@@ -163,10 +164,27 @@ def summary_table(
             lb = sum(st.leaders_before[b] for b in outside)
             table.add_row(f"{len(outside)} not in plan (sum)", str(rb), "0", str(lb), "0", style="dim")
         return table
+    table.add_column("replicas before → after", no_wrap=True, min_width=2 * BAR_CELLS + 3)
+    most = max((max(st.replicas_before[b], st.replicas_after[b]) for b in ids), default=0)
     for b in ids:
         table.add_row(
             str(b) if b in chosen else f"{b} (not in plan)",
             *(str(c[b]) for c in counters),
+            _bars(st.replicas_before[b], st.replicas_after[b], most),
             style=None if b in chosen else "dim",
         )
     return table
+
+
+BAR_CELLS = 10
+
+
+def _bars(before: int, after: int, most: int) -> Table:
+    """Two bars on one line, before → after, the busiest broker's at full width: a skew seen at a glance."""
+    grid = Table.grid(padding=0)
+    grid.add_column(width=BAR_CELLS)
+    grid.add_column()
+    grid.add_column(width=BAR_CELLS)
+    size = most or 1
+    grid.add_row(Bar(size, 0, before, width=BAR_CELLS), " → ", Bar(size, 0, after, width=BAR_CELLS))
+    return grid

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from reassign_cli.core.elect_rules import LeaderStatus, result_lines, status_json
+from reassign_cli.core.names import NAMES_SHOWN, shorten
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -221,31 +222,37 @@ def list_line(
     return line
 
 
-def kept_lines(result: ClearResult) -> list[str]:
-    lines = [f"Kept a throttle this tool did not set: {k}" for k in result.kept]
+def kept_lines(result: ClearResult, limit: int | None = NAMES_SHOWN) -> list[str]:
+    """The throttles a clear left alone: at most `limit` lines of kept keys (None: all), then a count."""
+    kept = result.kept if limit is None else result.kept[:limit]
+    lines = [f"Kept a throttle this tool did not set: {k}" for k in kept]
+    if len(kept) < len(result.kept):
+        lines.append(f"... and {len(result.kept) - len(kept)} more kept (all with -v)")
     if result.pending:
         b = result.pending
         lines.append(
-            f"Throttles this tool set on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))} stay until "
+            f"Throttles this tool set on broker{'' if len(b) == 1 else 's'} {shorten(b, limit)} stay until "
             f"{'it is' if len(b) == 1 else 'they are'} registered again (a broker's config is changed through "
             "that broker): run verify again then"
         )
     return lines
 
 
-def entities_text(brokers: Sequence[int], topics: Sequence[str]) -> str:
-    """ "brokers 1,2 and topics a,b" (either part left out when empty)."""
+def entities_text(brokers: Sequence[int], topics: Sequence[str], limit: int | None = NAMES_SHOWN) -> str:
+    """ "brokers 1,2 and topics a,b" (either part left out when empty); each list cut after `limit`
+    names with "and N more" (None: whole)."""
     parts = [
-        f"brokers {','.join(map(str, brokers))}" if brokers else "",
-        f"topics {','.join(topics)}" if topics else "",
+        f"brokers {shorten(brokers, limit)}" if brokers else "",
+        f"topics {shorten(topics, limit)}" if topics else "",
     ]
-    return " and ".join(x for x in parts if x)
+    cut = limit is not None and len(brokers) > limit  # "... and 3 more and topics" would not read
+    return ("; " if cut else " and ").join(x for x in parts if x)
 
 
-def orphans_line(brokers: Sequence[int], topics: Sequence[str]) -> str:
+def orphans_line(brokers: Sequence[int], topics: Sequence[str], limit: int | None = NAMES_SHOWN) -> str:
     """verify's warning before it removes throttles of ours that nothing accounts for."""
     return (
-        f"throttles set by kafka-reassign were left in place on {entities_text(brokers, topics)} with nothing "
+        f"throttles set by kafka-reassign were left in place on {entities_text(brokers, topics, limit)} with nothing "
         "reassigning (an interrupted execute?); removing them"
     )
 

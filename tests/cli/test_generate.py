@@ -154,7 +154,7 @@ def test_generate_summary_table(make_topic: MakeTopic, run_cli: RunCli) -> None:
         for line in r.stderr.splitlines()
         if re.match(r"│\s+\d", line)
     ]
-    got = {int(row[0]): [int(x) for x in row[1:]] for row in table_rows}
+    got = {int(row[0]): [int(x) for x in row[1:5]] for row in table_rows}  # then the bars
     leaders_after = {b: sum(1 for reps in proposed.values() if reps[0] == b) for b in (1, 2, 3)}
     assert got == {
         1: [3, after[1], 3, leaders_after[1]],

@@ -274,3 +274,32 @@ def test_target_broker_stopped_mid_move(
     assert v.returncode == 0 and "Clearing topic-level throttles on topic " + topic in v.stdout
     assert FOLLOWER_REPLICAS not in (config(zk, "topics", topic) or {})
     assert len(consume_all(topic)) == 5005
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["short", "verbose"])
+def test_orphaned_throttles_of_many_topics_named_in_short(
+    fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path, verbose: bool
+) -> None:
+    # 40 topics with our recorded throttles and nothing reassigning; the plan's own (t00, complete) accounts
+    # for its throttles, the 39 others are orphaned: the warning names ten (all with -v), the document all.
+    names = [f"t{i:02d}" for i in range(40)]
+    fake_cluster(fake, {1: None, 2: None}, {n: {"partitions": {0: [1, 2]}} for n in names})
+    rec: dict[str, Any] = {"version": 1, "brokers": {}, "topics": {}}
+    for n in names:
+        rec["topics"][n] = {FOLLOWER_REPLICAS: None}
+        fake.set(
+            f"/config/topics/{n}", json.dumps({"version": 1, "config": {FOLLOWER_REPLICAS: "0:2"}}).encode()
+        )
+    fake.create(RECORD, json.dumps(rec).encode(), makepath=True)
+    plan = write_plan(tmp_path / "p.json", {("t00", 0): [1, 2]})
+    r = _verify(run_cli, zk_chroot, plan, "--format", "json", *(["-v"] if verbose else []))
+    assert r.returncode == 0, r.stderr
+    warning = next(line for line in r.stderr.splitlines() if line.startswith("Warning: "))  # -v: kazoo's too
+    orphaned = names[1:]
+    shown = orphaned if verbose else orphaned[:10]
+    assert warning == (
+        f"Warning: throttles set by kafka-reassign were left in place on topics {','.join(shown)}"
+        + ("" if verbose else " and 29 more")
+        + " with nothing reassigning (an interrupted execute?); removing them"
+    )
+    assert json.loads(r.stdout)["orphaned_throttles"] == {"brokers": [], "topics": orphaned}

@@ -1,0 +1,124 @@
+"""`verify --metrics-file`: verify's outcome in node_exporter's textfile format, written atomically.
+
+Every series carries `plan` (the --reassignment-json-file's base name), so the verifies of several plans
+can write beside each other in the collector's directory. The names are stable (docs/execute-verify.md):
+
+- kafka_reassign_verify_partitions{status}: complete, in_progress, not_as_planned (all three, 0 included)
+- kafka_reassign_verify_bytes_remaining: bytes still to copy, only when every moving partition's size is
+  known (the admin API is at hand); 0 when nothing moves
+- kafka_reassign_verify_throttle_rate_bytes{broker,kind}: the throttle rates this tool set and that are
+  still in place (kind leader, follower or log_dir)
+- kafka_reassign_verify_exit_code: verify's exit code (also 1, 3, 130... when it failed)
+- kafka_reassign_verify_last_run_timestamp_seconds: when this verify ended
+
+A failed verify writes only the exit code and the timestamp: no stale partition counts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+
+from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
+from reassign_cli.errors import OperationalError, UsageError
+
+PREFIX = "kafka_reassign_verify_"
+RATE_KINDS = {LEADER_RATE: "leader", FOLLOWER_RATE: "follower", LOG_DIR_RATE: "log_dir"}
+ReplicaKey = tuple[str, int, int]
+
+
+@dataclass(slots=True)
+class VerifyMetrics:
+    """What one verify run reports; `results` None when it failed before classifying."""
+
+    plan: str
+    exit_code: int
+    timestamp: float
+    results: Sequence[PartitionProgress] | None = None
+    bytes_remaining: int | None = None
+    rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+
+
+def bytes_remaining(
+    results: Sequence[PartitionProgress], sizes: Mapping[ReplicaKey, int] | None
+) -> int | None:
+    """Bytes the partitions in progress still have to copy: for each replica being added, the partition's
+    size (its largest origin replica) less what that replica holds already (0 when not created yet).
+    None when the sizes are unknown, or when a moving partition has no origin replica with a size."""
+    total = 0
+    for r in results:
+        if r.status != Status.IN_PROGRESS:
+            continue
+        if sizes is None:
+            return None
+        adding = r.adding or [b for b in r.target if b not in r.current]
+        origin = [(r.topic, r.partition, b) for b in r.current if b not in adding]
+        known = [sizes[k] for k in origin if k in sizes]
+        if not known:
+            return None
+        full = max(known)
+        total += sum(max(0, full - sizes.get((r.topic, r.partition, b), 0)) for b in adding)
+    return total
+
+
+def registry(m: VerifyMetrics) -> CollectorRegistry:
+    reg = CollectorRegistry()
+    plan = {"plan": m.plan}
+    if m.results is not None:
+        g = Gauge(
+            PREFIX + "partitions",
+            "Partitions of the plan by status: complete, in_progress, not_as_planned.",
+            ["plan", "status"],
+            registry=reg,
+        )
+        for status in Status:
+            g.labels(**plan, status=status.value).set(sum(1 for r in m.results if r.status == status))
+    if m.bytes_remaining is not None:
+        Gauge(
+            PREFIX + "bytes_remaining",
+            "Bytes the partitions in progress still have to copy (DescribeLogDirs sizes).",
+            ["plan"],
+            registry=reg,
+        ).labels(**plan).set(m.bytes_remaining)
+    if m.results is not None:
+        rates = Gauge(
+            PREFIX + "throttle_rate_bytes",
+            "Replication throttle rates set by kafka-reassign and still in place, in bytes per second.",
+            ["plan", "broker", "kind"],
+            registry=reg,
+        )
+        for broker in sorted(m.rates):
+            for key, value in sorted(m.rates[broker].items()):
+                rates.labels(**plan, broker=str(broker), kind=RATE_KINDS[key]).set(value)
+    Gauge(PREFIX + "exit_code", "Exit code of the last verify run.", ["plan"], registry=reg).labels(
+        **plan
+    ).set(m.exit_code)
+    Gauge(
+        PREFIX + "last_run_timestamp_seconds",
+        "Unix time at which the last verify run ended.",
+        ["plan"],
+        registry=reg,
+    ).labels(**plan).set(m.timestamp)
+    return reg
+
+
+def write_metrics(path: str, m: VerifyMetrics) -> None:
+    """Write the file atomically: a temporary file in the same directory, renamed into place (its name,
+    PATH.<pid>.<thread>, does not end in .prom, so the collector never reads it half-written)."""
+    try:
+        write_to_textfile(path, registry(m))
+    except OSError as e:
+        raise OperationalError(f"Cannot write the metrics file {path}: {e.strerror or e}") from None
+
+
+def check_metrics_path(path: str) -> None:
+    """Before verify connects: the directory must exist (a usage error otherwise, nothing written)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--metrics-file {path}: the directory {directory} does not exist")
+    if os.path.isdir(path):
+        raise UsageError(f"--metrics-file {path} is a directory")

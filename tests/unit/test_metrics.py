@@ -1,0 +1,79 @@
+"""verify --metrics-file's content, without a cluster: the bytes still to copy (worked out by hand), and the
+textfile as prometheus_client's own parser reads it back. The real cluster's test is
+tests/integration/test_verify_metrics.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.render.metrics import VerifyMetrics, bytes_remaining, registry, write_metrics
+
+
+def _p(
+    partition: int, status: Status, target: list[int], current: list[int], adding: list[int]
+) -> PartitionProgress:
+    return PartitionProgress("t", partition, target, current, status, None, adding, [], None)
+
+
+RESULTS = [
+    _p(0, Status.COMPLETE, [1, 2], [1, 2], []),
+    # moving 1,2 -> 2,3: origin replicas 1 (1000 B) and 2 (900 B); 3 holds 400 B so far
+    _p(1, Status.IN_PROGRESS, [2, 3], [1, 2, 3], [3]),
+    # in the trigger, not started: 3 and 4 to add, nothing on them yet
+    _p(2, Status.IN_PROGRESS, [3, 4], [1], []),
+    _p(3, Status.NOT_AS_PLANNED, [1, 3], [1, 2], []),
+]
+SIZES = {("t", 1, 1): 1000, ("t", 1, 2): 900, ("t", 1, 3): 400, ("t", 2, 1): 50}
+
+
+def parse(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    out: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def test_bytes_remaining_by_hand() -> None:
+    # partition 1: 1000 - 400 = 600; partition 2: 50 for each of 3 and 4 = 100
+    assert bytes_remaining(RESULTS, SIZES) == 700
+    assert bytes_remaining(RESULTS, None) is None
+    # a moving partition whose origin replicas have no size: unknown, not a guess
+    assert bytes_remaining(RESULTS, {k: v for k, v in SIZES.items() if k[1] != 2}) is None
+    # nothing moving: nothing remains, sizes or not
+    assert bytes_remaining(RESULTS[:1], None) == 0
+
+
+def test_textfile_parsed_back(tmp_path: Path) -> None:
+    path = tmp_path / "verify.prom"
+    m = VerifyMetrics(
+        "plan.json", 4, 1700000000.5, RESULTS, 700, {1: {"follower.replication.throttled.rate": 10000}}
+    )
+    write_metrics(str(path), m)
+    text = path.read_text()
+    assert "# HELP kafka_reassign_verify_partitions " in text
+    assert "# TYPE kafka_reassign_verify_partitions gauge" in text
+    got = parse(text)
+    plan = ("plan", "plan.json")
+    assert got["kafka_reassign_verify_partitions"] == {
+        (plan, ("status", "complete")): 1,
+        (plan, ("status", "in_progress")): 2,
+        (plan, ("status", "not_as_planned")): 1,
+    }
+    assert got["kafka_reassign_verify_bytes_remaining"] == {(plan,): 700}
+    assert got["kafka_reassign_verify_throttle_rate_bytes"] == {
+        (("broker", "1"), ("kind", "follower"), plan): 10000
+    }
+    assert got["kafka_reassign_verify_exit_code"] == {(plan,): 4}
+    assert got["kafka_reassign_verify_last_run_timestamp_seconds"] == {(plan,): 1700000000.5}
+    # nothing left beside it: the temporary file was renamed into place
+    assert [p.name for p in tmp_path.iterdir()] == ["verify.prom"]
+
+
+def test_failed_run_reports_only_its_code_and_time() -> None:
+    text = registry(VerifyMetrics("p.json", 1, 5.0)).collect()
+    names = {f.name for f in text}
+    assert names == {"kafka_reassign_verify_exit_code", "kafka_reassign_verify_last_run_timestamp_seconds"}
