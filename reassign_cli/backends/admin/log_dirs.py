@@ -127,8 +127,8 @@ def replica_dirs(copies: Sequence[tuple[str, bool]], target: str) -> tuple[str |
     answer given in between names the replica as current in two dirs, neither of them future. That is a
     copy being swapped in, not two replicas: the copy in the target dir is the future one (a move to the
     target was asked for) and the move is still in progress; the next answer shows it done. (Neither in
-    the target: someone else's move, being swapped in elsewhere.) Reading the
-    second current copy as the replica's dir made `execute --wait` report "not being moved" and exit 5."""
+    the target: someone else's move, being swapped in elsewhere.) Reading the second current copy as the
+    replica's dir made `execute --wait` report "not being moved" and exit 5."""
     current = [d for d, future in copies if not future]
     future = [d for d, is_future in copies if is_future]
     if len(current) > 1:
