@@ -199,14 +199,10 @@ def stop_extra(c: ExtraCluster) -> None:
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """A Java .properties file of plain key=value lines (what scripts/cluster writes)."""
-    out = {}
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")):
-            key, _, value = line.partition("=")
-            out[key.strip()] = value.strip()
-    return out
+    """A Java .properties file (what scripts/cluster writes), as Java reads it."""
+    import javaproperties
+
+    return dict(javaproperties.loads(path.read_text()))
 
 
 def read_jaas_client(path: Path, section: str = "Client") -> tuple[str, str]:

@@ -178,9 +178,11 @@ class LogDirMoves(Protocol):
         """One round: (started, {replica: error name})."""
         ...
 
-    def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
-        """DescribeLogDirs: each replica's (current log dir, future log dir), as its broker reports them;
-        a replica in no live log dir (or on a broker that does not answer) is left out."""
+    def describe(self, moves: ReplicaDirs) -> dict[ReplicaKey, tuple[str | None, str | None]]:
+        """DescribeLogDirs on the replicas of `moves` (replica -> its target dir): each one's (current log
+        dir, future log dir), as its broker reports them; a replica in no live log dir (or on a broker that
+        does not answer) is left out. A broker that names the replica as current in two dirs is swapping a
+        finished copy in: reported as (the other dir, the target dir), a move still in progress."""
         ...
 
     def close(self) -> None: ...

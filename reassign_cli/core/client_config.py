@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from reassign_cli.core import properties
 from reassign_cli.errors import InvalidInputError
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -73,58 +74,10 @@ class AdminOptions:
 # Java .properties
 # ---------------------------------------------------------------------------------------------
 
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Lines joined across a trailing odd number of backslashes (leading blanks of the next line dropped)."""
-    out: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        out.append(pending + line)
-        pending = ""
-    if pending:
-        out.append(pending)
-    return out
-
-
-def _unescape(s: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\" or i + 1 == len(s):
-            out.append(c)
-            i += 1
-            continue
-        n = s[i + 1]
-        if n == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i + 2 : i + 6]):
-            out.append(chr(int(s[i + 2 : i + 6], 16)))
-            i += 6
-            continue
-        out.append(_ESCAPES.get(n, n))
-        i += 2
-    return "".join(out)
-
 
 def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties file: `key=value`, `key: value` or `key value`; # and ! comments; backslash
-    continuations and escapes. A later key wins, as in java.util.Properties."""
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:]?\s*(.*)", line, re.S)
-        assert m is not None  # the pattern matches any line
-        key, value = _unescape(m.group(1)), _unescape(m.group(2))
-        if key:
-            props[key] = value
-    return props
+    """A Java .properties file as java.util.Properties reads it (`core.properties`); a later key wins."""
+    return properties.parse_properties(text, "command config", InvalidInputError)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reassign_cli.core import properties
 from reassign_cli.errors import UsageError
 
 JAAS_PROPERTY = "java.security.auth.login.config"
@@ -119,57 +120,8 @@ def parse_jaas_client(text: str, source: str, section: str = "Client") -> Creden
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """A Java .properties file: `key=value`, `key: value` or `key value`, # and ! comments, backslash
-    line continuations and escapes (\\t \\n \\uXXXX ...)."""
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while _continues(line) and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        if _continues(line):
-            line = line[:-1]
-        key, value = _split_property(line)
-        out[_unescape(key)] = _unescape(value)
-    return out
-
-
-def _continues(line: str) -> bool:
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "=: \t\f":
-            break
-        i += 1
-    key, rest = line[:i], line[i:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(s: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        e = m.group(1)
-        if e.startswith("u") and len(e) == 5:
-            return chr(int(e[1:], 16))
-        return _ESCAPES.get(e, e)
-
-    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", sub, s)
+    """A Java .properties file as java.util.Properties reads it (`core.properties`); a later key wins."""
+    return properties.parse_properties(text, "ZooKeeper TLS config file", UsageError)
 
 
 # --------------------------------------------------------------------------- TLS

@@ -456,7 +456,8 @@ def _execute(
                 return change_running_throttle(backend, state, entries, req, report), None
             raise BusyError(BUSY_MESSAGE)
     if ending.dirs and log_dirs is not None and not req.dry_run:
-        log_dirs.describe(sorted(ending.dirs))  # the brokers answer (our credentials too) before any write
+        # the brokers answer (our credentials too) before any write
+        log_dirs.describe(dict(sorted(ending.dirs.items())))
     earlier: list[PartitionProgress] = []
     if resuming and not req.dry_run:
         entries, earlier = _resume(backend, state, entries, req, report)

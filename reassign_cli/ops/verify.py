@@ -58,4 +58,4 @@ def verify(
 def replica_moves(dirs: ReplicaDirs, log_dirs: LogDirMoves) -> list[ReplicaMoveProgress]:
     """Where each planned replica move between log dirs stands, from DescribeLogDirs on the brokers
     concerned (verify, and `execute --wait` before it takes the throttles off)."""
-    return classify_moves(dirs, log_dirs.describe(sorted(dirs)))
+    return classify_moves(dirs, log_dirs.describe(dict(sorted(dirs.items()))))

@@ -48,6 +48,45 @@ def test_properties_syntax() -> None:
     }
 
 
+def test_properties_continuations_and_escapes() -> None:
+    # Expected values by hand from java.util.Properties.load's rules.
+    text = (
+        "a = one \\\n"  # odd trailing backslashes: the line goes on...
+        "      # two\n"  # ...its leading blanks dropped, and a '#' there is not a comment
+        "even=C:\\\\\\\\\n"  # an even number: two literal backslashes... (file text: even=C:\\\\)
+        "next=line\n"  # ...and no continuation
+        "key\\ with\\ spaces : v\n"  # escaped blanks belong to the key
+        "k2 = = v\n"  # only the first separator separates
+        "lonely\n"  # a key alone: an empty value
+        "tabs=a\\tb\\nc\\rd\\fe\n"
+        "other=\\q\\z\\\\\n"  # another escaped character is itself; the backslash goes
+        "emoji=\\uD83D\\uDE00\n"  # a surrogate pair of escapes is one character
+        "crlf=1\r\n"  # \r\n ends a line too
+        "   \n"  # a blank line
+        "last=end\\"  # a continuation at the end of the file ends the value
+    )
+    assert parse_properties(text) == {
+        "a": "one # two",
+        "even": "C:\\\\",
+        "next": "line",
+        "key with spaces": "v",
+        "k2": "= v",
+        "lonely": "",
+        "tabs": "a\tb\nc\rd\fe",
+        "other": "qz\\",
+        "emoji": "\U0001f600",
+        "crlf": "1",
+        "last": "end",
+    }
+
+
+def test_properties_malformed_unicode_escape_one_line_without_the_value() -> None:
+    with pytest.raises(InvalidInputError) as e:
+        parse_properties("sasl.jaas.config=secret\\u00zz\n")
+    assert str(e.value) == "command config: a malformed \\uXXXX escape (Java refuses it too)"
+    assert "secret" not in str(e.value)
+
+
 def test_jaas() -> None:
     assert parse_jaas(PLAIN_JAAS) == (
         "org.apache.kafka.common.security.plain.PlainLoginModule",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kafka.errors import KafkaTimeoutError
 
 from reassign_cli.backends.admin.log_dirs import LogDirMover
@@ -61,7 +62,35 @@ def test_replica_sizes_current_logs_of_live_dirs_and_silent_brokers() -> None:
 
 def test_describe_still_reports_current_and_future_dirs() -> None:
     mover = LogDirMover("unused:9092", FakeAdmin())
-    assert mover.describe([("t", 0, 1), ("t", 1, 2), ("t", 1, 3)]) == {
+    assert mover.describe({("t", 0, 1): "/d1", ("t", 1, 2): "/d1", ("t", 1, 3): "/d0"}) == {
         ("t", 0, 1): ("/d0", "/d1"),
         ("t", 1, 2): ("/d0", None),
     }
+
+
+class SwappingAdmin:
+    """Broker 1 in the middle of finishing a move of t-0: the copy in /d0 already renamed to the current
+    name, both still registered, so it names t-0 as current in /d0 and in /d1, in its log dirs' order (an
+    answer caught on the test cluster, Kafka 3.9.2, 8 times in 40 moves polled back to back)."""
+
+    def describe_log_dirs(self, tps: dict[str, list[int]], brokers: list[int]) -> list[dict[str, Any]]:
+        dirs = [
+            {"error_code": 0, "log_dir": d, "topics": [{"name": "t", "partitions": [_part(0, 100)]}]}
+            for d in ("/d0", "/d1")
+        ]
+        return [{"broker": 1, "log_dirs": dirs}]
+
+
+@pytest.mark.parametrize(("target", "expected"), [("/d0", ("/d1", "/d0")), ("/d1", ("/d0", "/d1"))])
+def test_a_replica_named_current_in_two_dirs_is_a_move_still_in_progress(
+    target: str, expected: tuple[str, str]
+) -> None:
+    from reassign_cli.core.progress import MoveStatus, classify_moves
+
+    key = ("t", 0, 1)
+    dirs = LogDirMover("unused:9092", SwappingAdmin()).describe({key: target})
+    # Not "not being moved from /d1 to /d0" (the answer's last dir read as the current one), nor
+    # complete while the old copy still waits to be renamed for deletion: still in progress.
+    assert dirs == {key: expected}
+    (move,) = classify_moves({key: target}, dirs)
+    assert move.status is MoveStatus.IN_PROGRESS

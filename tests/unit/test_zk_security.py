@@ -190,3 +190,78 @@ def test_load_security_from_files(tmp_path: Path) -> None:
         load_security(str(only_kafka), None)
     with pytest.raises(UsageError, match="need an authenticated connection"):
         load_security(None, None, "kafka")
+
+
+class RefusingClient:
+    """A kazoo client whose SASL login is refused on its connection thread before start() looks at the
+    session (a busy machine): the listeners hear LOST in AUTH_FAILED, then start() gives up as kazoo's
+    does, with its connection time-out; or, when the main thread wins, start() returns and the first
+    request fails with AuthFailedError."""
+
+    def __init__(self, late: bool) -> None:
+        from kazoo.protocol.states import KeeperState
+
+        self.late = late
+        self.listeners: list[object] = []
+        self.client_state = KeeperState.CONNECTING
+
+    def add_listener(self, f: object) -> None:
+        self.listeners.append(f)
+
+    def remove_listener(self, f: object) -> None:
+        self.listeners.remove(f)
+
+    def _refuse(self) -> None:
+        from kazoo.protocol.states import KazooState, KeeperState
+
+        self.client_state = KeeperState.AUTH_FAILED
+        for f in list(self.listeners):
+            f(KazooState.LOST)  # type: ignore[operator]
+
+    def start(self, timeout: float) -> None:
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        if self.late:
+            self._refuse()
+            raise KazooTimeoutError("Connection time-out")
+
+    def exists_async(self, path: str) -> object:
+        from kazoo.exceptions import AuthFailedError
+
+        self._refuse()
+
+        class Failed:
+            def get(self, timeout: float) -> None:
+                raise AuthFailedError()
+
+        return Failed()
+
+
+@pytest.mark.parametrize("late", [True, False])
+def test_a_refused_sasl_login_is_named_whichever_thread_wins(late: bool) -> None:
+    from reassign_cli.backends.zookeeper.security import ZkSecurity
+    from reassign_cli.backends.zookeeper.session import _start
+    from reassign_cli.errors import OperationalError
+
+    client = RefusingClient(late)
+    security = ZkSecurity(zs.Credentials("kafka", "not-the-password"))
+    with pytest.raises(OperationalError) as e:
+        _start(client, "h:2182", 10, security)
+    assert str(e.value) == "ZooKeeper SASL authentication as 'kafka' failed at h:2182"
+    assert client.listeners == []
+
+
+def test_a_connection_time_out_is_still_one() -> None:
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from reassign_cli.backends.zookeeper.security import ZkSecurity
+    from reassign_cli.backends.zookeeper.session import _start
+    from reassign_cli.errors import OperationalError
+
+    class Silent(RefusingClient):
+        def start(self, timeout: float) -> None:
+            raise KazooTimeoutError("Connection time-out")
+
+    with pytest.raises(OperationalError) as e:
+        _start(Silent(True), "h:2182", 10, ZkSecurity(zs.Credentials("kafka", "pw")))
+    assert str(e.value) == "cannot connect to ZooKeeper at h:2182 within 10s"

@@ -49,13 +49,15 @@ class LogDirMover:
                 failed[key] = "NoResponse"
         return started, failed
 
-    def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
-        """DescribeLogDirs on each broker concerned; log dirs that are offline (an error) are skipped."""
-        out: dict[ReplicaKey, tuple[str | None, str | None]] = {}
-        answered, _ = self._log_dirs(replicas)
+    def describe(self, moves: ReplicaDirs) -> dict[ReplicaKey, tuple[str | None, str | None]]:
+        """DescribeLogDirs on each broker concerned: each replica's (current, future) log dir; log dirs
+        that are offline (an error) are skipped. A replica named as current in two dirs is being swapped
+        (see `replica_dirs`)."""
+        seen: dict[ReplicaKey, list[tuple[str, bool]]] = {}
+        answered, _ = self._log_dirs(list(moves))
         for broker, dirs in answered:
-            _note_dirs(out, broker, dirs)
-        return {k: v for k, v in out.items() if k in set(replicas)}
+            _note_dirs(seen, broker, dirs)
+        return {k: replica_dirs(seen[k], target) for k, target in moves.items() if k in seen}
 
     def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]:
         """The size in bytes of each replica (its current log, not a future one being moved between log
@@ -104,17 +106,31 @@ class LogDirMover:
 
 
 def _note_dirs(
-    out: dict[ReplicaKey, tuple[str | None, str | None]], broker: int, dirs: list[dict[str, Any]]
+    seen: dict[ReplicaKey, list[tuple[str, bool]]], broker: int, dirs: list[dict[str, Any]]
 ) -> None:
+    """Each replica's copies in the broker's live log dirs: (log dir, is future), in the answer's order."""
     for d in dirs:
         if d.get("error_code"):
             continue
         for topic in d["topics"]:
             for part in topic["partitions"]:
                 key = (topic["name"], part["partition_index"], broker)
-                current, future = out.get(key, (None, None))
-                if part["is_future_key"]:
-                    future = d["log_dir"]
-                else:
-                    current = d["log_dir"]
-                out[key] = (current, future)
+                seen.setdefault(key, []).append((d["log_dir"], bool(part["is_future_key"])))
+
+
+def replica_dirs(copies: Sequence[tuple[str, bool]], target: str) -> tuple[str | None, str | None]:
+    """(current, future) log dir of a replica from its copies as one broker reported them.
+
+    A broker finishes a move by renaming the future copy's directory to the current name, and only then
+    moves it from its future logs to its current logs and renames the old copy for deletion (Kafka's
+    LogManager.replaceCurrentWithFutureLog, under the partition's lock; DescribeLogDirs takes no lock). An
+    answer given in between names the replica as current in two dirs, neither of them future. That is a
+    copy being swapped in, not two replicas: the copy in the target dir is the future one (a move to the
+    target was asked for) and the move is still in progress; the next answer shows it done. (Neither in
+    the target: someone else's move, being swapped in elsewhere.) Reading the second current copy as the
+    replica's dir made `execute --wait` report "not being moved" and exit 5."""
+    current = [d for d, future in copies if not future]
+    future = [d for d, is_future in copies if is_future]
+    if len(current) > 1:
+        return next(d for d in current if d != target), (target if target in current else current[-1])
+    return (current[0] if current else None), (future[0] if future else None)

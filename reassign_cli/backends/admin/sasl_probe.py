@@ -1,10 +1,20 @@
 """A SASL/PLAIN credentials check on one bootstrap broker, made before kafka-python connects.
 
-kafka-python (3.0) reads a socket's last data and its end-of-file in one pass and drops the data when it
-sees the end: the broker's SaslAuthenticate answer to a wrong password, sent just before it closes the
-connection, is lost, and the client retries until its bootstrap timeout (30 s) and reports only "Unable
-to bootstrap". Here the same two requests are made on a socket of our own (SaslHandshake v1, then
-SaslAuthenticate v1 with the PLAIN token, over TLS for SASL_SSL), and a refusal becomes one line at once.
+Why it exists: kafka-python reads a socket's last data and its end-of-file in one pass and drops the data
+when it sees the end (kafka/net/transport.py: `_read` aborts on the error `_sock_recv` returns before the
+bytes of the same pass reach the protocol). The broker's SaslAuthenticate answer to a wrong password, sent
+just before it closes the connection, is lost; the client sees "socket disconnected", retries until its
+bootstrap timeout (30 s) and reports only "Unable to bootstrap". Checked on 3.0.12, the newest release
+(2026-11-24), against the secure test cluster: 30.0 s, KafkaTimeoutError. Its SaslAuthenticationFailedError
+(raised when the answer does arrive) never comes. Here the same two requests are made on a socket of our
+own (SaslHandshake v1, then SaslAuthenticate v1 with the PLAIN token, over TLS for SASL_SSL), and a
+refusal becomes one line at once.
+
+When it can go: when a kafka-python release hands the bytes read with the end-of-file to the protocol
+before it aborts. To check a new release: pin it, make `check_plain_credentials` return at once, map
+kafka-python's SaslAuthenticationFailedError onto the same line in admin/client.connect, and run
+tests/integration/test_secure.py::test_wrong_kafka_password_refused_in_one_line; it must pass, in
+seconds. Then delete this module and tests/unit/test_sasl_probe.py.
 
 Only a definite refusal counts: a broker that cannot be reached, or any other surprise, is left to
 kafka-python's own connection and its errors. SCRAM needs a conversation of its own and is not checked here.

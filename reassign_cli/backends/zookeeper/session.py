@@ -27,7 +27,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from reassign_cli.backends.zookeeper.security import ZkSecurity, denied, load_security, parent
 from reassign_cli.core import zk_security as zs
@@ -288,26 +288,49 @@ def open_session(options: ZkOptions) -> Iterator[ZkSession]:
 
 
 def _start(client: Any, hosts: str, timeout: float, security: ZkSecurity) -> None:
-    from kazoo.exceptions import AuthFailedError
-    from kazoo.handlers.threading import KazooTimeoutError
+    """Connect, and with SASL credentials make one request, so that a refused login shows here.
 
+    kazoo reports the session CONNECTED before its SASL exchange, which runs on its connection thread.
+    A refused login moves the session to AUTH_FAILED (and on to CLOSED) there; if that happens before
+    start() looks at the session (a busy machine), start() raises its connection time-out instead. The
+    listener sees AUTH_FAILED on the connection thread itself, before start() can give up or the request
+    fail, so whichever way the error comes out, the refusal is the message."""
+    from kazoo.exceptions import AuthFailedError, KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
+    from kazoo.protocol.states import KazooState, KeeperState
+
+    refused: list[bool] = []
+
+    def on_state(state: Any) -> None:
+        if state == KazooState.LOST and client.client_state == KeeperState.AUTH_FAILED:
+            refused.append(True)
+
+    client.add_listener(on_state)
     try:
         client.start(timeout=timeout)
         if security.credentials:  # SASL fails on the first request after the handshake: make it now
             client.exists_async("/").get(timeout=timeout)
-    except KazooTimeoutError:
+    except (KazooTimeoutError, KazooException) as e:
+        if refused or isinstance(e, AuthFailedError):
+            _refused(hosts, security)
+        if not isinstance(e, KazooTimeoutError):
+            raise
         tls = " (over TLS)" if security.tls else ""
         raise OperationalError(
             f"cannot connect to ZooKeeper at {hosts}{tls} within {timeout:g}s",
             hint="Check --zookeeper (or KAFKA_REASSIGN_ZOOKEEPER), --zk-tls-config-file and that ZooKeeper "
             "is running.",
         ) from None
-    except AuthFailedError:
-        who = f" as {security.identity!r}" if security.identity else ""
-        raise OperationalError(
-            f"ZooKeeper SASL authentication{who} failed at {hosts}",
-            hint="Check the username and password of the JAAS file's Client section.",
-        ) from None
+    finally:
+        client.remove_listener(on_state)
+
+
+def _refused(hosts: str, security: ZkSecurity) -> NoReturn:
+    who = f" as {security.identity!r}" if security.identity else ""
+    raise OperationalError(
+        f"ZooKeeper SASL authentication{who} failed at {hosts}",
+        hint="Check the username and password of the JAAS file's Client section.",
+    ) from None
 
 
 def _enter_chroot(client: Any, hosts: str, chroot: str, required: bool, timeout: float) -> None:
