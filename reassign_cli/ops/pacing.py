@@ -1,0 +1,383 @@
+"""`execute --max-moves-per-broker N`: the window's sequencing (the pure rules are core/pacing.py).
+
+Through the admin API (a backend that can `add_reassignment`): start the moves that fit, poll, and as soon
+as a move ends start the next that fits (AlterPartitionReassignments adds to the running reassignment,
+KIP-455). Before a move starts, its partition is in its topic's throttled-replica lists: every start
+rewrites the lists for the moves running, starting and next in line, through execute's fenced
+`apply_throttles` (the record of prior values first, exactly as a batch does). With sizes
+(DescribeLogDirs), progress is in bytes: each added replica's size against its leader's.
+
+Through ZooKeeper alone the trigger znode takes one batch at a time: the window is sent as batches
+(each fills an empty window), run by execute's `_run_batches`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from reassign_cli.core import pacing as pc
+from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
+from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
+from reassign_cli.core.validate import split_batches
+from reassign_cli.errors import BusyError
+from reassign_cli.ops.execute import (
+    NO_BYTES_LIMIT,
+    THROTTLE_SETTLE_SECONDS,
+    ExecuteReport,
+    ExecuteRequest,
+    WaitInterrupted,
+    _Clock,
+    _run_batches,
+    apply_throttles,
+    describe_moving,
+    log_dir_moves,
+    raise_hard,
+    start_until_done,
+    started_line,
+    stuck_line,
+    submit_batch,
+    verify_command,
+)
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
+
+ZK_NOTE = (
+    "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
+    "brokers would allow a window that starts a move as soon as one ends: add --bootstrap-server"
+)
+
+
+class SizeReader(Protocol):
+    """DescribeLogDirs sizes (admin.log_dirs.LogDirMover.replica_sizes)."""
+
+    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]: ...
+
+
+class PaceSink(Protocol):
+    def update(self, snap: pc.Snapshot, elapsed: float) -> None: ...
+
+
+class PaceView(Protocol):
+    """What render.progress.ExecuteReport shows of a paced run."""
+
+    def pacing(self, total: int) -> AbstractContextManager[PaceSink]: ...
+    def paced(self, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass(slots=True)
+class Pacer:
+    """execute's batch runner for --max-moves-per-broker (ops.execute.execute(..., pacer=))."""
+
+    cap: int
+    order: pc.Order | None
+    view: PaceView
+    sizer: SizeReader | None = None
+
+    def __call__(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        batches: list[list[PlanEntry]],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        wait: bool,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]:
+        entries = [e for b in batches for e in b]
+        adds = callable(getattr(backend, "add_reassignment", None))
+        if not entries:
+            return []
+        if req.dry_run or not adds:
+            if not adds:
+                report.info(ZK_NOTE)
+            return _run_batches(
+                backend, state, self.batches(backend, state, entries), req, report, wait, mover
+            )
+        return _Window(self, backend, entries, req, report, mover).run()
+
+    def batches(
+        self, backend: Backend, state: ClusterState, entries: list[PlanEntry]
+    ) -> list[list[PlanEntry]]:
+        """The window as batches of at most `cap` moves per broker (each also within the trigger's size)."""
+        moves = pc.make_moves(entries, state)
+        by_tp = {(e.topic, e.partition): e for e in entries}
+        limit = backend.reassignment_bytes_limit()
+        out: list[list[PlanEntry]] = []
+        for batch in pc.batches(moves, self.cap, self.order or pc.default_order(moves)):
+            out += split_batches(
+                [by_tp[m.tp] for m in batch], None, NO_BYTES_LIMIT if limit is None else limit
+            )
+        return out
+
+
+@dataclass(slots=True)
+class _Bytes:
+    """Byte bookkeeping of the running moves: what each has copied, and its leader's log over time."""
+
+    copied: dict[TopicPartition, int] = field(default_factory=dict)
+    total: dict[TopicPartition, int] = field(default_factory=dict)
+    leader: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
+    move: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
+    done: int = 0  # bytes of the moves that ended
+
+
+class _Window:
+    """One paced run through the admin API."""
+
+    def __init__(
+        self,
+        pacer: Pacer,
+        backend: Backend,
+        entries: list[PlanEntry],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        mover: LogDirMoves | None,
+    ) -> None:
+        self.p, self.backend, self.req, self.report, self.mover = pacer, backend, req, report, mover
+        self.entries = {(e.topic, e.partition): e for e in entries}
+        self.targets = {tp: e.replicas for tp, e in self.entries.items()}
+        self.topics = sorted({t for t, _ in self.targets})
+        state = backend.read_state(self.topics, partition_state=True)
+        self.sized = pacer.sizer is not None
+        moves = pc.make_moves(entries, state, self._leader_sizes(state, entries))
+        self.moves = {m.tp: m for m in moves}
+        self.queue = pc.Queue(moves, pacer.order or pc.default_order(moves))
+        self.running: dict[TopicPartition, pc.Move] = {}
+        self.done = 0
+        self.throttled: set[TopicPartition] = set()
+        self.started_any = False
+        self.peak = 0
+        self.bytes = _Bytes()
+        self.meter = pc.Meter()
+        self.stalls = pc.Stalls(req.stuck_after)
+        self.stuck = StuckWatch(req.stuck_after)
+        self.told: set[str] = set()
+        self.state = state
+
+    def _leader_sizes(
+        self, state: ClusterState, entries: Sequence[PlanEntry]
+    ) -> dict[TopicPartition, int] | None:
+        if self.p.sizer is None:
+            return None
+        keys = [(m.tp[0], m.tp[1], m.source) for m in pc.make_moves(entries, state)]
+        sizes, _ = self.p.sizer.replica_sizes(keys)
+        return {(t, p): s for (t, p, _), s in sizes.items()}
+
+    def run(self) -> list[PartitionProgress]:
+        clock = _Clock(self.req)
+        try:
+            with self.p.view.pacing(len(self.moves)) as sink:
+                while True:
+                    results = classify(self.targets, self.state)
+                    self._ended(results)
+                    if not self.running and not len(self.queue):
+                        break
+                    self._check_alone()
+                    new = self.queue.take(self.running.values(), self.p.cap)
+                    if new:
+                        self._start(new)
+                    self._measure(sink, clock.elapsed())
+                    self._timeout(clock, results)
+                    clock.pause()
+                    self.state = self.backend.read_state(self.topics, partition_state=True)
+        except KeyboardInterrupt:
+            raise WaitInterrupted(
+                "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
+                "started",
+                hint=f"Continue with: kafka-reassign execute --resume --max-moves-per-broker {self.p.cap} "
+                f"--reassignment-json-file {self.req.file_name} (or check with: {verify_command(self.req.file_name)})",
+            ) from None
+        self.p.view.paced(
+            {
+                "bytes_copied": self.bytes.done if self.sized else None,
+                "seconds": round(clock.elapsed(), 3),
+                "max_in_flight_per_broker": self.peak,
+            }
+        )
+        return results
+
+    # -- the window ------------------------------------------------------------------------------
+    def _ended(self, results: Sequence[PartitionProgress]) -> None:
+        moving = {(r.topic, r.partition) for r in results if r.status is Status.IN_PROGRESS}
+        for tp in [tp for tp in self.running if tp not in moving]:
+            m = self.running.pop(tp)
+            self.done += 1
+            self.bytes.done += self.bytes.total.get(tp, m.total_bytes)
+            for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
+                d.pop(tp, None)
+
+    def _check_alone(self) -> None:
+        """Nothing but this plan may reassign while the window adds moves."""
+        st = self.state
+        foreign = sorted(st.reassigning_elsewhere) + sorted(
+            (t, p)
+            for t, topic in st.topics.items()
+            for p in topic.replicas
+            if topic.is_reassigning(p) and (t, p) not in self.running
+        )
+        if foreign:
+            raise BusyError(
+                f"Cannot go on pacing: another reassignment appeared ({', '.join(map(tp_str, foreign[:5]))}); "
+                f"{self.done} moves of this plan are complete, {len(self.running)} still moving",
+                hint="Run execute --resume with the same options once it has finished.",
+            )
+
+    def _start(self, new: list[pc.Move]) -> None:
+        """Throttle lists for the moves running, starting and next in line (one fenced commit, as a batch
+        writes them), then the moves added to the running reassignment."""
+        req, report = self.req, self.report
+        batch = [self.entries[m.tp] for m in new]
+        if not self.started_any:
+            # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
+            submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
+            self.started_any = True
+            self.throttled = {m.tp for m in new}
+        else:
+            ahead = self._next_in_line(new)
+            listed = [self.entries[tp] for tp in [*self.running, *(m.tp for m in new), *ahead]]
+            writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+            if writes.changes and any(m.tp not in self.throttled for m in new):
+                time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
+            self.throttled = {(e.topic, e.partition) for e in listed}
+            moves = log_dir_moves(batch)
+            if moves and self.mover is not None:
+                raise_hard(self.mover.attempt(moves)[1])
+            self.backend.add_reassignment(batch)  # type: ignore[attr-defined]
+            report.result(started_line([m.tp for m in new]))
+            if moves and self.mover is not None:
+                start_until_done(self.mover, moves, req.log_dir_timeout, report)
+        for m in new:
+            self.running[m.tp] = m
+        self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
+
+    def _next_in_line(self, new: list[pc.Move]) -> list[TopicPartition]:
+        """The moves likely to start next (throttled ahead, so that they start without a settle pause):
+        up to `cap` queued moves per receiving broker of the moves starting now, in queue order."""
+        receivers = {b for m in [*new, *self.running.values()] for b in m.receivers}
+        out: list[TopicPartition] = []
+        per: dict[int, int] = {}
+        for m in self.queue.moves():
+            rs = [b for b in m.receivers if b in receivers and per.get(b, 0) < self.p.cap]
+            if rs:
+                out.append(m.tp)
+                for b in rs:
+                    per[b] = per.get(b, 0) + 1
+            if len(out) >= self.p.cap * max(len(receivers), 1):
+                break
+        return out
+
+    def _timeout(self, clock: _Clock, results: Sequence[PartitionProgress]) -> None:
+        if clock.expired():
+            moving = [r for r in results if r.status is Status.IN_PROGRESS]
+            raise BusyError(
+                f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
+                f"{len(self.queue)} moves not started",
+                hint="The moves started keep running. Continue with execute --resume and the same options.",
+            )
+
+    # -- progress --------------------------------------------------------------------------------
+    def _measure(self, sink: PaceSink, elapsed: float) -> None:
+        now = time.monotonic()
+        if self.sized:
+            self._read_bytes(now)
+        queued_bytes = sum(m.total_bytes for m in self.queue.moves()) if self.sized else 0
+        copied = self.bytes.done + sum(self.bytes.copied.values())
+        total = self.bytes.done + sum(self.bytes.total.values()) + queued_bytes
+        rate = self.meter.add(now, copied) if self.sized else None
+        snap = pc.Snapshot(
+            copied, total, rate, pc.eta(copied, total, rate), len(self.running), len(self.queue), self.done
+        )
+        sink.update(snap, elapsed)
+        self._warn_stuck(now)
+        if self.sized:
+            self._diagnose()
+
+    def _read_bytes(self, now: float) -> None:
+        assert self.p.sizer is not None
+        keys: list[ReplicaKey] = []
+        for (t, p), m in self.running.items():
+            keys += [(t, p, m.source), *((t, p, b) for b in m.receivers)]
+        sizes, _ = self.p.sizer.replica_sizes(keys)
+        for (t, p), m in self.running.items():
+            lead = sizes.get((t, p, m.source))
+            got = {b: sizes.get((t, p, b), 0) for b in m.receivers}
+            copied, total = pc.move_copied(m, lead, got)
+            self.bytes.copied[(t, p)], self.bytes.total[(t, p)] = copied, total
+            if lead is not None:
+                self.bytes.leader.setdefault((t, p), pc.Meter()).add(now, lead)
+            self.bytes.move.setdefault((t, p), pc.Meter()).add(now, copied)
+
+    def _warn_stuck(self, now: float) -> None:
+        live = set(self.state.broker_ids)
+        if self.sized:
+            for tp, secs in self.stalls.update(
+                {tp: self.bytes.copied.get(tp, 0) for tp in self.running}, now
+            ):
+                m = self.running[tp]
+                down = [b for b in m.receivers if b not in live]
+                self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
+            return
+        results = classify({tp: self.targets[tp] for tp in self.running}, self.state)
+        for r, broker, gone in self.stuck.update(results, live, now):
+            self.report.warn(stuck_line(r.name, broker, gone, self.req.file_name))
+
+    def _diagnose(self) -> None:
+        """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
+        rate_in: dict[int, float] = {}
+        for tp, m in self.running.items():
+            r = _rate(self.bytes.move.get(tp))
+            for b in m.receivers:
+                rate_in[b] = rate_in.get(b, 0.0) + r / len(m.receivers)
+        for b, r in sorted(rate_in.items()):
+            if pc.at_throttle(r, self.req.throttle) and "throttle" not in self.told:
+                self.told.add("throttle")
+                self.report.info(
+                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({self.req.throttle} B/s): "
+                    "the throttle is the limit. To go faster, run this execute again with a higher --throttle "
+                    "(it changes the rate of the running moves)"
+                )
+        for tp, m in self.running.items():
+            growth, copy = _rate(self.bytes.leader.get(tp)), _rate(self.bytes.move.get(tp))
+            sharing = sum(1 for o in self.running.values() if set(o.receivers) & set(m.receivers))
+            need = pc.catch_up_throttle(growth, copy / max(len(m.receivers), 1), sharing)
+            if need is not None and tp_str(tp) not in self.told and _long_enough(self.bytes.move.get(tp)):
+                self.told.add(tp_str(tp))
+                self.report.warn(
+                    f"{tp_str(tp)}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy "
+                    f"({pc.human_bytes(copy)}/s): it cannot catch up at this throttle; --throttle {need} would "
+                    "let it finish"
+                )
+
+
+def _rate(meter: pc.Meter | None) -> float:
+    if meter is None or len(meter.samples) < 2:
+        return 0.0
+    (t0, c0), (t1, c1) = meter.samples[0], meter.samples[-1]
+    return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def _long_enough(meter: pc.Meter | None) -> bool:
+    """Enough samples behind a rate to judge a move by it (a third of the rate window)."""
+    return (
+        meter is not None
+        and len(meter.samples) >= 3
+        and meter.samples[-1][0] - meter.samples[0][0] >= pc.RATE_WINDOW / 3
+    )
+
+
+def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_name: str) -> str:
+    if down:
+        why = f"its target broker {','.join(map(str, down))} is not registered: start it, or "
+    else:
+        who = ",".join(map(str, m.receivers))
+        why = f"check broker {who} (its log and the replica fetcher) and broker {m.source} (the leader), or "
+    return (
+        f"{name} is stuck: no bytes copied to broker {','.join(map(str, m.receivers))} for {secs:.0f} s; {why}"
+        f"cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} --bootstrap-server HOST:PORT"
+    )
