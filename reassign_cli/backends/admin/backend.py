@@ -326,13 +326,22 @@ class AdminBackend:
         return None  # one request of up to socket.request.max.bytes (100 MiB by default)
 
     def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
-        from kafka import TopicPartition as KafkaTP
-
         if self.dry_run:
             self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
             return True
         if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
             return False
+        self.add_reassignment(entries)
+        return True
+
+    def add_reassignment(self, entries: Sequence[PlanEntry]) -> None:
+        """AlterPartitionReassignments for `entries` beside the moves already running (KIP-455): execute
+        --max-moves-per-broker adds to its window this way."""
+        from kafka import TopicPartition as KafkaTP
+
+        if self.dry_run:
+            self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
+            return
         asked = {KafkaTP(e.topic, e.partition): list(e.replicas) for e in entries}
         result = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments, asked)
         self._moving.update({(e.topic, e.partition): [list(e.replicas)] for e in entries})
@@ -346,7 +355,6 @@ class AdminBackend:
                 + (f" ({len(failed) - 1} more refused)" if len(failed) > 1 else ""),
                 hint=f"{started} partitions were started; see kafka-reassign list" if started else None,
             )
-        return True
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
         return cancel_reassignments(self.admin, partitions)
