@@ -316,9 +316,8 @@ class _Window:
     def _warn_stuck(self, now: float) -> None:
         live = set(self.state.broker_ids)
         if self.sized:
-            for tp, secs in self.stalls.update(
-                {tp: self.bytes.copied.get(tp, 0) for tp in self.running}, now
-            ):
+            copying = {tp: self.bytes.copied.get(tp, 0) for tp, m in self.running.items() if m.receivers}
+            for tp, secs in self.stalls.update(copying, now):
                 m = self.running[tp]
                 down = [b for b in m.receivers if b not in live]
                 self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
