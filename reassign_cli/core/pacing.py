@@ -98,6 +98,20 @@ class Queue:
         """Every queued move, in plan order."""
         return sorted((m for lane in self._lanes.values() for m in lane if m.tp in self._queued), key=_idx)
 
+    def heads(self, n: int) -> list[Move]:
+        """The first `n` queued moves of each lane, in queue order within it: the moves that can start next
+        (the window throttles them ahead)."""
+        out: list[Move] = []
+        for lane in self._lanes.values():
+            k = 0
+            for m in lane:
+                if k >= n:
+                    break
+                if m.tp in self._queued:
+                    out.append(m)
+                    k += 1
+        return out
+
     def discard(self, tp: TopicPartition) -> None:
         """Leave a move out (it finished or started elsewhere)."""
         self._queued.discard(tp)

@@ -229,22 +229,19 @@ class _Window:
             )
 
     def _start(self, new: list[pc.Move]) -> None:
-        """Throttle lists for the moves running, starting and next in line (one fenced commit, as a batch
-        writes them), then the moves added to the running reassignment."""
+        """The moves added to the running reassignment, their partitions in the throttled-replica lists
+        first. The lists name the moves running, starting and next in line (one fenced commit, as a batch
+        writes them); moves listed ahead start at once, and the lists are brought up to date after."""
         req, report = self.req, self.report
         batch = [self.entries[m.tp] for m in new]
+        ahead = all(m.tp in self.throttled for m in new)
         if not self.started_any:
             # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
             submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
-            self.started_any = True
-            self.throttled = {m.tp for m in new}
+            self.started_any, ahead = True, True
         else:
-            ahead = self._next_in_line(new)
-            listed = [self.entries[tp] for tp in [*self.running, *(m.tp for m in new), *ahead]]
-            writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
-            if writes.changes and any(m.tp not in self.throttled for m in new):
+            if not ahead and self._throttle(new):
                 time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
-            self.throttled = {(e.topic, e.partition) for e in listed}
             moves = log_dir_moves(batch)
             if moves and self.mover is not None:
                 raise_hard(self.mover.attempt(moves)[1])
@@ -255,22 +252,23 @@ class _Window:
         for m in new:
             self.running[m.tp] = m
         self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
+        if ahead:
+            self._throttle([])
 
-    def _next_in_line(self, new: list[pc.Move]) -> list[TopicPartition]:
-        """The moves likely to start next (throttled ahead, so that they start without a settle pause):
-        up to `cap` queued moves per receiving broker of the moves starting now, in queue order."""
-        receivers = {b for m in [*new, *self.running.values()] for b in m.receivers}
-        out: list[TopicPartition] = []
-        per: dict[int, int] = {}
-        for m in self.queue.moves():
-            rs = [b for b in m.receivers if b in receivers and per.get(b, 0) < self.p.cap]
-            if rs:
-                out.append(m.tp)
-                for b in rs:
-                    per[b] = per.get(b, 0) + 1
-            if len(out) >= self.p.cap * max(len(receivers), 1):
-                break
-        return out
+    def _throttle(self, new: list[pc.Move]) -> bool:
+        """Rewrite the throttle lists for the moves running, `new` and next in line; True when a config
+        changed. Nothing without --throttle (nor --replica-alter-log-dirs-throttle)."""
+        req = self.req
+        if req.throttle is None and req.log_dir_throttle is None:
+            self.throttled = set(self.entries)
+            return False
+        tps = dict.fromkeys(
+            [*self.running, *(m.tp for m in new), *(m.tp for m in self.queue.heads(self.p.cap))]
+        )
+        listed = [self.entries[tp] for tp in tps]
+        writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+        self.throttled = set(tps)
+        return bool(writes.changes)
 
     def _timeout(self, clock: _Clock, results: Sequence[PartitionProgress]) -> None:
         if clock.expired():

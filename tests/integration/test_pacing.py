@@ -73,7 +73,7 @@ def _paced_run(
     watcher.start()
     t0 = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "reassign_cli", "--format", "json", "execute", "--reassignment-json-file",
+        [sys.executable, "-m", "reassign_cli", "execute", "--format", "json", "--reassignment-json-file",
          str(plan), "--bootstrap-server", cluster.bootstrap, "--throttle", str(THROTTLE), *args],
         cwd=mover.tmp, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip

@@ -137,9 +137,7 @@ def test_meter_rate_is_a_moving_average() -> None:
 
 
 def test_progress_line() -> None:
-    s = pc.Snapshot(
-        int(1.2 * 2**30), int(4.7 * 2**30), 48.1 * 2**20, 74, running=2, queued=9, done=1
-    )
+    s = pc.Snapshot(int(1.2 * 2**30), int(4.7 * 2**30), 48.1 * 2**20, 74, running=2, queued=9, done=1)
     assert pc.progress_line(s) == (
         "copied 1.2 GiB of 4.7 GiB (26%), 48.1 MiB/s, ETA 0:01:14; 2 moving, 9 queued, 1 done"
     )
