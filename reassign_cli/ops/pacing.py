@@ -148,6 +148,7 @@ class _Window:
         moves = pc.make_moves(entries, state, self._leader_sizes(state, entries))
         self.moves = {m.tp: m for m in moves}
         self.queue = pc.Queue(moves, pacer.order or pc.default_order(moves))
+        self.queued_bytes = sum(m.total_bytes for m in moves)
         self.running: dict[TopicPartition, pc.Move] = {}
         self.done = 0
         self.throttled: set[TopicPartition] = set()
@@ -174,8 +175,7 @@ class _Window:
         try:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
-                    results = classify(self.targets, self.state)
-                    self._ended(results)
+                    self._ended()
                     if not self.running and not len(self.queue):
                         break
                     self._check_alone()
@@ -183,7 +183,7 @@ class _Window:
                     if new:
                         self._start(new)
                     self._measure(sink, clock.elapsed())
-                    self._timeout(clock, results)
+                    self._timeout(clock)
                     clock.pause()
                     self.state = self.backend.read_state(self.topics, partition_state=True)
         except KeyboardInterrupt:
@@ -193,6 +193,7 @@ class _Window:
                 hint=f"Continue with: kafka-reassign execute --resume --max-moves-per-broker {self.p.cap} "
                 f"--reassignment-json-file {self.req.file_name} (or check with: {verify_command(self.req.file_name)})",
             ) from None
+        results = classify(self.targets, self.state)
         self.p.view.paced(
             {
                 "bytes_copied": self.bytes.done if self.sized else None,
@@ -203,12 +204,16 @@ class _Window:
         return results
 
     # -- the window ------------------------------------------------------------------------------
-    def _ended(self, results: Sequence[PartitionProgress]) -> None:
-        moving = {(r.topic, r.partition) for r in results if r.status is Status.IN_PROGRESS}
+    def _running(self) -> list[PartitionProgress]:
+        """Where the running moves stand (only they: a poll costs the window's size, not the plan's)."""
+        return classify({tp: self.targets[tp] for tp in self.running}, self.state)
+
+    def _ended(self) -> None:
+        moving = {(r.topic, r.partition) for r in self._running() if r.status is Status.IN_PROGRESS}
         for tp in [tp for tp in self.running if tp not in moving]:
             m = self.running.pop(tp)
             self.done += 1
-            self.bytes.done += self.bytes.total.get(tp, m.total_bytes)
+            self.bytes.done += self.bytes.total.get(tp, m.total_bytes if self.sized else 0)
             for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
                 d.pop(tp, None)
 
@@ -218,7 +223,7 @@ class _Window:
         foreign = sorted(st.reassigning_elsewhere) + sorted(
             (t, p)
             for t, topic in st.topics.items()
-            for p in topic.replicas
+            for p in {*topic.adding, *topic.removing}
             if topic.is_reassigning(p) and (t, p) not in self.running
         )
         if foreign:
@@ -251,6 +256,7 @@ class _Window:
                 start_until_done(self.mover, moves, req.log_dir_timeout, report)
         for m in new:
             self.running[m.tp] = m
+            self.queued_bytes -= m.total_bytes
         self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
         if ahead:
             self._throttle([])
@@ -270,9 +276,9 @@ class _Window:
         self.throttled = set(tps)
         return bool(writes.changes)
 
-    def _timeout(self, clock: _Clock, results: Sequence[PartitionProgress]) -> None:
+    def _timeout(self, clock: _Clock) -> None:
         if clock.expired():
-            moving = [r for r in results if r.status is Status.IN_PROGRESS]
+            moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
             raise BusyError(
                 f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
                 f"{len(self.queue)} moves not started",
@@ -284,7 +290,7 @@ class _Window:
         now = time.monotonic()
         if self.sized:
             self._read_bytes(now)
-        queued_bytes = sum(m.total_bytes for m in self.queue.moves()) if self.sized else 0
+        queued_bytes = self.queued_bytes if self.sized else 0
         copied = self.bytes.done + sum(self.bytes.copied.values())
         total = self.bytes.done + sum(self.bytes.total.values()) + queued_bytes
         rate = self.meter.add(now, copied) if self.sized else None
@@ -320,8 +326,7 @@ class _Window:
                 down = [b for b in m.receivers if b not in live]
                 self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
             return
-        results = classify({tp: self.targets[tp] for tp in self.running}, self.state)
-        for r, broker, gone in self.stuck.update(results, live, now):
+        for r, broker, gone in self.stuck.update(self._running(), live, now):
             self.report.warn(stuck_line(r.name, broker, gone, self.req.file_name))
 
     def _diagnose(self) -> None:
