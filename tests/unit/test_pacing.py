@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -163,3 +164,36 @@ def test_diagnosis() -> None:
     assert pc.catch_up_throttle(100, 200) is None
     assert pc.catch_up_throttle(300, 200) == 601
     assert pc.catch_up_throttle(300, 200, sharing=2) == 1201
+
+
+def test_heads_are_the_next_moves_of_each_lane() -> None:
+    moves = [pc.Move(("t", p), p, (2 if p < 3 else 3,), 1, 10 * p) for p in range(5)]
+    q = pc.Queue(moves, "largest-first")
+    assert sorted(m.tp[1] for m in q.heads(2)) == [1, 2, 3, 4]
+    q.discard(("t", 2))
+    assert sorted(m.tp[1] for m in q.heads(1)) == [1, 4]
+
+
+def test_plain_progress_lines_on_change_and_every_30_s(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reassign_cli.render import Output
+    from reassign_cli.render import progress as rp
+
+    now = [100.0]
+    monkeypatch.setattr(rp.time, "monotonic", lambda: now[0])
+    view = rp.PaceView(Output(color=False), 3)
+    snap = pc.Snapshot(26 * MB, 100 * MB, 2 * 2**20, 37, running=2, queued=1, done=0)
+    view.update(snap, 5)
+    view.update(snap, 6)  # nothing changed: no line
+    now[0] += 30
+    view.update(snap, 36)  # 30 s later: the same line again
+    view.update(pc.Snapshot(27 * MB, 100 * MB, 2 * 2**20, 36, 2, 1, 0), 37)  # 27%: a line
+    view.update(pc.Snapshot(0, 0, None, None, 1, 0, 2), 38)  # no sizes: the moves only
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "[0:00:05] copied 24.8 MiB of 95.4 MiB (26%), 2.0 MiB/s, ETA 0:00:37; 2 moving, 1 queued, 0 done",
+        "[0:00:36] copied 24.8 MiB of 95.4 MiB (26%), 2.0 MiB/s, ETA 0:00:37; 2 moving, 1 queued, 0 done",
+        "[0:00:37] copied 25.7 MiB of 95.4 MiB (27%), 2.0 MiB/s, ETA 0:00:36; 2 moving, 1 queued, 0 done",
+        "[0:00:38] 1 moving, 0 queued, 2 done",
+    ]
