@@ -21,7 +21,7 @@ Order = Literal["largest-first", "smallest-first", "as-planned"]
 ORDERS: tuple[Order, ...] = ("largest-first", "smallest-first", "as-planned")
 
 RATE_WINDOW = 30.0  # seconds of samples behind the moving-average rate
-AT_THROTTLE = 0.85  # a receiving broker copying at >= this share of the throttle is held by it
+AT_THROTTLE = (0.85, 1.25)  # a receiving broker copying within these shares of the throttle is held by it
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +281,12 @@ class Stalls:
 
 
 def at_throttle(rate_in: float, throttle: int | None) -> bool:
-    """A broker's incoming copy rate sits at the throttle (the throttle, not the brokers, is the limit)."""
-    return throttle is not None and throttle > 0 and rate_in >= AT_THROTTLE * throttle
+    """A broker's incoming copy rate sits at the throttle (the throttle, not the brokers, is the limit). Far
+    above it is not: a new replica's first fetches pass before the quota has measured them."""
+    if throttle is None or throttle <= 0:
+        return False
+    low, high = AT_THROTTLE
+    return low * throttle <= rate_in <= high * throttle
 
 
 def catch_up_throttle(growth: float, copy_rate: float, sharing: int = 1) -> int | None:

@@ -22,7 +22,7 @@ from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.core.validate import split_batches
-from reassign_cli.errors import BusyError
+from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
 
+READ_RETRY_SECONDS = 60.0
 ZK_NOTE = (
     "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
     "brokers would allow a window that starts a move as soon as one ends: add --bootstrap-server"
@@ -160,6 +161,7 @@ class _Window:
         self.stuck = StuckWatch(req.stuck_after)
         self.told: set[str] = set()
         self.state = state
+        self.failing_since: float | None = None
 
     def _leader_sizes(
         self, state: ClusterState, entries: Sequence[PlanEntry]
@@ -185,7 +187,7 @@ class _Window:
                     self._measure(sink, clock.elapsed())
                     self._timeout(clock)
                     clock.pause()
-                    self.state = self.backend.read_state(self.topics, partition_state=True)
+                    self._read()
         except KeyboardInterrupt:
             raise WaitInterrupted(
                 "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
@@ -204,6 +206,20 @@ class _Window:
         return results
 
     # -- the window ------------------------------------------------------------------------------
+    def _read(self) -> None:
+        """The next poll's read. A failed read (a broker that just left was asked) is tried again at the
+        next poll, for up to READ_RETRY_SECONDS; the moves keep running in the cluster meanwhile."""
+        try:
+            self.state = self.backend.read_state(self.topics, partition_state=True)
+            self.failing_since = None
+        except OperationalError as e:
+            now = time.monotonic()
+            if self.failing_since is None:
+                self.failing_since = now
+                self.report.warn(f"{e}; trying again at the next poll")
+            if now - self.failing_since >= READ_RETRY_SECONDS:
+                raise
+
     def _running(self) -> list[PartitionProgress]:
         """Where the running moves stand (only they: a poll costs the window's size, not the plan's)."""
         return classify({tp: self.targets[tp] for tp in self.running}, self.state)
@@ -333,6 +349,8 @@ class _Window:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
         rate_in: dict[int, float] = {}
         for tp, m in self.running.items():
+            if not _long_enough(self.bytes.move.get(tp)):
+                continue  # a new move's first fetches pass before the quota measures them
             r = _rate(self.bytes.move.get(tp))
             for b in m.receivers:
                 rate_in[b] = rate_in.get(b, 0.0) + r / len(m.receivers)

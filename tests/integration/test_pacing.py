@@ -54,18 +54,23 @@ def _watch(bootstrap: str, stop: threading.Event, peaks: Counter[int], samples: 
         admin.close()
 
 
-def _paced_run(
-    cluster: Any, make_topic: Any, mover: Mover, args: list[str]
-) -> tuple[dict[str, Any], str, float, Counter[int], list[int], list[str], dict[str, list[bytes]]]:
+def _data(cluster: Any, make_topic: Any) -> tuple[str, str, dict[str, list[bytes]]]:
+    """Topic a on broker 1, b on broker 2, 8 partitions each, 12 MB and 1 MB alternating out of phase."""
     a = make_topic({p: [1] for p in range(8)})
     b = make_topic({p: [2] for p in range(8)})
     values: dict[str, list[bytes]] = {a: [], b: []}
     for p in range(8):
         values[a] += produce(cluster.bootstrap, a, p, _sizes(p, True), RECORD)
         values[b] += produce(cluster.bootstrap, b, p, _sizes(p, False), RECORD)
-    targets = {**{(a, p): [3] for p in range(8)}, **{(b, p): [1] for p in range(8)}}
-    plan = mover.plan("move.json", targets)
-    mover.plans.append((plan, [a, b]))
+    return a, b, values
+
+
+def _run(
+    cluster: Any, mover: Mover, name: str, targets: dict[tuple[str, int], list[int]], args: list[str]
+) -> tuple[dict[str, Any], str, float, Counter[int], list[int]]:
+    """execute --format json on `targets` while _watch samples the moves per broker."""
+    plan = mover.plan(name, targets)
+    mover.plans.append((plan, sorted({t for t, _ in targets})))
     await_idle(mover.zk)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
     stop, peaks, samples = threading.Event(), Counter[int](), []
@@ -81,14 +86,18 @@ def _paced_run(
     stop.set()
     watcher.join(timeout=30)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout), proc.stderr, wall, peaks, samples, [a, b], values
+    return json.loads(proc.stdout), proc.stderr, wall, peaks, samples
 
 
 def test_window_two_directions_within_the_throttles_time(
     cluster: Any, make_topic: Any, consume_all: Any, mover: Mover
 ) -> None:
+    """The window on a: 1 -> 3 and b: 2 -> 1; then, for comparison on the same data, --batch-size 2 on the
+    way back (a: 3 -> 1, b: 1 -> 2, the mirror image: no bound, each batch waits for its slowest)."""
+    a, b, values = _data(cluster, make_topic)
+    there = {**{(a, p): [3] for p in range(8)}, **{(b, p): [1] for p in range(8)}}
     args = ["--max-moves-per-broker", str(CAP), "--poll-interval", "0.5"]
-    doc, err, wall, peaks, samples, topics, values = _paced_run(cluster, make_topic, mover, args)
+    doc, err, wall, peaks, samples = _run(cluster, mover, "there.json", there, args)
     assert doc["status"] == "complete", doc
     assert samples and max(peaks.values()) <= CAP, peaks
     assert doc["max_in_flight_per_broker"] <= CAP
@@ -104,24 +113,19 @@ def test_window_two_directions_within_the_throttles_time(
         f"peak moves per broker {dict(peaks)}, ETA at {at[4]}%: {eta} s vs real {real:.1f} s "
         f"({abs(eta - real) / real:.0%} off)"
     )
+    for t in (a, b):
+        assert sorted(consume_all(t)) == sorted(values[t])
+
+    back = {**{(a, p): [1] for p in range(8)}, **{(b, p): [2] for p in range(8)}}
+    bdoc, _, bwall, bpeaks, _ = _run(
+        cluster, mover, "back.json", back, ["--batch-size", "2", "--poll-interval", "0.5"]
+    )
+    assert bdoc["status"] == "complete"
+    print(f"--batch-size 2 (mirror image): whole command {bwall:.1f} s, peak moves per broker {dict(bpeaks)}")
+    for t in (a, b):
+        assert sorted(consume_all(t)) == sorted(values[t])
     assert doc["seconds"] <= 1.3 * LEAST + 8, err
     assert abs(eta - real) <= 0.3 * real + 1, (eta, real, err)  # +1: the printed ETA is whole seconds
-    for t in topics:
-        assert sorted(consume_all(t)) == sorted(values[t])
-
-
-def test_batch_size_two_for_comparison(cluster: Any, make_topic: Any, consume_all: Any, mover: Mover) -> None:
-    """The same data with --batch-size 2 (no bound: each batch waits for its slowest; printed)."""
-    t0 = time.monotonic()
-    doc, _, wall, peaks, _, topics, values = _paced_run(
-        cluster, make_topic, mover, ["--batch-size", "2", "--poll-interval", "0.5"]
-    )
-    assert doc["status"] == "complete"
-    print(
-        f"\n--batch-size 2: {wall:.1f} s (setup included: {time.monotonic() - t0:.1f} s), peaks {dict(peaks)}"
-    )
-    for t in topics:
-        assert sorted(consume_all(t)) == sorted(values[t])
 
 
 def test_zookeeper_alone_runs_the_window_as_batches(cluster: Any, make_topic: Any, mover: Mover) -> None:

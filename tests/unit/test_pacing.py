@@ -160,6 +160,7 @@ def test_stalls_report_once_per_stall() -> None:
 def test_diagnosis() -> None:
     assert pc.at_throttle(1.8e6, 2_000_000)
     assert not pc.at_throttle(1.0e6, 2_000_000) and not pc.at_throttle(5e6, None)
+    assert not pc.at_throttle(750_000, 10_000)  # the first fetches, before the quota bites
     assert pc.catch_up_throttle(0, 10) is None
     assert pc.catch_up_throttle(100, 200) is None
     assert pc.catch_up_throttle(300, 200) == 601
