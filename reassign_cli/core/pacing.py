@@ -217,10 +217,42 @@ class Meter:
         return max(c1 - c0, 0) / (t1 - t0)
 
 
-def eta(copied: int, total: int, rate: float | None) -> float | None:
+def eta(
+    copied: int, total: int, rate: float | None, moves_left: int = 0, overhead: float = 0.0, parallel: int = 1
+) -> float | None:
+    """The bytes left at `rate`, plus the fixed cost of each move left (`overhead` seconds: the poll that
+    sees it end, the controller completing it, the next start), `parallel` of them at a time."""
     if rate is None or rate <= 0:
         return None
-    return max(total - copied, 0) / rate
+    return max(total - copied, 0) / rate + overhead * moves_left / max(parallel, 1)
+
+
+@dataclass(slots=True)
+class Overhead:
+    """Each move's fixed cost beyond its bytes: from the poll that first saw its bytes all copied to the
+    poll that saw it end, plus what starting it took. Time is passed in."""
+
+    full: dict[TopicPartition, float] = field(default_factory=dict)
+    start_cost: dict[TopicPartition, float] = field(default_factory=dict)
+    samples: list[float] = field(default_factory=list)
+
+    def started(self, tps: Iterable[TopicPartition], cost: float) -> None:
+        for tp in tps:
+            self.start_cost[tp] = cost
+
+    def copied(self, tp: TopicPartition, done: int, total: int, now: float) -> None:
+        if total and done >= total:
+            self.full.setdefault(tp, now)
+
+    def ended(self, tp: TopicPartition, now: float) -> None:
+        full = self.full.pop(tp, None)
+        cost = self.start_cost.pop(tp, 0.0)
+        if full is not None:
+            self.samples.append(now - full + cost)
+
+    @property
+    def mean(self) -> float:
+        return sum(self.samples) / len(self.samples) if self.samples else 0.0
 
 
 def human_bytes(n: float) -> str:

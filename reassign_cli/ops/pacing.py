@@ -157,6 +157,7 @@ class _Window:
         self.peak = 0
         self.bytes = _Bytes()
         self.meter = pc.Meter()
+        self.overhead = pc.Overhead()
         self.stalls = pc.Stalls(req.stuck_after)
         self.stuck = StuckWatch(req.stuck_after)
         self.told: set[str] = set()
@@ -183,7 +184,11 @@ class _Window:
                     self._check_alone()
                     new = self.queue.take(self.running.values(), self.p.cap)
                     if new:
+                        t0, first = time.monotonic(), not self.started_any
                         self._start(new)
+                        # the first start sets the run up (record, setup mark): not a move's cost
+                        cost = 0.0 if first else time.monotonic() - t0
+                        self.overhead.started([m.tp for m in new], cost)
                     self._measure(sink, clock.elapsed())
                     self._timeout(clock)
                     clock.pause()
@@ -228,6 +233,7 @@ class _Window:
         moving = {(r.topic, r.partition) for r in self._running() if r.status is Status.IN_PROGRESS}
         for tp in [tp for tp in self.running if tp not in moving]:
             m = self.running.pop(tp)
+            self.overhead.ended(tp, time.monotonic())
             self.done += 1
             self.bytes.done += self.bytes.total.get(tp, m.total_bytes if self.sized else 0)
             for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
@@ -310,9 +316,9 @@ class _Window:
         copied = self.bytes.done + sum(self.bytes.copied.values())
         total = self.bytes.done + sum(self.bytes.total.values()) + queued_bytes
         rate = self.meter.add(now, copied) if self.sized else None
-        snap = pc.Snapshot(
-            copied, total, rate, pc.eta(copied, total, rate), len(self.running), len(self.queue), self.done
-        )
+        left = len(self.running) + len(self.queue)
+        eta = pc.eta(copied, total, rate, left, self.overhead.mean, len(self.running))
+        snap = pc.Snapshot(copied, total, rate, eta, len(self.running), len(self.queue), self.done)
         sink.update(snap, elapsed)
         self._warn_stuck(now)
         if self.sized:
@@ -329,6 +335,7 @@ class _Window:
             got = {b: sizes.get((t, p, b), 0) for b in m.receivers}
             copied, total = pc.move_copied(m, lead, got)
             self.bytes.copied[(t, p)], self.bytes.total[(t, p)] = copied, total
+            self.overhead.copied((t, p), copied, total, now)
             if lead is not None:
                 self.bytes.leader.setdefault((t, p), pc.Meter()).add(now, lead)
             self.bytes.move.setdefault((t, p), pc.Meter()).add(now, copied)

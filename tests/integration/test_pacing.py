@@ -56,6 +56,12 @@ def _watch(bootstrap: str, stop: threading.Event, peaks: Counter[int], samples: 
 
 def _data(cluster: Any, make_topic: Any) -> tuple[str, str, dict[str, list[bytes]]]:
     """Topic a on broker 1, b on broker 2, 8 partitions each, 12 MB and 1 MB alternating out of phase."""
+    warm = make_topic({0: [1]})  # the record of prior values made once (a first write creates its topic)
+    run = mover.execute(
+        mover.plan("warm.json", {(warm, 0): [2]}), "--bootstrap-server", cluster.bootstrap,
+        "--throttle", "1000000000", "--wait", "--poll-interval", "0.3",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
     a = make_topic({p: [1] for p in range(8)})
     b = make_topic({p: [2] for p in range(8)})
     values: dict[str, list[bytes]] = {a: [], b: []}

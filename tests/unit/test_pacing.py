@@ -135,6 +135,18 @@ def test_meter_rate_is_a_moving_average() -> None:
     assert meter.add(20, 400) == 30  # the first sample has left the span: (400 - 100) / 10
     assert pc.eta(100, 400, 30) == 10
     assert pc.eta(100, 400, None) is None and pc.eta(1, 2, 0) is None
+    assert pc.eta(100, 400, 30, moves_left=6, overhead=2.0, parallel=2) == 16
+
+
+def test_overhead_is_the_lag_after_the_bytes_plus_the_start() -> None:
+    o = pc.Overhead()
+    o.started([("t", 0), ("t", 1)], 0.5)
+    o.copied(("t", 0), 5, 10, 1.0)
+    o.copied(("t", 0), 10, 10, 2.0)
+    o.copied(("t", 0), 10, 10, 3.0)  # the first poll that saw it full counts
+    o.ended(("t", 0), 4.0)
+    o.ended(("t", 1), 4.0)  # never seen full (sizes unknown): no sample
+    assert o.samples == [2.5] and o.mean == 2.5
 
 
 def test_progress_line() -> None:
