@@ -54,7 +54,7 @@ def _watch(bootstrap: str, stop: threading.Event, peaks: Counter[int], samples: 
         admin.close()
 
 
-def _data(cluster: Any, make_topic: Any) -> tuple[str, str, dict[str, list[bytes]]]:
+def _data(cluster: Any, make_topic: Any, mover: Mover) -> tuple[str, str, dict[str, list[bytes]]]:
     """Topic a on broker 1, b on broker 2, 8 partitions each, 12 MB and 1 MB alternating out of phase."""
     warm = make_topic({0: [1]})  # the record of prior values made once (a first write creates its topic)
     run = mover.execute(
@@ -100,7 +100,7 @@ def test_window_two_directions_within_the_throttles_time(
 ) -> None:
     """The window on a: 1 -> 3 and b: 2 -> 1; then, for comparison on the same data, --batch-size 2 on the
     way back (a: 3 -> 1, b: 1 -> 2, the mirror image: no bound, each batch waits for its slowest)."""
-    a, b, values = _data(cluster, make_topic)
+    a, b, values = _data(cluster, make_topic, mover)
     there = {**{(a, p): [3] for p in range(8)}, **{(b, p): [1] for p in range(8)}}
     args = ["--max-moves-per-broker", str(CAP), "--poll-interval", "0.5"]
     doc, err, wall, peaks, samples = _run(cluster, mover, "there.json", there, args)
