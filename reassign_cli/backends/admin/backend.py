@@ -92,12 +92,23 @@ class AdminBackend:
         self.planned.append(PlannedWrite(op, what, data, kind="admin"))
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from kafka.errors import KafkaError
+        from kafka.errors import KafkaError, UnknownBrokerIdError
 
-        try:
-            return fn(*args, **kwargs)
-        except KafkaError as e:
-            raise OperationalError(f"{what} failed: {e}") from None
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except UnknownBrokerIdError as e:
+                # A broker that has just registered again, before the client's metadata names it: nothing
+                # was sent; ask for fresh metadata and try again for a moment.
+                if time.monotonic() >= deadline:
+                    raise OperationalError(f"{what} failed: {e}") from None
+                cluster = getattr(getattr(self.admin, "_client", None), "cluster", None)
+                if cluster is not None:
+                    cluster.request_update()
+                time.sleep(SETTLE_POLL)
+            except KafkaError as e:
+                raise OperationalError(f"{what} failed: {e}") from None
 
     # -- reads -----------------------------------------------------------------------------------
     def read_state(
