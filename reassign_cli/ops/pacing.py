@@ -192,7 +192,9 @@ class _Window:
                     self._measure(sink, clock.elapsed())
                     self._timeout(clock)
                     clock.pause()
-                    self._read()
+                    while not self._read():  # nothing starts on a stale read
+                        self._timeout(clock)
+                        clock.pause()
         except KeyboardInterrupt:
             raise WaitInterrupted(
                 "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
@@ -211,12 +213,13 @@ class _Window:
         return results
 
     # -- the window ------------------------------------------------------------------------------
-    def _read(self) -> None:
-        """The next poll's read. A failed read (a broker that just left was asked) is tried again at the
-        next poll, for up to READ_RETRY_SECONDS; the moves keep running in the cluster meanwhile."""
+    def _read(self) -> bool:
+        """The next poll's read; False when it failed (a broker that just left was asked): it is tried
+        again at the next poll, for up to READ_RETRY_SECONDS; the moves keep running meanwhile."""
         try:
             self.state = self.backend.read_state(self.topics, partition_state=True)
             self.failing_since = None
+            return True
         except OperationalError as e:
             now = time.monotonic()
             if self.failing_since is None:
@@ -224,6 +227,7 @@ class _Window:
                 self.report.warn(f"{e}; trying again at the next poll")
             if now - self.failing_since >= READ_RETRY_SECONDS:
                 raise
+            return False
 
     def _running(self) -> list[PartitionProgress]:
         """Where the running moves stand (only they: a poll costs the window's size, not the plan's)."""
