@@ -112,6 +112,12 @@ class Queue:
                     k += 1
         return out
 
+    def put_back(self, moves: Sequence[Move]) -> None:
+        """Moves taken but not started go back to the front of their lanes."""
+        for m in reversed(moves):
+            self._lanes.setdefault((m.receivers, m.source), deque()).appendleft(m)
+            self._queued.add(m.tp)
+
     def discard(self, tp: TopicPartition) -> None:
         """Leave a move out (it finished or started elsewhere)."""
         self._queued.discard(tp)

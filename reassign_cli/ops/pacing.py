@@ -271,8 +271,13 @@ class _Window:
             submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
             self.started_any, ahead = True, True
         else:
-            if not ahead and self._throttle(new):
-                time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
+            if not ahead:
+                changed = self._throttle(new)
+                if changed is None:  # the lists could not be written: these moves wait for the next poll
+                    self.queue.put_back(new)
+                    return
+                if changed:
+                    time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
             moves = log_dir_moves(batch)
             if moves and self.mover is not None:
                 raise_hard(self.mover.attempt(moves)[1])
@@ -287,9 +292,11 @@ class _Window:
         if ahead:
             self._throttle([])
 
-    def _throttle(self, new: list[pc.Move]) -> bool:
+    def _throttle(self, new: list[pc.Move]) -> bool | None:
         """Rewrite the throttle lists for the moves running, `new` and next in line; True when a config
-        changed. Nothing without --throttle (nor --replica-alter-log-dirs-throttle)."""
+        changed, None when the write failed (a broker that has just left: warned, tried again at the next
+        start; only what both the old and the new lists name counts as listed then). Nothing without
+        --throttle (nor --replica-alter-log-dirs-throttle)."""
         req = self.req
         if req.throttle is None and req.log_dir_throttle is None:
             self.throttled = set(self.entries)
@@ -298,7 +305,12 @@ class _Window:
             [*self.running, *(m.tp for m in new), *(m.tp for m in self.queue.heads(self.p.cap))]
         )
         listed = [self.entries[tp] for tp in tps]
-        writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+        try:
+            writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+        except OperationalError as e:
+            self.report.warn(f"{e}; the throttle lists are written again at the next start")
+            self.throttled &= set(tps)
+            return None
         self.throttled = set(tps)
         return bool(writes.changes)
 

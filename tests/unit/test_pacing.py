@@ -113,6 +113,14 @@ def test_batches_partition_the_plan_under_the_cap(moves: list[pc.Move], cap: int
     assert all(b and max(pc.in_flight(b).values()) <= cap for b in out)
 
 
+def test_moves_put_back_are_taken_again_first() -> None:
+    moves = [pc.Move(("t", p), p, (2,), 1, 10 - p) for p in range(3)]
+    q = pc.Queue(moves, "largest-first")
+    taken = q.take((), 1)
+    q.put_back(taken)
+    assert len(q) == 3 and [m.tp for m in q.take((), 1)] == [("t", 0)]
+
+
 def test_discarded_moves_are_not_taken() -> None:
     moves = [pc.Move(("t", p), p, (2,), 1, 1) for p in range(3)]
     q = pc.Queue(moves, "as-planned")
