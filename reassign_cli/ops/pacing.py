@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 READ_RETRY_SECONDS = 60.0
 ZK_NOTE = (
     "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
-    "brokers would allow a window that starts a move as soon as one ends: add --bootstrap-server"
+    "brokers would allow a window that starts a move as soon as one ends: run it with --bootstrap-server "
+    "(without --zookeeper)"
 )
 
 
