@@ -73,6 +73,22 @@ def _rate(value: int | None) -> int | None:
     help="Submit at most N partitions at a time, each batch after the previous completed (implies --wait).",
 )
 @click.option(
+    "--max-moves-per-broker",
+    "max_moves",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="At most N partition moves in flight per broker (receiving a replica, or leading the partition); "
+    "a move starts as soon as one ends (implies --wait; ZooKeeper alone: batches). See docs/execute-verify.md.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["largest-first", "smallest-first", "as-planned"]),
+    default=None,
+    help="With --max-moves-per-broker: which moves start first [default: largest-first when sizes are "
+    "known (--bootstrap-server), else as-planned].",
+)
+@click.option(
     "--log-dir-timeout",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -113,7 +129,11 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
-    if kw["resume"]:
+    if kw["max_moves"] is not None and kw["batch_size"] is not None:
+        raise UsageError("--max-moves-per-broker and --batch-size cannot be combined")
+    if kw["order"] is not None and kw["max_moves"] is None:
+        raise UsageError("--order needs --max-moves-per-broker")
+    if kw["resume"] or kw["max_moves"] is not None:
         kw["wait"] = True
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
@@ -134,13 +154,20 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         elect_leaders=kw["elect_leaders"],
         resume=kw["resume"],
         stuck_after=kw["stuck_after"],
+        max_moves=kw["max_moves"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         mover = log_dir_mover(backend)
         req.bootstrap_server = opts.bootstrap if mover is not None else None
+        report = ExecuteReport(out, json=opts.json)
+        pacer = None
+        if req.max_moves is not None:
+            from reassign_cli.ops.pacing import Pacer
+
+            pacer = Pacer(req.max_moves, kw["order"], report, sizer=mover)
         try:
-            return execute(backend, req, ExecuteReport(out, json=opts.json), log_dirs=mover)
+            return execute(backend, req, report, log_dirs=mover, pacer=pacer)
         finally:
             if mover is not None:
                 mover.close()

@@ -107,6 +107,21 @@ THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigg
 NO_BYTES_LIMIT = 2**62  # a backend without a request size limit: batches only by --batch-size
 
 
+class BatchRunner(Protocol):
+    """Submits the plan's batches (and waits): `_run_batches`, or ops.pacing.Pacer's window."""
+
+    def __call__(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        batches: list[list[PlanEntry]],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        wait: bool,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]: ...
+
+
 class WaitInterrupted(Interrupted):
     """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
 
@@ -129,6 +144,7 @@ class ExecuteRequest:
     resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
+    max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,7 +417,7 @@ def prepare(
         raise violations_error(violations)
     limit = backend.reassignment_bytes_limit()
     batches = split_batches(sorted_entries(plan), req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
-    if len(batches) > 1 and req.batch_size is None and limit is not None:
+    if len(batches) > 1 and req.batch_size is None and req.max_moves is None and limit is not None:
         size = len(encode_reassignment(sorted_entries(plan)))
         raise InvalidInputError(
             f"The reassignment of {len(plan.entries)} partitions needs {size} bytes in {REASSIGN_PARTITIONS}, "
@@ -413,18 +429,24 @@ def prepare(
 
 
 def execute(
-    backend: Backend, req: ExecuteRequest, report: ExecuteReport, *, log_dirs: LogDirMoves | None = None
+    backend: Backend,
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    *,
+    log_dirs: LogDirMoves | None = None,
+    pacer: BatchRunner | None = None,
 ) -> int:
     """Run the whole execute command; returns the exit code (raises ReassignError on failures).
 
-    log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server."""
+    log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server.
+    pacer: runs the batches instead of `_run_batches` (--max-moves-per-broker: ops.pacing.Pacer)."""
     mover, own = log_dirs, False
     if mover is None and req.bootstrap_server:
         from reassign_cli.backends.admin.log_dirs import LogDirMover
 
         mover, own = LogDirMover(req.bootstrap_server), True
     try:
-        code, results = _execute(backend, req, report, mover)
+        code, results = _execute(backend, req, report, mover, pacer or _run_batches)
     finally:
         if own and mover is not None:
             mover.close()
@@ -433,18 +455,22 @@ def execute(
 
 
 def _execute(
-    backend: Backend, req: ExecuteRequest, report: ExecuteReport, log_dirs: LogDirMoves | None
+    backend: Backend,
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    log_dirs: LogDirMoves | None,
+    run_batches: BatchRunner,
 ) -> tuple[int, list[PartitionProgress] | None]:
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
     ending = _Ending(targets, log_dir_moves(entries), log_dirs)
-    wait = req.wait or req.batch_size is not None
+    wait = req.wait or req.batch_size is not None or req.max_moves is not None
     if req.dry_run:
         backend = backend.as_dry_run()  # the same reads; every write recorded, none made
     backend.ensure_writable()  # a migrating cluster: nothing goes through ZooKeeper any more
 
-    resuming = req.resume or req.batch_size is not None
+    resuming = req.resume or req.batch_size is not None or req.max_moves is not None
     throttling = req.throttle is not None or req.log_dir_throttle is not None
     # A running reassignment: refuse, unless it is this very file (then: the speed changes, or a resumed
     # run waits for it).
@@ -473,7 +499,7 @@ def _execute(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
-    results = _run_batches(backend, state, batches, req, report, wait, log_dirs)
+    results = run_batches(backend, state, batches, req, report, wait, log_dirs)
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK, None

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from reassign_cli.core import pacing as pc
 from reassign_cli.core.elect_rules import LeaderStatus, result_lines, status_json
 from reassign_cli.core.names import NAMES_SHOWN, shorten
 from reassign_cli.core.progress import (
@@ -90,6 +91,60 @@ class ProgressView:
         if line != self._last_line or now - self._last_time >= PLAIN_EVERY:
             self.out.info(f"[{_clock(elapsed)}] {line}")
             self._last_line, self._last_time = line, now
+
+
+class PaceView:
+    """What a paced execute shows while it polls: bytes copied of the total, the moving-average rate, the
+    ETA and the moves running / queued / done; a Rich bar on a terminal, otherwise a plain line at most
+    once per poll (when the percentage or the moves change) and at least every PLAIN_EVERY seconds.
+    Without sizes, only the moves are counted."""
+
+    def __init__(self, out: Output, total: int) -> None:
+        self.out = out
+        self.total = total
+        self._bar: Any = None
+        self._task: Any = None
+        self._last_key: tuple[Any, ...] = ()
+        self._last_time = 0.0
+
+    def __enter__(self) -> PaceView:
+        if self.out.interactive:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+            self._bar = Progress(
+                TextColumn("copied"),
+                BarColumn(),
+                DownloadColumn(binary_units=True),
+                TextColumn("{task.fields[rate]} ETA {task.fields[eta]}; {task.fields[moves]}"),
+                console=self.out.err,
+                transient=False,
+                refresh_per_second=2,
+            )
+            self._bar.__enter__()
+            self._task = self._bar.add_task("pacing", total=None, rate="", eta="-:--:--", moves="")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def update(self, snap: pc.Snapshot, elapsed: float) -> None:
+        moves = f"{snap.running} moving, {snap.queued} queued, {snap.done} done"
+        if self._bar is not None:
+            rate = f"{pc.human_bytes(snap.rate)}/s" if snap.rate is not None else "-- B/s"
+            eta = pc.clock(snap.eta) if snap.eta is not None else "-:--:--"
+            self._bar.update(
+                self._task, completed=snap.copied, total=snap.total or None, rate=rate, eta=eta, moves=moves
+            )
+            return
+        if self.out.quiet:
+            return
+        line = pc.progress_line(snap) if snap.total else moves
+        key = (int(100 * snap.fraction), snap.running, snap.queued, snap.done)
+        now = time.monotonic()
+        if key != self._last_key or now - self._last_time >= PLAIN_EVERY:
+            self.out.info(f"[{_clock(elapsed)}] {line}")
+            self._last_key, self._last_time = key, now
 
 
 def _clock(seconds: float) -> str:
@@ -191,6 +246,15 @@ class ExecuteReport:
     def progress(self, total: int) -> Iterator[ProgressView]:
         with ProgressView(self.out, total) as view:
             yield view
+
+    @contextmanager
+    def pacing(self, total: int) -> Iterator[PaceView]:
+        with PaceView(self.out, total) as view:
+            yield view
+
+    def paced(self, summary: dict[str, Any]) -> None:
+        """A paced run's totals, in the JSON document: bytes_copied, seconds, max_in_flight_per_broker."""
+        self.doc.update(summary)
 
 
 def verify_lines(

@@ -92,12 +92,23 @@ class AdminBackend:
         self.planned.append(PlannedWrite(op, what, data, kind="admin"))
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from kafka.errors import KafkaError
+        from kafka.errors import KafkaError, UnknownBrokerIdError
 
-        try:
-            return fn(*args, **kwargs)
-        except KafkaError as e:
-            raise OperationalError(f"{what} failed: {e}") from None
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except UnknownBrokerIdError as e:
+                # A broker that has just registered again, before the client's metadata names it: nothing
+                # was sent; ask for fresh metadata and try again for a moment.
+                if time.monotonic() >= deadline:
+                    raise OperationalError(f"{what} failed: {e}") from None
+                cluster = getattr(getattr(self.admin, "_client", None), "cluster", None)
+                if cluster is not None:
+                    cluster.request_update()
+                time.sleep(SETTLE_POLL)
+            except KafkaError as e:
+                raise OperationalError(f"{what} failed: {e}") from None
 
     # -- reads -----------------------------------------------------------------------------------
     def read_state(
@@ -326,13 +337,22 @@ class AdminBackend:
         return None  # one request of up to socket.request.max.bytes (100 MiB by default)
 
     def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
-        from kafka import TopicPartition as KafkaTP
-
         if self.dry_run:
             self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
             return True
         if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
             return False
+        self.add_reassignment(entries)
+        return True
+
+    def add_reassignment(self, entries: Sequence[PlanEntry]) -> None:
+        """AlterPartitionReassignments for `entries` beside the moves already running (KIP-455): execute
+        --max-moves-per-broker adds to its window this way."""
+        from kafka import TopicPartition as KafkaTP
+
+        if self.dry_run:
+            self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
+            return
         asked = {KafkaTP(e.topic, e.partition): list(e.replicas) for e in entries}
         result = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments, asked)
         self._moving.update({(e.topic, e.partition): [list(e.replicas)] for e in entries})
@@ -346,7 +366,6 @@ class AdminBackend:
                 + (f" ({len(failed) - 1} more refused)" if len(failed) > 1 else ""),
                 hint=f"{started} partitions were started; see kafka-reassign list" if started else None,
             )
-        return True
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
         return cancel_reassignments(self.admin, partitions)

@@ -1,0 +1,427 @@
+"""`execute --max-moves-per-broker N`: the window's sequencing (the pure rules are core/pacing.py).
+
+Through the admin API (a backend that can `add_reassignment`): start the moves that fit, poll, and as soon
+as a move ends start the next that fits (AlterPartitionReassignments adds to the running reassignment,
+KIP-455). Before a move starts, its partition is in its topic's throttled-replica lists: every start
+rewrites the lists for the moves running, starting and next in line, through execute's fenced
+`apply_throttles` (the record of prior values first, exactly as a batch does). With sizes
+(DescribeLogDirs), progress is in bytes: each added replica's size against its leader's.
+
+Through ZooKeeper alone the trigger znode takes one batch at a time: the window is sent as batches
+(each fills an empty window), run by execute's `_run_batches`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from reassign_cli.core import pacing as pc
+from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
+from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
+from reassign_cli.core.validate import split_batches
+from reassign_cli.errors import BusyError, OperationalError
+from reassign_cli.ops.execute import (
+    NO_BYTES_LIMIT,
+    THROTTLE_SETTLE_SECONDS,
+    ExecuteReport,
+    ExecuteRequest,
+    WaitInterrupted,
+    _Clock,
+    _run_batches,
+    apply_throttles,
+    describe_moving,
+    log_dir_moves,
+    raise_hard,
+    start_until_done,
+    started_line,
+    stuck_line,
+    submit_batch,
+    verify_command,
+)
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
+
+READ_RETRY_SECONDS = 60.0
+ZK_NOTE = (
+    "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
+    "brokers would allow a window that starts a move as soon as one ends: run it with --bootstrap-server "
+    "(without --zookeeper)"
+)
+
+
+class SizeReader(Protocol):
+    """DescribeLogDirs sizes (admin.log_dirs.LogDirMover.replica_sizes)."""
+
+    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]: ...
+
+
+class PaceSink(Protocol):
+    def update(self, snap: pc.Snapshot, elapsed: float) -> None: ...
+
+
+class PaceView(Protocol):
+    """What render.progress.ExecuteReport shows of a paced run."""
+
+    def pacing(self, total: int) -> AbstractContextManager[PaceSink]: ...
+    def paced(self, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass(slots=True)
+class Pacer:
+    """execute's batch runner for --max-moves-per-broker (ops.execute.execute(..., pacer=))."""
+
+    cap: int
+    order: pc.Order | None
+    view: PaceView
+    sizer: SizeReader | None = None
+
+    def __call__(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        batches: list[list[PlanEntry]],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        wait: bool,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]:
+        entries = [e for b in batches for e in b]
+        adds = callable(getattr(backend, "add_reassignment", None))
+        if not entries:
+            return []
+        if req.dry_run or not adds:
+            if not adds:
+                report.info(ZK_NOTE)
+            return _run_batches(
+                backend, state, self.batches(backend, state, entries), req, report, wait, mover
+            )
+        return _Window(self, backend, entries, req, report, mover).run()
+
+    def batches(
+        self, backend: Backend, state: ClusterState, entries: list[PlanEntry]
+    ) -> list[list[PlanEntry]]:
+        """The window as batches of at most `cap` moves per broker (each also within the trigger's size)."""
+        moves = pc.make_moves(entries, state)
+        by_tp = {(e.topic, e.partition): e for e in entries}
+        limit = backend.reassignment_bytes_limit()
+        out: list[list[PlanEntry]] = []
+        for batch in pc.batches(moves, self.cap, self.order or pc.default_order(moves)):
+            out += split_batches(
+                [by_tp[m.tp] for m in batch], None, NO_BYTES_LIMIT if limit is None else limit
+            )
+        return out
+
+
+@dataclass(slots=True)
+class _Bytes:
+    """Byte bookkeeping of the running moves: what each has copied, and its leader's log over time."""
+
+    copied: dict[TopicPartition, int] = field(default_factory=dict)
+    total: dict[TopicPartition, int] = field(default_factory=dict)
+    leader: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
+    move: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
+    done: int = 0  # bytes of the moves that ended
+
+
+class _Window:
+    """One paced run through the admin API."""
+
+    def __init__(
+        self,
+        pacer: Pacer,
+        backend: Backend,
+        entries: list[PlanEntry],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        mover: LogDirMoves | None,
+    ) -> None:
+        self.p, self.backend, self.req, self.report, self.mover = pacer, backend, req, report, mover
+        self.entries = {(e.topic, e.partition): e for e in entries}
+        self.targets = {tp: e.replicas for tp, e in self.entries.items()}
+        self.topics = sorted({t for t, _ in self.targets})
+        state = backend.read_state(self.topics, partition_state=True)
+        self.sized = pacer.sizer is not None
+        moves = pc.make_moves(entries, state, self._leader_sizes(state, entries))
+        self.moves = {m.tp: m for m in moves}
+        self.queue = pc.Queue(moves, pacer.order or pc.default_order(moves))
+        self.queued_bytes = sum(m.total_bytes for m in moves)
+        self.running: dict[TopicPartition, pc.Move] = {}
+        self.done = 0
+        self.throttled: set[TopicPartition] = set()
+        self.started_any = False
+        self.peak = 0
+        self.bytes = _Bytes()
+        self.meter = pc.Meter()
+        self.overhead = pc.Overhead()
+        self.stalls = pc.Stalls(req.stuck_after)
+        self.stuck = StuckWatch(req.stuck_after)
+        self.told: set[str] = set()
+        self.state = state
+        self.failing_since: float | None = None
+
+    def _leader_sizes(
+        self, state: ClusterState, entries: Sequence[PlanEntry]
+    ) -> dict[TopicPartition, int] | None:
+        if self.p.sizer is None:
+            return None
+        keys = [(m.tp[0], m.tp[1], m.source) for m in pc.make_moves(entries, state)]
+        sizes, _ = self.p.sizer.replica_sizes(keys)
+        return {(t, p): s for (t, p, _), s in sizes.items()}
+
+    def run(self) -> list[PartitionProgress]:
+        clock = _Clock(self.req)
+        try:
+            with self.p.view.pacing(len(self.moves)) as sink:
+                while True:
+                    self._ended()
+                    if not self.running and not len(self.queue):
+                        break
+                    self._check_alone()
+                    new = self.queue.take(self.running.values(), self.p.cap)
+                    if new:
+                        t0, first = time.monotonic(), not self.started_any
+                        self._start(new)
+                        # the first start sets the run up (record, setup mark): not a move's cost
+                        cost = 0.0 if first else time.monotonic() - t0
+                        self.overhead.started([m.tp for m in new], cost)
+                    self._measure(sink, clock.elapsed())
+                    self._timeout(clock)
+                    clock.pause()
+                    while not self._read():  # nothing starts on a stale read
+                        self._timeout(clock)
+                        clock.pause()
+        except KeyboardInterrupt:
+            raise WaitInterrupted(
+                "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
+                "started",
+                hint=f"Continue with: kafka-reassign execute --resume --max-moves-per-broker {self.p.cap} "
+                f"--reassignment-json-file {self.req.file_name} (or check with: {verify_command(self.req.file_name)})",
+            ) from None
+        results = classify(self.targets, self.state)
+        self.p.view.paced(
+            {
+                "bytes_copied": self.bytes.done if self.sized else None,
+                "seconds": round(clock.elapsed(), 3),
+                "max_in_flight_per_broker": self.peak,
+            }
+        )
+        return results
+
+    # -- the window ------------------------------------------------------------------------------
+    def _read(self) -> bool:
+        """The next poll's read; False when it failed (a broker that just left was asked): it is tried
+        again at the next poll, for up to READ_RETRY_SECONDS; the moves keep running meanwhile."""
+        try:
+            self.state = self.backend.read_state(self.topics, partition_state=True)
+            self.failing_since = None
+            return True
+        except OperationalError as e:
+            now = time.monotonic()
+            if self.failing_since is None:
+                self.failing_since = now
+                self.report.warn(f"{e}; trying again at the next poll")
+            if now - self.failing_since >= READ_RETRY_SECONDS:
+                raise
+            return False
+
+    def _running(self) -> list[PartitionProgress]:
+        """Where the running moves stand (only they: a poll costs the window's size, not the plan's)."""
+        return classify({tp: self.targets[tp] for tp in self.running}, self.state)
+
+    def _ended(self) -> None:
+        moving = {(r.topic, r.partition) for r in self._running() if r.status is Status.IN_PROGRESS}
+        for tp in [tp for tp in self.running if tp not in moving]:
+            m = self.running.pop(tp)
+            self.overhead.ended(tp, time.monotonic())
+            self.done += 1
+            self.bytes.done += self.bytes.total.get(tp, m.total_bytes if self.sized else 0)
+            for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
+                d.pop(tp, None)
+
+    def _check_alone(self) -> None:
+        """Nothing but this plan may reassign while the window adds moves."""
+        st = self.state
+        foreign = sorted(st.reassigning_elsewhere) + sorted(
+            (t, p)
+            for t, topic in st.topics.items()
+            for p in {*topic.adding, *topic.removing}
+            if topic.is_reassigning(p) and (t, p) not in self.running
+        )
+        if foreign:
+            raise BusyError(
+                f"Cannot go on pacing: another reassignment appeared ({', '.join(map(tp_str, foreign[:5]))}); "
+                f"{self.done} moves of this plan are complete, {len(self.running)} still moving",
+                hint="Run execute --resume with the same options once it has finished.",
+            )
+
+    def _start(self, new: list[pc.Move]) -> None:
+        """The moves added to the running reassignment, their partitions in the throttled-replica lists
+        first. The lists name the moves running, starting and next in line (one fenced commit, as a batch
+        writes them); moves listed ahead start at once, and the lists are brought up to date after."""
+        req, report = self.req, self.report
+        batch = [self.entries[m.tp] for m in new]
+        ahead = all(m.tp in self.throttled for m in new)
+        if not self.started_any:
+            # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
+            submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
+            self.started_any, ahead = True, True
+        else:
+            if not ahead:
+                changed = self._throttle(new)
+                if changed is None:  # the lists could not be written: these moves wait for the next poll
+                    self.queue.put_back(new)
+                    return
+                if changed:
+                    time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
+            moves = log_dir_moves(batch)
+            if moves and self.mover is not None:
+                raise_hard(self.mover.attempt(moves)[1])
+            self.backend.add_reassignment(batch)  # type: ignore[attr-defined]
+            report.result(started_line([m.tp for m in new]))
+            if moves and self.mover is not None:
+                start_until_done(self.mover, moves, req.log_dir_timeout, report)
+        for m in new:
+            self.running[m.tp] = m
+            self.queued_bytes -= m.total_bytes
+        self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
+        if ahead:
+            self._throttle([])
+
+    def _throttle(self, new: list[pc.Move]) -> bool | None:
+        """Rewrite the throttle lists for the moves running, `new` and next in line; True when a config
+        changed, None when the write failed (a broker that has just left: warned, tried again at the next
+        start; only what both the old and the new lists name counts as listed then). Nothing without
+        --throttle (nor --replica-alter-log-dirs-throttle)."""
+        req = self.req
+        if req.throttle is None and req.log_dir_throttle is None:
+            self.throttled = set(self.entries)
+            return False
+        tps = dict.fromkeys(
+            [*self.running, *(m.tp for m in new), *(m.tp for m in self.queue.heads(self.p.cap))]
+        )
+        listed = [self.entries[tp] for tp in tps]
+        try:
+            writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+        except OperationalError as e:
+            self.report.warn(f"{e}; the throttle lists are written again at the next start")
+            self.throttled &= set(tps)
+            return None
+        self.throttled = set(tps)
+        return bool(writes.changes)
+
+    def _timeout(self, clock: _Clock) -> None:
+        if clock.expired():
+            moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
+            raise BusyError(
+                f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
+                f"{len(self.queue)} moves not started",
+                hint="The moves started keep running. Continue with execute --resume and the same options.",
+            )
+
+    # -- progress --------------------------------------------------------------------------------
+    def _measure(self, sink: PaceSink, elapsed: float) -> None:
+        now = time.monotonic()
+        if self.sized:
+            self._read_bytes(now)
+        queued_bytes = self.queued_bytes if self.sized else 0
+        copied = self.bytes.done + sum(self.bytes.copied.values())
+        total = self.bytes.done + sum(self.bytes.total.values()) + queued_bytes
+        rate = self.meter.add(now, copied) if self.sized else None
+        left = len(self.running) + len(self.queue)
+        eta = pc.eta(copied, total, rate, left, self.overhead.mean, len(self.running))
+        snap = pc.Snapshot(copied, total, rate, eta, len(self.running), len(self.queue), self.done)
+        sink.update(snap, elapsed)
+        self._warn_stuck(now)
+        if self.sized:
+            self._diagnose()
+
+    def _read_bytes(self, now: float) -> None:
+        assert self.p.sizer is not None
+        keys: list[ReplicaKey] = []
+        for (t, p), m in self.running.items():
+            keys += [(t, p, m.source), *((t, p, b) for b in m.receivers)]
+        sizes, _ = self.p.sizer.replica_sizes(keys)
+        for (t, p), m in self.running.items():
+            lead = sizes.get((t, p, m.source))
+            got = {b: sizes.get((t, p, b), 0) for b in m.receivers}
+            copied, total = pc.move_copied(m, lead, got)
+            self.bytes.copied[(t, p)], self.bytes.total[(t, p)] = copied, total
+            self.overhead.copied((t, p), copied, total, now)
+            if lead is not None:
+                self.bytes.leader.setdefault((t, p), pc.Meter()).add(now, lead)
+            self.bytes.move.setdefault((t, p), pc.Meter()).add(now, copied)
+
+    def _warn_stuck(self, now: float) -> None:
+        live = set(self.state.broker_ids)
+        if self.sized:
+            copying = {tp: self.bytes.copied.get(tp, 0) for tp, m in self.running.items() if m.receivers}
+            for tp, secs in self.stalls.update(copying, now):
+                m = self.running[tp]
+                down = [b for b in m.receivers if b not in live]
+                self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
+            return
+        for r, broker, gone in self.stuck.update(self._running(), live, now):
+            self.report.warn(stuck_line(r.name, broker, gone, self.req.file_name))
+
+    def _diagnose(self) -> None:
+        """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
+        rate_in: dict[int, float] = {}
+        for tp, m in self.running.items():
+            if not _long_enough(self.bytes.move.get(tp)):
+                continue  # a new move's first fetches pass before the quota measures them
+            r = _rate(self.bytes.move.get(tp))
+            for b in m.receivers:
+                rate_in[b] = rate_in.get(b, 0.0) + r / len(m.receivers)
+        for b, r in sorted(rate_in.items()):
+            if pc.at_throttle(r, self.req.throttle) and "throttle" not in self.told:
+                self.told.add("throttle")
+                self.report.info(
+                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({self.req.throttle} B/s): "
+                    "the throttle is the limit. To go faster, run this execute again with a higher --throttle "
+                    "(it changes the rate of the running moves)"
+                )
+        for tp, m in self.running.items():
+            growth, copy = _rate(self.bytes.leader.get(tp)), _rate(self.bytes.move.get(tp))
+            sharing = sum(1 for o in self.running.values() if set(o.receivers) & set(m.receivers))
+            need = pc.catch_up_throttle(growth, copy / max(len(m.receivers), 1), sharing)
+            if need is not None and tp_str(tp) not in self.told and _long_enough(self.bytes.move.get(tp)):
+                self.told.add(tp_str(tp))
+                self.report.warn(
+                    f"{tp_str(tp)}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy "
+                    f"({pc.human_bytes(copy)}/s): it cannot catch up at this throttle; --throttle {need} would "
+                    "let it finish"
+                )
+
+
+def _rate(meter: pc.Meter | None) -> float:
+    if meter is None or len(meter.samples) < 2:
+        return 0.0
+    (t0, c0), (t1, c1) = meter.samples[0], meter.samples[-1]
+    return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+def _long_enough(meter: pc.Meter | None) -> bool:
+    """Enough samples behind a rate to judge a move by it (a third of the rate window)."""
+    return (
+        meter is not None
+        and len(meter.samples) >= 3
+        and meter.samples[-1][0] - meter.samples[0][0] >= pc.RATE_WINDOW / 3
+    )
+
+
+def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_name: str) -> str:
+    if down:
+        why = f"its target broker {','.join(map(str, down))} is not registered: start it, or "
+    else:
+        who = ",".join(map(str, m.receivers))
+        why = f"check broker {who} (its log and the replica fetcher) and broker {m.source} (the leader), or "
+    return (
+        f"{name} is stuck: no bytes copied to broker {','.join(map(str, m.receivers))} for {secs:.0f} s; {why}"
+        f"cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} --bootstrap-server HOST:PORT"
+    )
