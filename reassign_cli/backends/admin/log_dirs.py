@@ -20,6 +20,7 @@ class LogDirMover:
         self.options = AdminOptions(options) if isinstance(options, str) else options
         self._admin: Any = admin
         self._own = admin is None
+        self.unanswered: list[int] = []  # the brokers that did not answer the last describe
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -50,9 +51,10 @@ class LogDirMover:
         return started, failed
 
     def describe(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, tuple[str | None, str | None]]:
-        """DescribeLogDirs on each broker concerned; log dirs that are offline (an error) are skipped."""
+        """DescribeLogDirs on each broker concerned; log dirs that are offline (an error) are skipped, and the
+        brokers that did not answer are kept in `unanswered`."""
         out: dict[ReplicaKey, tuple[str | None, str | None]] = {}
-        answered, _ = self._log_dirs(replicas)
+        answered, self.unanswered = self._log_dirs(replicas)
         for broker, dirs in answered:
             _note_dirs(out, broker, dirs)
         return {k: v for k, v in out.items() if k in set(replicas)}
