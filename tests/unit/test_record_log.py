@@ -157,3 +157,24 @@ def test_decode_refuses_what_is_not_ours() -> None:
     assert decode_write(b'{"base":true,"id":"x","record":{"version":1}}') is None
     assert decode_write(b'{"base":1,"id":"x","record":{"version":2}}') is None
     assert decode_write(orjson.dumps({"base": 1, "id": "x"})) is None
+
+
+def test_the_lease_of_the_last_counted_write_is_the_logs() -> None:
+    from reassign_cli.core.record_log import LEASE_SECONDS, lease_holder
+
+    lease = {"kind": "setup", "run": "r1", "since": 1000.0}
+    log = [
+        encode_write(NO_BASE, rec(b1="a"), "w0", lease),
+        encode_write(NO_BASE, rec(b2="b"), "w1"),  # lost the race: its (absent) lease does not count
+        encode_write(0, rec(b1="a"), "w2", {"kind": "bogus", "run": "r2", "since": 1.0}),  # not ours
+    ]
+    r = Replay()
+    for offset, value in enumerate(log):
+        r.feed(offset, value)
+    assert (r.record, r.lease) == (rec(b1="a"), lease)
+    assert lease_holder(r.lease, "r1", 1001.0) == "mine"
+    assert lease_holder(r.lease, "r2", 1001.0) == "other"
+    assert lease_holder(r.lease, "r2", 1000.0 + LEASE_SECONDS + 1) == "free"  # its holder was killed
+    assert lease_holder(None, "r2", 0.0) == "free"
+    r.feed(3, encode_write(0, rec(), "w3"))  # a write that ends it
+    assert (r.record, r.lease) == (rec(), None)
