@@ -62,26 +62,51 @@ def encode_write(
 
 
 def decode_write(value: bytes | None) -> tuple[int, str, dict[str, Any]] | None:
-    """(base, id, record), or None for a message that is not one of ours (it never counts)."""
+    """(base, id, record), or None for a message that is not one of ours (it never counts); see
+    decode_message for what is refused."""
     full = decode_message(value)
     return None if full is None else full[:3]
 
 
+KNOWN_FIELDS = frozenset({"base", "id", "record", "lease"})
+
+
 def decode_message(value: bytes | None) -> tuple[int, str, dict[str, Any], Lease | None] | None:
-    """(base, id, record, lease), or None for a message that is not one of ours (it never counts)."""
+    """(base, id, record, lease); None for a message that is not one of ours (not a JSON object with a
+    "base" and an "id": it never counts). A message of ours that this version does not understand (another
+    field, another record version, a malformed lease or record) is refused (OperationalError): a newer
+    writer's rules may differ, and guessing could let two writers both believe they won."""
     if not value:
         return None
     try:
         doc = orjson.loads(value)
-        base, write_id = doc["base"], doc["id"]
-        if not isinstance(base, int) or isinstance(base, bool) or not isinstance(write_id, str):
-            return None
-        lease = doc.get("lease")
-        if lease is not None and not _is_lease(lease):
-            return None
-        return base, write_id, th.load_record(orjson.dumps(doc["record"]), TOPIC), lease
-    except (orjson.JSONDecodeError, KeyError, TypeError, OperationalError):
+    except orjson.JSONDecodeError:
         return None
+    if not isinstance(doc, dict) or "base" not in doc or "id" not in doc:
+        return None
+    base, write_id, lease = doc["base"], doc["id"], doc.get("lease")
+    if (
+        set(doc) - KNOWN_FIELDS
+        or not isinstance(base, int)
+        or isinstance(base, bool)
+        or not isinstance(write_id, str)
+        or "record" not in doc
+        or (lease is not None and not _is_lease(lease))
+    ):
+        raise OperationalError(_refusal(value))
+    try:
+        record = th.load_record(orjson.dumps(doc["record"]), TOPIC)
+    except OperationalError:
+        raise OperationalError(_refusal(value)) from None
+    return base, write_id, record, lease
+
+
+def _refusal(value: bytes) -> str:
+    shown = value[:200].decode(errors="replace")
+    return (
+        f"{TOPIC} holds a message this version of kafka-reassign does not understand (written by a newer "
+        f"version?); refusing to guess the record from it: {shown}"
+    )
 
 
 def _is_lease(lease: Any) -> bool:
