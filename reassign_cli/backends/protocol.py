@@ -174,6 +174,10 @@ class LogDirMoves(Protocol):
     """Replica moves between the log dirs of one broker (AlterReplicaLogDirs): an admin-API operation in
     both modes (ZooKeeper does not carry them)."""
 
+    # The brokers that did not answer the last `describe`: their replicas' state is unknown (never read it
+    # as "not moving": a copy may still run there).
+    unanswered: list[int]
+
     def attempt(self, moves: ReplicaDirs) -> tuple[list[ReplicaKey], dict[ReplicaKey, str]]:
         """One round: (started, {replica: error name})."""
         ...

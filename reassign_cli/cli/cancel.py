@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from reassign_cli.cli.common import (
@@ -31,17 +33,19 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
 
     Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
     --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4). Refused (exit 3, nothing done) when a partition's original
-    replicas are all offline or out of the ISR, which would leave it without a leader. Then, unless
-    --preserve-throttles, the throttles come off as verify removes them.
+    replicas are all offline or out of the ISR, which would leave it without a leader. The file's replica
+    moves between log dirs that are still copying are stopped, as Kafka's --cancel does (each replica stays
+    in its current log dir). Then, unless --preserve-throttles, the throttles come off as verify removes
+    them (kept while a log-dir copy still runs or cannot be seen).
     """
+    from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.cli.inputs import read_input_file
-    from reassign_cli.core.cancel_rules import cancelled_line
     from reassign_cli.core.model import parse_reassignment
     from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
-    from reassign_cli.render.progress import clearing_lines
 
-    targets = parse_reassignment(read_input_file(reassignment_file)).targets()
+    plan = parse_reassignment(read_input_file(reassignment_file))
+    targets, dirs = plan.targets(), plan.log_dir_targets()
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
         raise UsageError(
@@ -50,19 +54,46 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
-        outcome = cancel(backend, targets, preserve_throttles=preserve_throttles, timeout=timeout)
+        mover = log_dir_mover(backend) if dirs else None
+        try:
+            outcome = cancel(
+                backend,
+                targets,
+                preserve_throttles=preserve_throttles,
+                timeout=timeout,
+                dirs=dirs,
+                log_dirs=mover,
+            )
+        finally:
+            if mover is not None:
+                mover.close()
+    return _report(out, opts, outcome, bool(dirs))
+
+
+def _report(out: Any, opts: Options, outcome: Any, has_dirs: bool) -> int:
+    from reassign_cli.core.cancel_rules import cancelled_line, stopped_moves_lines
+    from reassign_cli.render.progress import clearing_lines
+
+    if outcome.kept is not None:
+        out.info(outcome.kept)
     if opts.json:
         cleared = outcome.cleared
-        out.result_json(
-            {
-                "cancelled": [{"topic": t, "partition": p} for t, p in outcome.cancelled],
-                "throttles_cleared": None
-                if cleared is None
-                else {"brokers": cleared.brokers, "topics": cleared.topics},
-            }
-        )
+        doc: dict[str, object] = {
+            "cancelled": [{"topic": t, "partition": p} for t, p in outcome.cancelled],
+            "throttles_cleared": None
+            if cleared is None
+            else {"brokers": cleared.brokers, "topics": cleared.topics},
+        }
+        if has_dirs:
+            doc["log_dir_moves_stopped"] = [
+                {"topic": t, "partition": p, "broker": b, "log_dir": d}
+                for (t, p, b), d in outcome.stopped.items()
+            ]
+        out.result_json(doc)
         return 0
     out.result(cancelled_line(outcome.cancelled))
+    for line in stopped_moves_lines(outcome.stopped) if has_dirs else []:
+        out.result(line)
     if outcome.cleared is not None:
         for line in clearing_lines(outcome.cleared):
             out.result(line)

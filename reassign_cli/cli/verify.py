@@ -121,7 +121,9 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     if cleared is not None:
         for line in kept_lines(cleared, limit=None if opts.verbose else NAMES_SHOWN):
             out.info(line)
-    if (
+    if cleared is None and not preserve_throttles and outcome.blind is not None:
+        out.info(outcome.blind)
+    elif (
         cleared is None
         and not preserve_throttles
         and not any(r.status == Status.IN_PROGRESS for r in results)

@@ -9,7 +9,7 @@ A partition counts as active when its topic znode has adding OR removing replica
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from reassign_cli.core.model import ClusterState, TopicPartition, tp_str
@@ -45,3 +45,14 @@ def cancelled_line(tps: list[TopicPartition]) -> str:
         return "None of the specified partition reassignments are active."
     s = "s" if len(tps) > 1 else ""
     return f"Successfully cancelled partition reassignment{s} for: {','.join(tp_str(tp) for tp in tps)}"
+
+
+def stopped_moves_lines(stopped: Mapping[tuple[str, int, int], str]) -> list[str]:
+    """Kafka's --cancel lines for the replica moves between log dirs it stopped (each moved back to its
+    current dir, hence Kafka's "started moving" wording), or its line when none was copying."""
+    if not stopped:
+        return ["None of the specified partition moves are active."]
+    return [
+        f"Successfully started moving log directory to {d} for replica {t}-{p} with broker {b} "
+        for (t, p, b), d in sorted(stopped.items())
+    ]

@@ -286,7 +286,8 @@ class MoveStatus(StrEnum):
     IN_PROGRESS = "in_progress"  # a future replica in the target dir
     ELSEWHERE = "elsewhere"  # a future replica in another dir
     NOT_MOVING = "not_moving"  # in another dir, no future replica
-    MISSING = "missing"  # in no live log dir of the broker (or the broker did not answer)
+    MISSING = "missing"  # in no live log dir of the broker
+    UNKNOWN = "unknown"  # its broker did not answer DescribeLogDirs: it may still be copying
 
 
 @dataclass(slots=True)
@@ -311,6 +312,11 @@ class ReplicaMoveProgress:
                 f"Partition {tp} on broker {self.broker} is being moved to log dir {self.future} "
                 f"instead of {self.target}."
             )
+        if self.status is MoveStatus.UNKNOWN:
+            return (
+                f"Partition {tp} on broker {self.broker}: the broker did not answer DescribeLogDirs, so "
+                f"whether it still moves to log dir {self.target} is unknown."
+            )
         if self.status is MoveStatus.NOT_MOVING:
             return (
                 f"Partition {tp} on broker {self.broker} is not being moved from log dir {self.current} "
@@ -323,15 +329,21 @@ class ReplicaMoveProgress:
 
 
 def classify_moves(
-    moves: Mapping[tuple[str, int, int], str], dirs: Mapping[tuple[str, int, int], ReplicaDirInfo]
+    moves: Mapping[tuple[str, int, int], str],
+    dirs: Mapping[tuple[str, int, int], ReplicaDirInfo],
+    unanswered: Iterable[int] = (),
 ) -> list[ReplicaMoveProgress]:
     """One result per planned replica move, sorted by (topic, partition, broker). `dirs` has what each
-    broker reports for the replica; a replica it does not name is in no live log dir."""
+    broker reports for the replica; a replica it does not name is in no live log dir. A replica on a
+    broker in `unanswered` (it did not answer) is unknown: never taken for "not moving"."""
     out = []
+    silent = set(unanswered)
     for key in sorted(moves):
         target = moves[key]
         current, future = dirs.get(key, (None, None))
-        if future is not None:
+        if key[2] in silent and key not in dirs:
+            status = MoveStatus.UNKNOWN
+        elif future is not None:
             status = MoveStatus.IN_PROGRESS if future == target else MoveStatus.ELSEWHERE
         elif current is None:
             status = MoveStatus.MISSING
@@ -359,8 +371,9 @@ def orphaned_throttles(
 
 
 def moves_ongoing(moves: Iterable[ReplicaMoveProgress]) -> bool:
-    """A future replica exists somewhere: the log-dir throttle is still at work."""
-    return any(m.status in (MoveStatus.IN_PROGRESS, MoveStatus.ELSEWHERE) for m in moves)
+    """A future replica exists somewhere, or may (its broker did not answer): the log-dir throttle is, or
+    may be, still at work."""
+    return any(m.status in (MoveStatus.IN_PROGRESS, MoveStatus.ELSEWHERE, MoveStatus.UNKNOWN) for m in moves)
 
 
 def verify_exit(results: Iterable[PartitionProgress], moves: Iterable[ReplicaMoveProgress] = ()) -> int:

@@ -2,7 +2,8 @@
 
 Order: read the plan's topics with their partition states → classify each partition → the plan's replica
 moves between log dirs, from DescribeLogDirs (when there are any and the admin API is at hand) → unless
-preserved, and unless a log-dir move is still running, `unthrottle.clear_throttles` (which reads the whole
+preserved, and unless a log-dir move is still running or cannot be seen (no admin API, or a broker that
+does not answer DescribeLogDirs: the log-dir throttle stays, with the reason), `unthrottle.clear_throttles` (which reads the whole
 cluster again and does nothing while anything reassigns) → the orphaned throttles among those it removed
 (`progress.orphaned_throttles`), for the warning.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from reassign_cli.backends.protocol import Backend, ClearResult, LogDirMoves, ReplicaDirs
 from reassign_cli.core.model import TopicPartition
 from reassign_cli.core.progress import (
+    MoveStatus,
     PartitionProgress,
     ReplicaMoveProgress,
     classify,
@@ -33,6 +35,9 @@ class VerifyOutcome:
     # Throttles of ours that no finished reassignment of this plan accounts for (an interrupted
     # execute's), as the clear found them: (brokers, topics); None when there were none or no clear.
     orphans: tuple[list[int], list[str]] | None = None
+    # Why the throttles were kept although nothing may be reassigning: the plan's log-dir moves could not
+    # all be seen. None when they were (or the plan has none).
+    blind: str | None = None
 
 
 def verify(
@@ -47,15 +52,39 @@ def verify(
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
     moves = replica_moves(dirs, log_dirs) if dirs and log_dirs is not None else []
-    keep = preserve_throttles or moves_ongoing(moves)
+    blind = blind_spot(dirs, log_dirs, moves)
+    keep = preserve_throttles or moves_ongoing(moves) or blind is not None
     cleared = None if keep else clear_throttles(backend, dict(targets))
     orphans = None
     if cleared is not None:
         orphans = orphaned_throttles((cleared.recorded_brokers, cleared.recorded_topics), results)
-    return VerifyOutcome(results, cleared, moves, orphans)
+    return VerifyOutcome(results, cleared, moves, orphans, blind)
 
 
 def replica_moves(dirs: ReplicaDirs, log_dirs: LogDirMoves) -> list[ReplicaMoveProgress]:
     """Where each planned replica move between log dirs stands, from DescribeLogDirs on the brokers
-    concerned (verify, and `execute --wait` before it takes the throttles off)."""
-    return classify_moves(dirs, log_dirs.describe(dict(sorted(dirs.items()))))
+    concerned (verify, cancel, and `execute --wait` before it takes the throttles off). A replica on a
+    broker that did not answer is UNKNOWN, which counts as still moving."""
+    described = log_dirs.describe(dict(sorted(dirs.items())))
+    return classify_moves(dirs, described, log_dirs.unanswered)
+
+
+def blind_spot(
+    dirs: ReplicaDirs | None, log_dirs: LogDirMoves | None, moves: list[ReplicaMoveProgress]
+) -> str | None:
+    """Why the plan's log-dir copies cannot all be seen (so the log-dir throttle must stay); None if they
+    can. Not seeing is never read as "nothing moving"."""
+    if not dirs:
+        return None
+    if log_dirs is None:
+        return (
+            "Throttles kept: the plan moves replicas between log dirs, and without the admin API "
+            "(--bootstrap-server) it cannot be seen whether those copies still run."
+        )
+    silent = sorted({m.broker for m in moves if m.status is MoveStatus.UNKNOWN})
+    if silent:
+        return (
+            f"Throttles kept: broker{'' if len(silent) == 1 else 's'} {','.join(map(str, silent))} did not "
+            "answer DescribeLogDirs, so whether its replicas still move between log dirs is unknown."
+        )
+    return None

@@ -162,3 +162,40 @@ def test_execute_wait_waits_for_the_log_dir_copy_before_clearing(
     assert LOG_DIR_RATE not in (config(zk, "brokers", 1) or {})  # the recorded absence put back
     assert get_json(zk, RECORD) is None or "1" not in get_json(zk, RECORD)["brokers"]
     assert consume_all(topic) == values
+
+
+def test_verify_without_the_admin_api_keeps_the_log_dir_throttle(
+    cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover
+) -> None:
+    # A copy into broker 1's other log dir at 1000 B/s. A verify through ZooKeeper alone has no broker to
+    # ask whether it still runs: it keeps the throttles (the log-dir rate is at work) and says why.
+    topic = make_topic({0: [1, 2]})
+    values = produce(cluster.bootstrap, topic, 0, 3000)
+    (src,) = _where(cluster, 1, topic, 0)
+    other = "d1" if src == "d0" else "d0"
+    dir1 = str(_dirs(cluster, 1)[other == "d1"])
+    plan = mover.plan("dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [dir1, "any"]})
+    await_idle(zk)
+    brokers = ("--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap)  # ZooKeeper mode
+    r = mover.execute(plan, *brokers, "--replica-alter-log-dirs-throttle", "1000")
+    assert r.returncode == 0, r.stderr
+    seen = mover.verify(plan, *brokers, "--preserve-throttles")
+    assert seen.returncode == 4, seen.stderr
+    assert f"Reassignment of replica {topic}-0-1 is still in progress." in seen.stdout.splitlines()
+    blind = mover.verify(plan)  # ZooKeeper alone
+    assert blind.returncode == 0, blind.stderr  # the partition is where planned; its copy is not checked
+    assert (
+        "Throttles kept: the plan moves replicas between log dirs, and without the admin API "
+        "(--bootstrap-server) it cannot be seen whether those copies still run." in blind.stderr.splitlines()
+    )
+    assert "Clearing" not in blind.stdout
+    assert config(zk, "brokers", 1) == {LOG_DIR_RATE: "1000"}
+    assert get_json(zk, RECORD)["brokers"]["1"] == {LOG_DIR_RATE: None}
+    set_config(zk, "brokers", 1, {LOG_DIR_RATE: "100000000"})  # the operator speeds it up
+    wait_until(lambda: _where(cluster, 1, topic, 0) == [other], timeout=120, message="broker 1 moved it")
+    done = mover.verify(plan, *brokers)
+    assert done.returncode == 0, done.stderr
+    assert f"Reassignment of replica {topic}-0-1 completed successfully." in done.stdout.splitlines()
+    assert LOG_DIR_RATE not in (config(zk, "brokers", 1) or {})  # the recorded absence put back
+    assert get_json(zk, RECORD) is None or "1" not in get_json(zk, RECORD)["brokers"]
+    assert consume_all(topic) == values

@@ -41,3 +41,13 @@ def test_lines() -> None:
     assert (
         cancelled_line([("t", 0), ("u", 1)]) == "Successfully cancelled partition reassignments for: t-0,u-1"
     )
+
+
+def test_stopped_moves_lines_are_kafkas() -> None:
+    from reassign_cli.core.cancel_rules import stopped_moves_lines
+
+    assert stopped_moves_lines({}) == ["None of the specified partition moves are active."]
+    assert stopped_moves_lines({("t", 1, 3): "/d0", ("t", 0, 2): "/d1"}) == [
+        "Successfully started moving log directory to /d1 for replica t-0 with broker 2 ",
+        "Successfully started moving log directory to /d0 for replica t-1 with broker 3 ",
+    ]

@@ -288,7 +288,20 @@ def test_verify_exit_with_replica_moves() -> None:
     assert verify_exit(done, [move(MoveStatus.ELSEWHERE)]) == ExitCode.BUSY
     assert verify_exit(done, [move(MoveStatus.NOT_MOVING)]) == ExitCode.NOT_AS_PLANNED
     assert verify_exit(done, [move(MoveStatus.MISSING)]) == ExitCode.NOT_AS_PLANNED
+    assert verify_exit(done, [move(MoveStatus.UNKNOWN)]) == ExitCode.BUSY  # cannot tell: not finished
     assert verify_exit(moving, [move(MoveStatus.MISSING)]) == ExitCode.BUSY  # the partition still moves
+
+
+def test_a_replica_on_a_broker_that_did_not_answer_is_unknown_not_missing() -> None:
+    from reassign_cli.core.progress import MoveStatus, classify_moves, moves_ongoing
+
+    got = classify_moves({("t", 0, 1): D1, ("t", 0, 2): D1}, {("t", 0, 2): (D1, None)}, unanswered=[1])
+    assert [m.status for m in got] == [MoveStatus.UNKNOWN, MoveStatus.COMPLETE]
+    assert moves_ongoing(got)  # the log-dir throttle stays
+    assert got[0].line() == (
+        "Partition t-0 on broker 1: the broker did not answer DescribeLogDirs, so whether it still moves to "
+        "log dir /data/d1 is unknown."
+    )
 
 
 # ------------------------------------------------------------------ orphaned throttles (verify's warning)

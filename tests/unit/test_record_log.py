@@ -150,10 +150,43 @@ def test_concurrent_writers_never_lose_a_change(writers: int, schedule: list[tup
     assert sorted(firsts) == sorted(w.key for w in ws)
 
 
-def test_decode_refuses_what_is_not_ours() -> None:
+def test_decode_ignores_what_is_not_ours_and_refuses_what_it_does_not_understand() -> None:
+    import pytest
+
+    from reassign_cli.errors import OperationalError
+
     assert decode_write(None) is None
     assert decode_write(b"") is None
-    assert decode_write(b'{"base":"1","id":"x","record":{"version":1}}') is None
-    assert decode_write(b'{"base":true,"id":"x","record":{"version":1}}') is None
-    assert decode_write(b'{"base":1,"id":"x","record":{"version":2}}') is None
-    assert decode_write(orjson.dumps({"base": 1, "id": "x"})) is None
+    assert decode_write(b"not json") is None
+    assert decode_write(b'{"key":"another producer"}') is None  # no base and id: not ours, never counts
+    assert decode_write(b"[1,2]") is None
+    for ours_but_unknown in (
+        b'{"base":"1","id":"x","record":{"version":1}}',
+        b'{"base":true,"id":"x","record":{"version":1}}',
+        b'{"base":1,"id":"x","record":{"version":2}}',  # a newer record format
+        b'{"base":1,"id":"x","record":{"version":1},"chunk":0}',  # a field this version does not know
+        b'{"base":1,"id":"x","record":{"version":1},"lease":{"kind":"bogus"}}',
+        orjson.dumps({"base": 1, "id": "x"}),
+    ):
+        with pytest.raises(OperationalError, match="does not understand"):
+            decode_write(ours_but_unknown)
+
+
+def test_the_lease_of_the_last_counted_write_is_the_logs() -> None:
+    from reassign_cli.core.record_log import LEASE_SECONDS, lease_holder
+
+    lease = {"kind": "setup", "run": "r1", "since": 1000.0}
+    log = [
+        encode_write(NO_BASE, rec(b1="a"), "w0", lease),
+        encode_write(NO_BASE, rec(b2="b"), "w1"),  # lost the race: its (absent) lease does not count
+    ]
+    r = Replay()
+    for offset, value in enumerate(log):
+        r.feed(offset, value)
+    assert (r.record, r.lease) == (rec(b1="a"), lease)
+    assert lease_holder(r.lease, "r1", 1001.0) == "mine"
+    assert lease_holder(r.lease, "r2", 1001.0) == "other"
+    assert lease_holder(r.lease, "r2", 1000.0 + LEASE_SECONDS + 1) == "free"  # its holder was killed
+    assert lease_holder(None, "r2", 0.0) == "free"
+    r.feed(3, encode_write(0, rec(), "w3"))  # a write that ends it
+    assert (r.record, r.lease) == (rec(), None)

@@ -337,6 +337,7 @@ class CopyingDirs:
         self.c = c
         self.polls = polls
         self.stop_in = stop_in  # the copy ends up in this dir instead (a move that did not happen)
+        self.unanswered: list[int] = []
 
     def attempt(self, moves: Any) -> Any:
         self.c.log.append(("alter_replica_log_dirs", tuple(sorted(moves.items()))))

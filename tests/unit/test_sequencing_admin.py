@@ -174,6 +174,7 @@ class FakeDirs:
     def __init__(self, dirs: dict[tuple[str, int, int], tuple[str | None, str | None]]) -> None:
         self.dirs = dirs
         self.asked: list[list[tuple[str, int, int]]] = []
+        self.unanswered: list[int] = []
 
     def attempt(self, moves: Any) -> Any:
         raise AssertionError("verify starts nothing")
@@ -207,3 +208,66 @@ def test_verify_keeps_the_throttles_while_a_replica_moves_between_log_dirs(movin
     else:
         assert outcome.cleared is not None
         assert c.configs[("brokers", "1")] == {} and c.record is None
+
+
+def _ldr_cluster() -> FakeCluster:
+    record = {"version": 1, "brokers": {"1": {"replica.alter.log.dirs.io.max.bytes.per.second": None}}}
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}), record={**record, "topics": {}})
+    c.configs[("brokers", "1")] = {"replica.alter.log.dirs.io.max.bytes.per.second": "1000"}
+    return c
+
+
+@pytest.mark.parametrize("mover", ["none", "silent"])
+def test_verify_keeps_the_throttles_when_it_cannot_see_the_log_dir_moves(mover: str) -> None:
+    from reassign_cli.core.progress import MoveStatus
+    from reassign_cli.ops.verify import verify
+
+    c = _ldr_cluster()
+    dirs = FakeDirs({})
+    dirs.unanswered = [1]  # broker 1 did not answer DescribeLogDirs
+    outcome = verify(
+        FakeBackend(c),
+        {("t", 0): [1, 2]},
+        dirs={("t", 0, 1): "/d1"},
+        log_dirs=dirs if mover == "silent" else None,
+    )
+    assert outcome.cleared is None and c.writes() == []
+    assert outcome.blind is not None
+    if mover == "silent":
+        assert [m.status for m in outcome.moves] == [MoveStatus.UNKNOWN]
+        assert outcome.blind.startswith("Throttles kept: broker 1 did not answer DescribeLogDirs")
+    else:
+        assert "without the admin API" in outcome.blind
+
+
+class StoppableDirs(FakeDirs):
+    """A copy into /d1 that stops (its future replica dropped) when asked to stay in /d0."""
+
+    def __init__(self) -> None:
+        super().__init__({("t", 0, 1): ("/d0", "/d1")})
+        self.altered: list[dict[tuple[str, int, int], str]] = []
+
+    def attempt(self, moves: Any) -> Any:
+        self.altered.append(dict(moves))
+        for key, d in moves.items():
+            self.dirs[key] = (d, None)
+        return sorted(moves), {}
+
+
+def test_cancel_stops_the_log_dir_copy_then_clears() -> None:
+    c = _ldr_cluster()
+    dirs = StoppableDirs()
+    outcome = cancel(FakeBackend(c), {("t", 0): [1, 2]}, dirs={("t", 0, 1): "/d1"}, log_dirs=dirs)
+    assert dirs.altered == [{("t", 0, 1): "/d0"}]  # back to its current dir, as Kafka's --cancel
+    assert outcome.stopped == {("t", 0, 1): "/d0"}
+    assert outcome.kept is None and outcome.cleared is not None
+    assert c.configs[("brokers", "1")] == {} and c.record is None
+
+
+def test_cancel_keeps_the_throttles_while_a_copy_it_did_not_stop_runs() -> None:
+    c = _ldr_cluster()
+    dirs = FakeDirs({("t", 0, 1): ("/d0", "/d2")})  # copying elsewhere: not the plan's move, not stopped
+    outcome = cancel(FakeBackend(c), {("t", 0): [1, 2]}, dirs={("t", 0, 1): "/d1"}, log_dirs=dirs)
+    assert outcome.stopped == {} and outcome.cleared is None
+    assert outcome.kept == "Throttles kept: these replicas still copy between log dirs: t-0 on broker 1."
+    assert c.writes() == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import secrets
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,17 +31,19 @@ from reassign_cli.backends.admin.client import cancel_reassignments, connect
 from reassign_cli.backends.admin.record_topic import RecordLog
 from reassign_cli.backends.protocol import (
     ConfigChange,
+    ConfigReader,
     ConfigUpdate,
     Guard,
     PlannedWrite,
     RecordFn,
+    SetupInProgress,
     ThrottlePlan,
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.elect_rules import encode_election
 from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition, tp_str
-from reassign_cli.core.record_log import TOPIC, topic_spec
+from reassign_cli.core.record_log import TOPIC, Lease, lease_holder, topic_spec
 from reassign_cli.core.throttle import Entity
 from reassign_cli.core.znodes import encode_reassignment
 from reassign_cli.errors import OperationalError
@@ -50,6 +53,15 @@ OWN_SOURCE = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFI
 RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
 SETTLE_SECONDS = 10.0  # how long a broker's metadata may trail the controller's after a move ended
 SETTLE_POLL = 0.1
+MAX_RECORD_ROUNDS = 25
+SETUP_BUSY = (
+    "another kafka-reassign run holds the record's lease right now (an execute between its throttle writes "
+    "and its reassignment, or a clear taking throttles off)"
+)
+
+
+class _Conflict(Exception):
+    """The record changed since a clear planned from it."""
 
 
 def kafka_uuid(value: Any) -> str | None:
@@ -81,6 +93,8 @@ class AdminBackend:
         self._moving: dict[TopicPartition, list[list[int]]] = {}
         # Config keys this backend wrote and has not read back since: entity -> {key: value, None: deleted}.
         self._wrote: dict[tuple[Entity, str], dict[str, str | None]] = {}
+        self.run = secrets.token_hex(8)  # this run's name in the record's lease
+        self.holding = False  # this run holds the setup lease
 
     def as_dry_run(self) -> AdminBackend:
         return AdminBackend(self.options, self.admin, self.record, dry_run=True)
@@ -303,34 +317,90 @@ class AdminBackend:
     ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
         """The admin API has no multi-key transaction and no ephemeral node: the record (a log with an
         optimistic check, record_topic.py) is written FIRST when throttles are set and LAST when they are
-        taken off, so no prior value is ever lost; the setup-mark guards are not enforced here
-        (docs/kraft.md)."""
+        taken off, so no prior value is ever lost; the record's lease (core/record_log.py) stands in for the
+        setup mark. guard "begin" takes the "setup" lease with the record write (SetupInProgress while
+        another run holds a lease); "idle" (a clear) first takes a "clear" lease, so no execute writes the
+        same throttles between its restores and its record write, and ends it with the record; "end" ends
+        this run's setup lease with the record (docs/kraft.md)."""
         read = lambda e, n: self.read_config(e, n) or {}  # noqa: E731
+        if self.dry_run:
+            return self._commit_dry(plan, read, record_last, create)
         if not record_last:
-            got: list[tuple[Sequence[ConfigUpdate], dict[str, Any]] | None] = []
+            return self._commit_record_first(plan, read, guard, create)
+        if guard == "idle":
+            if self._holder(self.record.lease()) == "other":
+                raise SetupInProgress(SETUP_BUSY)
+            if plan(self.read_priors(), read) is None:
+                return None  # something reassigns: nothing to take off, no lease to take
+            self.record.transact(lambda rec, lease: (rec, self._take(lease, "clear")))
+        try:
+            return self._commit_record_last(plan, read, guard, create)
+        finally:
+            if guard in ("idle", "end"):
+                self._release()
 
-            def record_fn(rec: dict[str, Any]) -> dict[str, Any]:
-                got[:] = [plan(rec, read)]
-                return rec if got[0] is None else got[0][1]
+    def _holder(self, lease: Lease | None) -> str:
+        return lease_holder(lease, self.run, time.time())
 
-            new = self.update_priors(record_fn)
-            if got[0] is None:
+    def _take(self, lease: Lease | None, kind: str) -> Lease:
+        """This run's lease of `kind`; SetupInProgress while another run holds one."""
+        if self._holder(lease) == "other":
+            raise SetupInProgress(SETUP_BUSY)
+        return {"kind": kind, "run": self.run, "since": time.time()}
+
+    def _release(self) -> None:
+        """End this run's lease, if it still holds it (best effort: a lease also ends by itself)."""
+        with contextlib.suppress(OperationalError):
+            self.record.transact(lambda rec, lease: (rec, None) if self._holder(lease) == "mine" else None)
+        self.holding = False
+
+    def _commit_record_first(
+        self, plan: ThrottlePlan, read: ConfigReader, guard: Guard, create: bool
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        got: list[tuple[Sequence[ConfigUpdate], dict[str, Any]] | None] = []
+
+        def step(rec: dict[str, Any], lease: Lease | None) -> tuple[dict[str, Any], Lease | None] | None:
+            if guard == "begin":
+                lease = self._take(lease, "setup")
+            got[:] = [plan(rec, read)]
+            return None if got[0] is None else (got[0][1], lease)
+
+        done = self.record.transact(step)
+        if done is None or not got or got[0] is None:
+            return None
+        self.holding = self.holding or guard == "begin"
+        return self.update_configs(got[0][0], create=create), done[0]
+
+    def _commit_record_last(
+        self, plan: ThrottlePlan, read: ConfigReader, guard: Guard, create: bool
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        """Restores first, then the record, written only if it is still the one planned from; if another
+        run wrote it meanwhile, plan again from what it wrote (its restores applied too) and repeat."""
+        changes: list[ConfigChange] = []
+        for _ in range(MAX_RECORD_ROUNDS):
+            first = self.read_priors()
+            planned = plan(first, read)
+            if planned is None:
                 return None
-            return self.update_configs(got[0][0], create=create), new
-        first = self.read_priors()
-        planned = plan(first, read)
+            updates, new = planned
+            changes += self.update_configs(updates, create=create)
+            with contextlib.suppress(_Conflict):
+                self.record.transact(_if_unchanged(first, new))
+                return changes, new
+        raise OperationalError(f"{TOPIC} kept changing under us; gave up after {MAX_RECORD_ROUNDS} rounds")
+
+    def _commit_dry(
+        self, plan: ThrottlePlan, read: ConfigReader, record_last: bool, create: bool
+    ) -> tuple[list[ConfigChange], dict[str, Any]] | None:
+        planned = plan(self.read_priors(), read)
         if planned is None:
             return None
         updates, new = planned
-        changes = self.update_configs(updates, create=create)
-
-        def record_after(cur: dict[str, Any]) -> dict[str, Any]:
-            if th.dump_record(cur) == th.dump_record(first):
-                return new
-            again = plan(cur, read)  # someone wrote the record meanwhile: plan its part again
-            return cur if again is None else again[1]
-
-        return changes, self.update_priors(record_after)
+        if record_last:
+            changes = self.update_configs(updates, create=create)
+            return changes, self.update_priors(lambda _: new)
+        self.update_priors(lambda _: new)
+        return self.update_configs(updates, create=create), new
 
     # -- reassignments and elections -------------------------------------------------------------
     def reassignment_bytes_limit(self) -> int | None:
@@ -340,6 +410,19 @@ class AdminBackend:
         if self.dry_run:
             self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
             return True
+        try:
+            created = self._create(entries)
+        except BaseException:
+            if self.holding:  # refused, or killed: the setup is over (an undo may follow, unguarded)
+                self._release()
+            raise
+        if created and self.holding:  # the reassignment exists: the setup is over
+            self._release()
+        return created
+
+    def _create(self, entries: Sequence[PlanEntry]) -> bool:
+        from kafka import TopicPartition as KafkaTP
+
         if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
             return False
         self.add_reassignment(entries)
@@ -379,6 +462,18 @@ class AdminBackend:
             by_topic.setdefault(t, []).append(p)
         response = self._call("ElectLeaders", self.admin.elect_leaders, 0, by_topic, raise_errors=False)
         _check_election(response)
+
+
+def _if_unchanged(first: dict[str, Any], new: dict[str, Any]) -> Any:
+    """A record transaction writing `new` only while the record is still `first` (_Conflict otherwise)."""
+    planned_from = th.dump_record(first)
+
+    def step(rec: dict[str, Any], lease: Lease | None) -> tuple[dict[str, Any], Lease | None]:
+        if th.dump_record(rec) != planned_from:
+            raise _Conflict
+        return new, lease
+
+    return step
 
 
 def _check_election(response: Any) -> None:

@@ -20,6 +20,7 @@ class LogDirMover:
         self.options = AdminOptions(options) if isinstance(options, str) else options
         self._admin: Any = admin
         self._own = admin is None
+        self.unanswered: list[int] = []  # the brokers that did not answer the last describe
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -52,9 +53,9 @@ class LogDirMover:
     def describe(self, moves: ReplicaDirs) -> dict[ReplicaKey, tuple[str | None, str | None]]:
         """DescribeLogDirs on each broker concerned: each replica's (current, future) log dir; log dirs
         that are offline (an error) are skipped. A replica named as current in two dirs is being swapped
-        (see `replica_dirs`)."""
+        (see `replica_dirs`). The brokers that did not answer are kept in `unanswered`."""
         seen: dict[ReplicaKey, list[tuple[str, bool]]] = {}
-        answered, _ = self._log_dirs(list(moves))
+        answered, self.unanswered = self._log_dirs(list(moves))
         for broker, dirs in answered:
             _note_dirs(seen, broker, dirs)
         return {k: replica_dirs(seen[k], target) for k, target in moves.items() if k in seen}

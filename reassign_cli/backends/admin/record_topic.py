@@ -11,15 +11,17 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 from reassign_cli.backends.protocol import RecordFn
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
-from reassign_cli.core.record_log import TOPIC, Replay, encode_write, topic_spec
+from reassign_cli.core.record_log import TOPIC, Lease, Replay, encode_write, topic_spec
 from reassign_cli.errors import OperationalError
 
 MAX_ATTEMPTS = 25
+LeaseFn = Callable[[dict[str, Any], "Lease | None"], "tuple[dict[str, Any], Lease | None] | None"]
 POLL_MS = 200
 
 
@@ -91,20 +93,37 @@ class RecordLog:
     # -- writing ---------------------------------------------------------------------------------
     def update(self, fn: RecordFn) -> dict[str, Any]:
         """Read-modify-write: `fn` of the record as the log says, appended if it changes the record, until
-        the append counts. Returns the record written (or found unchanged)."""
+        the append counts (the lease is carried as found). Returns the record written (or found unchanged)."""
+        done = self.transact(lambda record, lease: (fn(record), lease))
+        assert done is not None
+        return done[0]
+
+    def transact(self, fn: LeaseFn) -> tuple[dict[str, Any], Lease | None] | None:
+        """Read-modify-write of the record and its lease: `fn(record, lease)` gives the new pair (or None:
+        write nothing, return None; or raises), appended if it changes either, until the append counts:
+        when another run wrote first, `fn` is called again on what it wrote."""
         for _ in range(MAX_ATTEMPTS):
             current = self.read()
-            new = fn(th.load_record(th.dump_record(current)))
-            if th.dump_record(new) == th.dump_record(current):
-                return new
+            lease = self.replay.lease
+            out = fn(th.load_record(th.dump_record(current)), None if lease is None else dict(lease))
+            if out is None:
+                return None
+            new, new_lease = out
+            if th.dump_record(new) == th.dump_record(current) and new_lease == lease:
+                return new, new_lease
             self.ensure_topic()
             write_id = secrets.token_hex(8)
-            offset = self._produce(encode_write(self.replay.last, new, write_id))
+            offset = self._produce(encode_write(self.replay.last, new, write_id, new_lease))
             # Replay through our own message (or, if the send's outcome is unknown, to the end).
             self._consume_to_end(at_least=0 if offset is None else offset + 1)
             if self.replay.outcome.get(write_id):
-                return new
+                return new, new_lease
         raise OperationalError(f"{TOPIC} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+    def lease(self) -> Lease | None:
+        """The lease as the log says now."""
+        self.read()
+        return None if self.replay.lease is None else dict(self.replay.lease)
 
     def planned(self, record: dict[str, Any]) -> tuple[bytes, bool]:
         """Dry run: the message a write of `record` would append now, and whether the topic must be made."""

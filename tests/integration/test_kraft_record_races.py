@@ -1,0 +1,183 @@
+"""The record log's races through the admin API on KRaft (Kafka 4.x), each forced into its window:
+- a clear whose record write finds that an execute wrote the record after the clear planned (the clear
+  plans again from what the execute wrote, and applies that plan's restores too: no throttle is left
+  without its record entry, none is lost);
+- an execute in its setup window (throttles and record written, reassignment not yet created; its process
+  frozen there with SIGSTOP) against a verify in a real process: the verify honours the setup lease and
+  leaves the fresh throttles alone; a killed execute's lease ends after LEASE_SECONDS.
+The backends in this process are our own code on the real cluster; what is checked is read raw."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reassign_cli.core.record_log as record_log
+from reassign_cli.backends.admin.backend import open_admin_backend
+from reassign_cli.core import throttle as th
+from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.ops.unthrottle import clear_throttles
+from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.helpers import PYTHON, consume_all, wait_until
+from tests.integration.kraft_support import (
+    Admin,
+    admin,
+    cli,
+    eventually,
+    idle,
+    plan,
+    record_messages,
+    replayed_record,
+)
+
+LREP = "leader.replication.throttled.replicas"
+FREP = "follower.replication.throttled.replicas"
+EMPTY = {"brokers": {}, "topics": {}}
+
+
+@pytest.fixture(scope="module")
+def kc(kraft_cluster: Any) -> ExtraCluster:
+    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
+    return c
+
+
+@pytest.fixture
+def ka(kc: ExtraCluster, tmp_path: Path) -> Iterator[Admin]:
+    with admin(kc.bootstrap) as a:
+        idle(a)
+        if a.record_end() and replayed_record(record_messages(kc.bootstrap)) != EMPTY:
+            (tmp_path / "none.json").write_text('{"version":1,"partitions":[]}')
+            r = cli(kc.bootstrap, "verify", "--reassignment-json-file", tmp_path / "none.json")
+            assert r.returncode == 0, r.stderr
+        yield a
+
+
+def _throttle_topic(topic: str) -> Any:
+    """An execute's fenced change for `topic`: its replica lists throttled, their absence recorded first."""
+    keys = (LREP, FREP)
+
+    def planned(rec: dict[str, Any], read: Any) -> Any:
+        new = th.record_priors(rec, "topics", topic, read("topics", topic), keys)
+        return [("topics", topic, lambda cur: {**cur, LREP: "*", FREP: "*"})], new
+
+    return planned
+
+
+def test_a_clear_that_loses_the_record_race_restores_what_it_then_finds(kc: ExtraCluster, ka: Admin) -> None:
+    old, _ = ka.make_topic("old", {0: [1, 2]})
+    fresh, _ = ka.make_topic("fresh", {0: [2, 3]})
+    with (
+        open_admin_backend(AdminOptions(kc.bootstrap)) as a,
+        open_admin_backend(AdminOptions(kc.bootstrap)) as b,
+    ):
+        assert a.commit_throttles(_throttle_topic(old)) is not None  # a finished execute's throttles
+        raced: list[bool] = []
+        restores = a.update_configs
+
+        def racing_update_configs(updates: Any, *, create: bool = True) -> Any:
+            # The clear has planned from the record and is about to restore: another run (unguarded, as a
+            # throttle change of a running move is) writes its record entry and its throttles now.
+            if not raced:
+                raced.append(True)
+                assert b.commit_throttles(_throttle_topic(fresh)) is not None
+            return restores(updates, create=create)
+
+        a.update_configs = racing_update_configs  # type: ignore[method-assign]
+        cleared = clear_throttles(a, {})
+        assert raced and cleared is not None
+    # Nothing reassigns, so the clear took off both, each with its record entry: none left behind.
+    assert sorted(cleared.recorded_topics) == sorted([old, fresh])
+    eventually(lambda: ka.throttles([], [old, fresh]), {f"topic {old}": {}, f"topic {fresh}": {}}, "restored")
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+
+
+def test_a_clear_honours_an_execute_setup_lease_until_it_ends(
+    kc: ExtraCluster, ka: Admin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic, _ = ka.make_topic("setup", {0: [1, 2]})
+    with (
+        open_admin_backend(AdminOptions(kc.bootstrap)) as a,
+        open_admin_backend(AdminOptions(kc.bootstrap)) as b,
+    ):
+        assert b.commit_throttles(_throttle_topic(topic), guard="begin") is not None
+        assert b.holding
+        # b is now "killed" in its setup window: its lease stays in the record.
+        assert clear_throttles(a, {}, setup_wait=1.0) is None
+        assert ka.throttles([], [topic]) == {f"topic {topic}": {LREP: "*", FREP: "*"}}
+        assert replayed_record(record_messages(kc.bootstrap))["topics"] == {topic: {LREP: None, FREP: None}}
+        monkeypatch.setattr(record_log, "LEASE_SECONDS", 2.0)
+        time.sleep(2.5)  # the lease of a killed execute is over after LEASE_SECONDS
+        cleared = clear_throttles(a, {}, setup_wait=1.0)
+        assert cleared is not None and cleared.recorded_topics == [topic]
+    eventually(lambda: ka.throttles([], [topic]), {f"topic {topic}": {}}, "restored")
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+
+
+def _last_lease(consumer: Any, seen: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for records in consumer.poll(timeout_ms=50).values():
+        seen.extend(json.loads(r.value) for r in records)
+    return seen[-1].get("lease") if seen else None
+
+
+def test_a_verify_in_an_execute_setup_window_leaves_its_throttles(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path
+) -> None:
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic, values = ka.make_topic("window", {0: [1, 2]}, messages=2500)
+    other, _ = ka.make_topic("done", {0: [1, 2]})
+    p = plan(tmp_path / "move.json", {(topic, 0): [3, 2]})
+    done = plan(tmp_path / "done.json", {(other, 0): [1, 2]})  # a cron verify of a finished plan
+    cli(kc.bootstrap, "verify", "--reassignment-json-file", done)  # the record topic exists
+    consumer = KafkaConsumer(bootstrap_servers=kc.bootstrap, group_id=None, enable_auto_commit=False)
+    tp = TopicPartition(record_log.TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek_to_end(tp)
+    env = dict(os.environ, KAFKA_REASSIGN_BOOTSTRAP=kc.bootstrap)
+    env.pop("KAFKA_REASSIGN_ZOOKEEPER", None)
+    execute = subprocess.Popen(
+        [PYTHON, "-m", "reassign_cli", "execute", "--reassignment-json-file", str(p), "--throttle", "10000"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: list[dict[str, Any]] = []
+    set_ = {f"topic {topic}": {LREP: "0:1,0:2", FREP: "0:3"}}
+    try:
+        wait_until(lambda: (_last_lease(consumer, seen) or {}).get("kind") == "setup", timeout=60, interval=0)
+        # Its record (with the lease) is written; its throttles follow, then a 1 s pause, then the create:
+        # freeze it once the throttles are there.
+        wait_until(lambda: ka.throttles([], [topic]) == set_, timeout=30, interval=0.02)
+        execute.send_signal(signal.SIGSTOP)  # frozen in its setup window
+        assert ka.reassignments() == {}, "the execute was stopped after its reassignment"
+        v = cli(kc.bootstrap, "verify", "--reassignment-json-file", done)  # a real process, in the window
+        assert v.returncode == 0, v.stderr
+        assert "Clearing" not in v.stdout
+        assert ka.throttles([], [topic]) == set_
+        assert topic in replayed_record(record_messages(kc.bootstrap))["topics"]
+    finally:
+        execute.send_signal(signal.SIGCONT)
+        out, err = execute.communicate(timeout=120)
+        consumer.close()
+    assert execute.returncode == 0, err
+    assert f"Successfully started partition reassignment for {topic}-0" in out.splitlines()
+    # The move runs throttled; sped up (same file, a new rate), it ends and verify takes all ours off.
+    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", p, "--throttle", "1000000000")
+    assert r.returncode == 0, r.stderr
+    idle(ka)
+    final = cli(kc.bootstrap, "verify", "--reassignment-json-file", p)
+    assert final.returncode == 0, final.stderr
+    eventually(lambda: ka.throttles([1, 2, 3], [topic])[f"topic {topic}"], {}, "no topic throttles")
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+    assert consume_all(kc.bootstrap, topic) == values
