@@ -421,7 +421,6 @@ class AdminBackend:
         return created
 
     def _create(self, entries: Sequence[PlanEntry]) -> bool:
-        from kafka import TopicPartition as KafkaTP
 
         if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
             return False
