@@ -10,7 +10,7 @@ from typing import Any
 from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, ThrottlePlan
 from reassign_cli.backends.zookeeper.configs import ConfigStore
 from reassign_cli.backends.zookeeper.election import create_election
-from reassign_cli.backends.zookeeper.fenced import FencedThrottles
+from reassign_cli.backends.zookeeper.fenced import TRIGGER_COMPANIONS, FencedThrottles
 from reassign_cli.backends.zookeeper.read import read_state
 from reassign_cli.backends.zookeeper.session import ZkSession
 from reassign_cli.core.client_config import AdminOptions
@@ -63,7 +63,9 @@ class ZkBackend:
         return self.fenced.commit(plan, guard, record_last, create)
 
     def reassignment_bytes_limit(self) -> int | None:
-        return max_trigger_bytes()
+        """One znode's worth, less the room for what goes with the trigger's create in its transaction
+        (the setup mark's delete, the record's head rewritten: zookeeper/fenced.create_trigger)."""
+        return max_trigger_bytes() - TRIGGER_COMPANIONS
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
         """Through the admin API (ZooKeeper-mode controllers take AlterPartitionReassignments since 2.4)."""
