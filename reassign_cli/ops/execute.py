@@ -664,9 +664,11 @@ def change_running_throttle(
     req: ExecuteRequest,
     report: ExecuteReport,
 ) -> int:
-    """The same reassignment is running: only the broker rates change (prior values stay as recorded)."""
+    """The same reassignment is running: the rates change, and the topic lists are written where they
+    are not already (a move started without a throttle: rates alone throttle nothing; Kafka writes both).
+    Prior values stay as recorded."""
     report.info("This reassignment is already running: only its throttle rates are changed.")
-    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
+    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle)
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK

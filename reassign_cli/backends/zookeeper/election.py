@@ -12,6 +12,6 @@ BUSY = f"A preferred leader election is already in progress ({ELECTION_PATH} exi
 
 def create_election(session: ZkSession, data: bytes) -> None:
     """Create the election znode; BusyError while an earlier one exists. A lost answer is looked up as for
-    the reassignment trigger (`ZkSession.create_once`)."""
+    a create-only znode (`ZkSession.create_once`)."""
     if not session.create_once(ELECTION_PATH, data):
         raise BusyError(BUSY, hint="Wait until the controller has removed it, then run again.")
