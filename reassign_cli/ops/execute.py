@@ -30,6 +30,7 @@ from reassign_cli.backends.protocol import (
     ReplicaDirs,
     ReplicaKey,
     SetupInProgress,
+    SetupLost,
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import (
@@ -48,6 +49,7 @@ from reassign_cli.core.progress import (
     ReplicaMoveProgress,
     Status,
     StuckWatch,
+    anything_reassigning,
     classify,
     moves_ongoing,
     resume_split,
@@ -295,11 +297,15 @@ def _setter(updates: dict[str, str]) -> ConfigFn:
     return lambda cur: th.apply_config(cur, updates)
 
 
-def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
+def undo_throttles(backend: Backend, writes: ThrottleWrites, *, lost: bool = False) -> None:
     """Take back exactly what this run changed, in one fenced commit that also ends its setup mark: a
     config key only where it still holds the value this run wrote, a record entry only where this run
-    added it. What another run wrote since is left alone."""
+    added it. What another run wrote since is left alone. lost (the setup mark went with an expired
+    session, other runs may have acted): broker rates are shared, so while anything reassigns they stay
+    (recorded; verify takes them off once nothing does)."""
     ours = {(ch.entity, ch.name): ch for ch in writes.changes}
+    if lost and anything_reassigning(backend.read_state()):
+        ours = {k: ch for k, ch in ours.items() if k[0] != "brokers"}
 
     def revert(ch: ConfigChange) -> ConfigFn:
         def fn(cur: dict[str, str]) -> dict[str, str]:
@@ -625,7 +631,13 @@ def submit_batch(
             undo_throttles(backend, writes)
             raise
 
-    if not backend.create_reassignment(batch):
+    try:
+        created = backend.create_reassignment(batch)
+    except SetupLost:
+        writes.setup = False  # the mark went with the expired session: not ours to end
+        undo_throttles(backend, writes, lost=True)
+        raise
+    if not created:
         undo_throttles(backend, writes)
         raise BusyError(
             BUSY_MESSAGE + " (another reassignment was created while this one was being set up; "

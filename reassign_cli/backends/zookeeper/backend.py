@@ -9,7 +9,7 @@ from typing import Any
 
 from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, ThrottlePlan
 from reassign_cli.backends.zookeeper.configs import ConfigStore
-from reassign_cli.backends.zookeeper.election import create_election
+from reassign_cli.backends.zookeeper.election import election_batches, start_elections
 from reassign_cli.backends.zookeeper.fenced import TRIGGER_COMPANIONS, FencedThrottles
 from reassign_cli.backends.zookeeper.read import read_state
 from reassign_cli.backends.zookeeper.session import ZkSession
@@ -87,8 +87,9 @@ class ZkBackend:
         return self.fenced.create_trigger(data)
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:
-        data = encode_election(partitions)
+        """One election znode per batch that fits one (zookeeper/election.py)."""
         if self.dry_run:
-            self.store.planned.append(PlannedWrite("create", ELECTION_PATH, data))
+            for batch in election_batches(partitions, max_trigger_bytes()):
+                self.store.planned.append(PlannedWrite("create", ELECTION_PATH, encode_election(batch)))
             return
-        create_election(self.session, data)
+        start_elections(self.session, partitions)

@@ -18,7 +18,14 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, SetupInProgress, ThrottlePlan
+from reassign_cli.backends.protocol import (
+    ConfigChange,
+    Guard,
+    PlannedWrite,
+    SetupInProgress,
+    SetupLost,
+    ThrottlePlan,
+)
 from reassign_cli.backends.zookeeper.configs import (
     MAX_ATTEMPTS,
     PRIORS_PATH,
@@ -49,6 +56,14 @@ from reassign_cli.errors import OperationalError
 
 log = logging.getLogger(__name__)
 SETUP_PATH = "/reassign_cli/executing"
+SETUP_LOST = (
+    "this execute lost its setup mark (its ZooKeeper session expired while it was paused, and other runs "
+    "may have acted since): nothing was started, and its own throttle writes were taken back"
+)
+SETUP_LOST_HALFWAY = (
+    "this execute lost its setup mark while writing its throttles (its ZooKeeper session expired): nothing "
+    "was started; the throttles it wrote are recorded and verify takes them off"
+)
 SETUP_BUSY = (
     "another kafka-reassign execute is being set up right now (its throttles are written, its reassignment "
     "not yet created)"
@@ -136,6 +151,8 @@ class FencedThrottles:
             return True, result
         txns = _pack(writes, change, stored, record_last)
         for i, (items, head_op) in enumerate(txns):
+            if guard == "begin" and self.holding:
+                self.ensure_holding(SETUP_LOST_HALFWAY)
             ops = self._guard_ops("none" if guard == "begin" and self.holding else guard, i, len(txns))
             if not self._transaction(ops, items, head_op, guard if i == 0 else "none"):
                 return False, None
@@ -281,6 +298,13 @@ class FencedThrottles:
             )
             self.store._overlay[w.path] = (w.payload, 0 if w.version is None else w.version + 1)
 
+    def ensure_holding(self, message: str = SETUP_LOST) -> None:
+        """SetupLost unless the mark is still an ephemeral of this session: after a session expiry it is
+        gone (or another execute's), and so is the promise that nobody touched our throttles."""
+        if not self.session.owned(SETUP_PATH):
+            self.holding = False
+            raise SetupLost(message, hint="Run execute again once verify shows where things stand.")
+
     # -- the trigger, ending the setup -------------------------------------------------------------
     def create_trigger(self, data: bytes) -> bool:
         """Create /admin/reassign_partitions; in the same transaction end our setup mark and move the
@@ -289,6 +313,8 @@ class FencedThrottles:
 
         self.session.ensure_path("/admin")
         for _ in range(MAX_ATTEMPTS):
+            if self.holding:
+                self.ensure_holding()
             rec, version = self.store._get(PRIORS_PATH)
             t = self.session.client.transaction()
             t.create(REASSIGN_PARTITIONS, data, acl=self.session.acl(REASSIGN_PARTITIONS))
