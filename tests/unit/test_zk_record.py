@@ -90,3 +90,58 @@ def test_no_key_moves_so_any_prefix_is_safe(n_old: int, n_new: int, start: int, 
     low, high = (old_flat, new_flat) if grow else (new_flat, old_flat)
     assert low.items() <= seen.items() <= high.items()
     assert zr.flatten(stored_of(apply(znodes, change)).record()) == new_flat
+
+
+def _writes(n: int) -> list[Any]:
+    from reassign_cli.backends.protocol import ConfigChange
+    from reassign_cli.backends.zookeeper.configs import _Write
+
+    payload = b"x" * 2000
+    return [
+        _Write(
+            "topics",
+            f"topic-{i:06d}",
+            lambda c: c,
+            f"/config/topics/topic-{i:06d}",
+            payload,
+            3,
+            ConfigChange("topics", f"topic-{i:06d}", {}, {}),
+        )
+        for i in range(n)
+    ]
+
+
+def _flat_items(txns: list[Any]) -> list[str]:
+    from reassign_cli.backends.zookeeper.configs import _Write
+
+    return ["config" if isinstance(i, _Write) else "record" for items, _ in txns for i in items]
+
+
+def test_a_large_setting_goes_record_first_each_transaction_fenced_on_the_one_before() -> None:
+    from reassign_cli.backends.zookeeper import fenced
+
+    change = zr.plan_change(zr.Stored(), record(20_000))
+    txns = fenced._pack(_writes(2_000), change, zr.Stored(), record_last=False)
+    assert len(txns) >= 6  # ~2.2 MB of record, ~4.5 MB of configs
+    kinds = _flat_items(txns)
+    assert kinds == sorted(kinds, key=lambda k: k != "record")  # every part before every config
+    heads = [head for _, head in txns]
+    assert heads[0][:2] == ("create", zr.HEAD)
+    assert [h[3] for h in heads[1:]] == list(range(len(heads) - 1))  # 0, 1, 2, ...: the version just written
+    for items, _ in txns:
+        assert sum(fenced._item_bytes(i) for i in items) <= fenced.TXN_LIMIT - zr.HEAD_MAX
+
+
+def test_a_large_clearing_goes_record_last() -> None:
+    from reassign_cli.backends.zookeeper import fenced
+
+    znodes = apply({}, zr.plan_change(zr.Stored(), record(20_000)))
+    stored = stored_of(znodes)
+    stored.version = 7
+    txns = fenced._pack(_writes(2_000), zr.plan_change(stored, th.empty_record()), stored, record_last=True)
+    kinds = _flat_items(txns)
+    assert kinds == sorted(kinds, key=lambda k: k != "config")  # every config before every record change
+    heads = [head for _, head in txns]
+    assert [h[0] for h in heads] == ["set"] * (len(heads) - 1) + ["delete"]
+    assert [h[-1] for h in heads] == list(range(7, 7 + len(heads)))
+    assert heads[0][2] == znodes[zr.HEAD]  # rewritten unchanged until the last transaction
