@@ -150,6 +150,8 @@ class FencedThrottles:
             self._plan_dry(writes, change, stored)
             return True, result
         txns = _pack(writes, change, stored, record_last)
+        if guard == "end" and not self.session.owned(SETUP_PATH):
+            guard = "none"  # our mark went with an expired session: another execute's may stand there now
         for i, (items, head_op) in enumerate(txns):
             if guard == "begin" and self.holding:
                 self.ensure_holding(SETUP_LOST_HALFWAY)
