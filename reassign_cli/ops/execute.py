@@ -279,11 +279,10 @@ def apply_throttles(
 
     def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
         before[:] = [th.load_record(th.dump_record(rec))]
-        for t, cfg in topic_cfgs.items():
-            rec = th.record_priors(rec, "topics", t, read("topics", t), cfg.keys())
-        for b, cfg in broker_cfgs.items():
-            rec = th.record_priors(rec, "brokers", b, read("brokers", str(b)), cfg.keys())
-        return updates, rec
+        items: list[tuple[th.Entity, str | int, dict[str, str], Any]]
+        items = [("topics", t, read("topics", t), cfg.keys()) for t, cfg in topic_cfgs.items()]
+        items += [("brokers", b, read("brokers", str(b)), cfg.keys()) for b, cfg in broker_cfgs.items()]
+        return updates, th.record_priors_all(rec, items)
 
     done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
     assert done is not None  # plan never declines
