@@ -128,3 +128,27 @@ def test_config_write_with_lost_answer_is_applied_once(zk_chroot: str, landed: b
         assert [(c.entity, c.name, c.before, c.after) for c in changes] == [
             ("brokers", "1", {"b": None}, {"b": "2"})
         ]
+
+
+def test_a_request_over_jute_maxbuffer_is_named_as_such(
+    zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZooKeeper drops the connection on a request larger than its jute.maxbuffer (1 MiB by default)
+    instead of answering. Our budget is made too large here, so one transaction of about 1.5 MB goes out:
+    the drops are told apart from version conflicts, and nothing was written."""
+    from reassign_cli.backends.zookeeper import fenced
+
+    monkeypatch.setattr(fenced, "TXN_LIMIT", 4_000_000)
+    monkeypatch.setattr(fenced, "JUTE_MAXBUFFER", 8_000_000)  # the check before sending, out of the way
+    with open_session(ZkOptions(zk_chroot)) as real:
+        real.client.ensure_path("/config/changes")
+        real.client.ensure_path("/config/topics")
+        big = "x" * 500_000
+        updates = [("topics", f"t{i}", lambda c: {**c, "retention.ms": big}) for i in range(3)]
+        with pytest.raises(OperationalError) as e:
+            fenced_write(real, updates)
+        assert str(e.value).startswith("ZooKeeper dropped the connection 3 times on a transaction of ")
+        assert "larger than its jute.maxbuffer allows" in str(e.value)
+        assert "kept changing" not in str(e.value)
+        assert real.client.get_children("/config/topics") == []
+        assert real.client.exists("/reassign_cli/throttles") is None
