@@ -44,6 +44,11 @@ class SetupInProgress(BusyError):
     """Another execute is between its throttle writes and its reassignment (its setup mark is held)."""
 
 
+class SetupLost(BusyError):
+    """This execute's setup mark is gone (its ZooKeeper session expired while it was paused): other runs
+    may have acted since; it must not create its reassignment, only take back its own writes."""
+
+
 @dataclass(slots=True)
 class ConfigChange:
     """What one config write changed: the keys touched and their values before (None = absent)."""

@@ -215,10 +215,30 @@ def record_priors(
     return new
 
 
+def record_priors_all(
+    record: Mapping[str, Any], items: Iterable[tuple[Entity, str | int, Mapping[str, str], Iterable[str]]]
+) -> dict[str, Any]:
+    """`record_priors` for many (entity, name, existing, keys) at once: one copy of the record, not one
+    per entity (a plan of thousands of topics)."""
+    new = _copy_record(record)
+    for entity, name, existing, keys in items:
+        slot = new[entity].setdefault(str(name), {})
+        for key in keys:
+            if key not in slot:
+                slot[key] = existing.get(key)
+    return new
+
+
 def record_forget(record: Mapping[str, Any], entity: Entity, name: str | int) -> dict[str, Any]:
     """A new record without (entity, name): call once its keys are restored."""
+    return record_forget_all(record, [(entity, name)])
+
+
+def record_forget_all(record: Mapping[str, Any], names: Iterable[tuple[Entity, str | int]]) -> dict[str, Any]:
+    """A new record without any of (entity, name): one copy of the record for all of them."""
     new = _copy_record(record)
-    new[entity].pop(str(name), None)
+    for entity, name in names:
+        new[entity].pop(str(name), None)
     return new
 
 

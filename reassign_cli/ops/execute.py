@@ -30,6 +30,7 @@ from reassign_cli.backends.protocol import (
     ReplicaDirs,
     ReplicaKey,
     SetupInProgress,
+    SetupLost,
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import (
@@ -49,6 +50,7 @@ from reassign_cli.core.progress import (
     ReplicaMoveProgress,
     Status,
     StuckWatch,
+    anything_reassigning,
     classify,
     moves_ongoing,
     resume_split,
@@ -294,11 +296,10 @@ def apply_throttles(
 
     def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
         before[:] = [th.load_record(th.dump_record(rec))]
-        for t, cfg in topic_cfgs.items():
-            rec = th.record_priors(rec, "topics", t, read("topics", t), cfg.keys())
-        for b, cfg in broker_cfgs.items():
-            rec = th.record_priors(rec, "brokers", b, read("brokers", str(b)), cfg.keys())
-        return updates, rec
+        items: list[tuple[th.Entity, str | int, dict[str, str], Any]]
+        items = [("topics", t, read("topics", t), cfg.keys()) for t, cfg in topic_cfgs.items()]
+        items += [("brokers", b, read("brokers", str(b)), cfg.keys()) for b, cfg in broker_cfgs.items()]
+        return updates, th.record_priors_all(rec, items)
 
     done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
     assert done is not None  # plan never declines
@@ -312,11 +313,15 @@ def _setter(updates: dict[str, str]) -> ConfigFn:
     return lambda cur: th.apply_config(cur, updates)
 
 
-def undo_throttles(backend: Backend, writes: ThrottleWrites) -> None:
+def undo_throttles(backend: Backend, writes: ThrottleWrites, *, lost: bool = False) -> None:
     """Take back exactly what this run changed, in one fenced commit that also ends its setup mark: a
     config key only where it still holds the value this run wrote, a record entry only where this run
-    added it. What another run wrote since is left alone."""
+    added it. What another run wrote since is left alone. lost (the setup mark went with an expired
+    session, other runs may have acted): broker rates are shared, so while anything reassigns they stay
+    (recorded; verify takes them off once nothing does)."""
     ours = {(ch.entity, ch.name): ch for ch in writes.changes}
+    if lost and anything_reassigning(backend.read_state()):
+        ours = {k: ch for k, ch in ours.items() if k[0] != "brokers"}
 
     def revert(ch: ConfigChange) -> ConfigFn:
         def fn(cur: dict[str, str]) -> dict[str, str]:
@@ -652,7 +657,13 @@ def submit_batch(
             undo_throttles(backend, writes)
             raise
 
-    if not backend.create_reassignment(batch):
+    try:
+        created = backend.create_reassignment(batch)
+    except SetupLost:
+        writes.setup = False  # the mark went with the expired session: not ours to end
+        undo_throttles(backend, writes, lost=True)
+        raise
+    if not created:
         undo_throttles(backend, writes)
         raise BusyError(
             BUSY_MESSAGE + " (another reassignment was created while this one was being set up; "
@@ -691,9 +702,11 @@ def change_running_throttle(
     req: ExecuteRequest,
     report: ExecuteReport,
 ) -> int:
-    """The same reassignment is running: only the broker rates change (prior values stay as recorded)."""
+    """The same reassignment is running: the rates change, and the topic lists are written where they
+    are not already (a move started without a throttle: rates alone throttle nothing; Kafka writes both).
+    Prior values stay as recorded."""
     report.info("This reassignment is already running: only its throttle rates are changed.")
-    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle, topics_too=False)
+    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle)
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK

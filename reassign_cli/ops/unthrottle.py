@@ -91,12 +91,13 @@ def _plan_clear(
         result.pending = sorted(b for b in offline if th.record_entry(record, "brokers", b))
         brokers -= offline
     updates: list[ConfigUpdate] = []
+    forget: list[tuple[th.Entity, str | int]] = []
     for t in sorted(topics):
         priors = th.record_entry(record, "topics", t)
         if priors:
             if t in full.topics:  # a deleted topic's config went with it
                 updates.append(("topics", t, _restorer(list(priors), priors)))
-            record = th.record_forget(record, "topics", t)
+            forget.append(("topics", t))
         elif t in full.topics:
             cur = read("topics", t)
             result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
@@ -104,8 +105,8 @@ def _plan_clear(
         priors = th.record_entry(record, "brokers", b)
         if priors:
             updates.append(("brokers", str(b), _restorer(list(priors), priors)))
-            record = th.record_forget(record, "brokers", b)
+            forget.append(("brokers", b))
         else:
             cur = read("brokers", str(b))
             result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
-    return updates, record
+    return updates, th.record_forget_all(record, forget)

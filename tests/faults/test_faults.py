@@ -24,6 +24,8 @@ from tests.integration.reassign_support import (
     relevant_diff,
 )
 
+SETUP = "/reassign_cli/executing"  # an execute's setup mark
+
 
 def _moving_topic(
     cluster: Any, make_topic: Any, replicas: list[int], records: int = RECORDS
@@ -345,3 +347,62 @@ def test_10_a_stuck_move_is_reported(
     _finish(mover, plan)
     assert child.finish() == 0, child.stderr
     assert_recovered(zk, cluster.broker_ids, {(topic, 0): [3, 2]}, {topic: values}, consume_all)
+
+
+def test_12_execute_paused_past_its_session(
+    cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover
+) -> None:
+    """B is paused (SIGSTOP: a GC pause, a suspended laptop) between its throttle writes and its trigger,
+    longer than its ZooKeeper session: its setup mark goes with the session, and A runs meanwhile. B,
+    resumed, finds it lost the mark: exit 4 with one line, only its own writes taken back, A intact."""
+    import signal
+
+    ta, va = _moving_topic(cluster, make_topic, [1, 2])
+    tb, vb = _moving_topic(cluster, make_topic, [2, 3])
+    plan_a = mover.plan("a.json", {(ta, 0): [3, 2]})
+    plan_b = mover.plan("b.json", {(tb, 0): [1, 3]})
+    await_idle(zk)
+    b = _child(
+        cluster,
+        mover,
+        "execute",
+        "--reassignment-json-file",
+        plan_b,
+        "--throttle",
+        "22222",
+        "--zk-timeout",
+        "4",
+    )
+    # B's throttle transaction created its mark; the trigger follows a settle pause of a second later.
+    wait_until(lambda: zk.exists(SETUP) is not None, timeout=60, interval=0.01, message="B's setup mark")
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        assert zk.exists(REASSIGN) is None
+        wait_until(lambda: zk.exists(SETUP) is None, timeout=60, message="B's session expired")
+        a = mover.execute(plan_a, "--throttle", "11111")
+        assert a.returncode == 0, a.stderr
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    assert b.finish() == 4, b.stderr
+    errors = error_lines(b.stderr)
+    assert len(errors) == 1 and "lost its setup mark" in errors[0], b.stderr
+    # A intact: its rate on every broker, its topic throttled, its priors recorded; B's topic left clean.
+    wait_until(lambda: reassigning(zk, ta), timeout=30, message="A's move started")
+    for broker in cluster.broker_ids:
+        assert config(zk, "brokers", broker)[FOLLOWER_RATE] == "11111", (
+            broker,
+            config(zk, "brokers", broker),
+        )
+    assert FOLLOWER_REPLICAS in config(zk, "topics", ta)
+    assert FOLLOWER_REPLICAS not in (config(zk, "topics", tb) or {})
+    record = get_json(zk, RECORD)
+    assert ta in record["topics"] and tb not in record["topics"], record
+    assert get_json(zk, REASSIGN) is None or all(
+        e["topic"] == ta for e in get_json(zk, REASSIGN)["partitions"]
+    )
+
+    _finish(mover, plan_a)  # A's verify ends clean
+    r = mover.execute(plan_b, "--throttle", FAST, "--wait", "--poll-interval", "0.5")
+    assert r.returncode == 0, r.stderr
+    planned = {(ta, 0): [3, 2], (tb, 0): [1, 3]}
+    assert_recovered(zk, cluster.broker_ids, planned, {ta: va, tb: vb}, consume_all)

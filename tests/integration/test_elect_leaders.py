@@ -85,3 +85,40 @@ def test_execute_wait_elect_leaders(make_topic: Any, consume_all: Any, zk: Any, 
     )
     assert _leaders(zk, topic, 2) == [2, 3]
     assert sorted(consume_all(topic)) == sorted(f"{topic}-value-{i}".encode() for i in range(12))
+
+
+def test_a_large_election_goes_in_batches(
+    make_topic: Any, zk: Any, mover: Mover, cluster: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    """An election larger than one znode holds (here made small: two partitions per znode) goes in
+    batches, each created once the real controller has taken up and removed the one before."""
+    import pytest
+
+    from reassign_cli.backends.zookeeper import election
+    from reassign_cli.cli import main
+
+    topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3], 4: [2, 1]}, messages=5)
+    plan = mover.plan(
+        "reorder.json",
+        {(topic, 0): [2, 1], (topic, 1): [3, 2], (topic, 2): [1, 3], (topic, 3): [3, 1], (topic, 4): [1, 2]},
+    )
+    r = mover.execute(plan, "--wait", "--timeout", "60", "--poll-interval", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert _leaders(zk, topic, 5) == [1, 2, 3, 1, 2]
+    two = len(election.encode_election([(topic, 0), (topic, 1)]))
+    monkeypatch.setattr(election, "max_trigger_bytes", lambda: two)
+    created: list[bytes] = []
+    real_create = election.create_election
+
+    def recording(session: Any, data: bytes) -> None:
+        created.append(data)
+        real_create(session, data)
+
+    monkeypatch.setattr(election, "create_election", recording)
+    monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)
+    with pytest.raises(SystemExit) as exc:
+        main(["elect-leaders", "--reassignment-json-file", str(plan), "--timeout", "60"])
+    assert exc.value.code == 0, capsys.readouterr().err
+    assert [[e["partition"] for e in json.loads(d)["partitions"]] for d in created] == [[0, 1], [2, 3], [4]]
+    assert _leaders(zk, topic, 5) == [2, 3, 1, 3, 1]
+    wait_until(lambda: zk.exists(ELECTION) is None, timeout=30, message="the controller removed the trigger")

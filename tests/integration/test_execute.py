@@ -349,11 +349,11 @@ def test_prior_value_taken_from_the_versioned_write(
     real_transaction = FencedThrottles._transaction
     attempts: list[int] = []
 
-    def racing(self: FencedThrottles, ops: Any, writes: Any, guard: Any) -> bool:
+    def racing(self: FencedThrottles, ops: Any, writes: Any, head: Any, guard: Any) -> bool:
         if not attempts:  # the operator, just now, before our first commit
             set_config(zk, "brokers", 2, {**(config(zk, "brokers", 2) or {}), LEADER_RATE: "888"})
         attempts.append(len(writes))
-        return real_transaction(self, ops, writes, guard)
+        return real_transaction(self, ops, writes, head, guard)
 
     monkeypatch.setattr(FencedThrottles, "_transaction", racing)
     monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", cluster.zookeeper)

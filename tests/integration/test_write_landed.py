@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from reassign_cli.backends.zookeeper.reassign import create_trigger
+from reassign_cli.backends.zookeeper.configs import ConfigStore
+from reassign_cli.backends.zookeeper.fenced import FencedThrottles
 from reassign_cli.backends.zookeeper.session import ZkOptions, ZkSession, open_session
 from reassign_cli.errors import OperationalError
 from tests.integration.reassign_support import fenced_write
@@ -26,25 +27,6 @@ def lost_answer(client: Any) -> Any:
     return ar
 
 
-class LosesAnswer:
-    """Forwards to the real client; the first create either lands and then loses its answer
-    (landed=True), or is lost before reaching ZooKeeper (landed=False)."""
-
-    def __init__(self, client: Any, landed: bool, connected: bool = True) -> None:
-        self._client, self.landed, self.connected, self.lost = client, landed, connected, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def create_async(self, *args: Any, **kw: Any) -> Any:
-        if self.lost == 0:
-            self.lost += 1
-            if self.landed:
-                self._client.create(*args, **kw)
-            return lost_answer(self._client)
-        return self._client.create_async(*args, **kw)
-
-
 def session_of(proxy: Any, real: ZkSession, **policy: float) -> ZkSession:
     """The real session's options (and any policy changed) around a client with injected faults."""
     return ZkSession(proxy, ZkOptions(**{**_fields(real.options), **policy}))
@@ -54,10 +36,15 @@ def _fields(options: ZkOptions) -> dict[str, Any]:
     return {name: getattr(options, name) for name in options.__slots__}
 
 
+def create_trigger(session: ZkSession, data: bytes) -> bool:
+    """The product's path: the trigger's create in its fenced transaction (zookeeper/fenced.py)."""
+    return FencedThrottles(ConfigStore(session)).create_trigger(data)
+
+
 @pytest.mark.parametrize("landed", [True, False], ids=["landed", "lost"])
 def test_trigger_create_with_lost_answer(zk_chroot: str, landed: bool) -> None:
     with open_session(ZkOptions(zk_chroot)) as real:
-        proxy = LosesAnswer(real.client, landed)
+        proxy = LosesCommit(real.client, landed)
         assert create_trigger(session_of(proxy, real), OURS) is True
         assert proxy.lost == 1
         assert real.client.get(TRIGGER)[0] == OURS
@@ -66,17 +53,12 @@ def test_trigger_create_with_lost_answer(zk_chroot: str, landed: bool) -> None:
 def test_trigger_someone_elses_after_the_loss(zk_chroot: str) -> None:
     with open_session(ZkOptions(zk_chroot)) as real:
         real.client.create(TRIGGER, b'{"version":1,"partitions":[]}', makepath=True)
-
-        class Other(LosesAnswer):
-            def create_async(self, *args: Any, **kw: Any) -> Any:
-                return lost_answer(self._client)
-
-        assert create_trigger(session_of(Other(real.client, landed=False), real), OURS) is False
+        assert create_trigger(session_of(LosesCommit(real.client, landed=False), real), OURS) is False
 
 
 def test_trigger_outcome_unknown_without_reconnect(zk_chroot: str) -> None:
     with open_session(ZkOptions(zk_chroot)) as real, pytest.raises(OperationalError) as e:
-        proxy = LosesAnswer(real.client, landed=True, connected=False)
+        proxy = LosesCommit(real.client, landed=True, connected=False)
         create_trigger(session_of(proxy, real, write_reconnect=0.3), OURS)
     assert str(e.value) == (
         f"the connection to ZooKeeper dropped while writing {TRIGGER}; the write may or may not have been applied"
@@ -97,8 +79,8 @@ class LosesCommit:
     """Forwards to the real client; the first transaction commits for real (landed=True) or not at all,
     and its answer is lost either way."""
 
-    def __init__(self, client: Any, landed: bool) -> None:
-        self._client, self.landed, self.lost = client, landed, 0
+    def __init__(self, client: Any, landed: bool, connected: bool = True) -> None:
+        self._client, self.landed, self.connected, self.lost = client, landed, connected, 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
@@ -146,3 +128,27 @@ def test_config_write_with_lost_answer_is_applied_once(zk_chroot: str, landed: b
         assert [(c.entity, c.name, c.before, c.after) for c in changes] == [
             ("brokers", "1", {"b": None}, {"b": "2"})
         ]
+
+
+def test_a_request_over_jute_maxbuffer_is_named_as_such(
+    zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZooKeeper drops the connection on a request larger than its jute.maxbuffer (1 MiB by default)
+    instead of answering. Our budget is made too large here, so one transaction of about 1.5 MB goes out:
+    the drops are told apart from version conflicts, and nothing was written."""
+    from reassign_cli.backends.zookeeper import fenced
+
+    monkeypatch.setattr(fenced, "TXN_LIMIT", 4_000_000)
+    monkeypatch.setattr(fenced, "JUTE_MAXBUFFER", 8_000_000)  # the check before sending, out of the way
+    with open_session(ZkOptions(zk_chroot)) as real:
+        real.client.ensure_path("/config/changes")
+        real.client.ensure_path("/config/topics")
+        big = "x" * 500_000
+        updates = [("topics", f"t{i}", lambda c: {**c, "retention.ms": big}) for i in range(3)]
+        with pytest.raises(OperationalError) as e:
+            fenced_write(real, updates)
+        assert str(e.value).startswith("ZooKeeper dropped the connection 3 times on a transaction of ")
+        assert "larger than its jute.maxbuffer allows" in str(e.value)
+        assert "kept changing" not in str(e.value)
+        assert real.client.get_children("/config/topics") == []
+        assert real.client.exists("/reassign_cli/throttles") is None

@@ -9,8 +9,8 @@ from typing import Any
 
 from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, ThrottlePlan
 from reassign_cli.backends.zookeeper.configs import ConfigStore
-from reassign_cli.backends.zookeeper.election import create_election
-from reassign_cli.backends.zookeeper.fenced import FencedThrottles
+from reassign_cli.backends.zookeeper.election import election_batches, start_elections
+from reassign_cli.backends.zookeeper.fenced import TRIGGER_COMPANIONS, FencedThrottles
 from reassign_cli.backends.zookeeper.read import read_state
 from reassign_cli.backends.zookeeper.session import ZkSession
 from reassign_cli.core.client_config import AdminOptions
@@ -63,7 +63,9 @@ class ZkBackend:
         return self.fenced.commit(plan, guard, record_last, create)
 
     def reassignment_bytes_limit(self) -> int | None:
-        return max_trigger_bytes()
+        """One znode's worth, less the room for what goes with the trigger's create in its transaction
+        (the setup mark's delete, the record's head rewritten: zookeeper/fenced.create_trigger)."""
+        return max_trigger_bytes() - TRIGGER_COMPANIONS
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
         """Through the admin API (ZooKeeper-mode controllers take AlterPartitionReassignments since 2.4)."""
@@ -85,8 +87,9 @@ class ZkBackend:
         return self.fenced.create_trigger(data)
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:
-        data = encode_election(partitions)
+        """One election znode per batch that fits one (zookeeper/election.py)."""
         if self.dry_run:
-            self.store.planned.append(PlannedWrite("create", ELECTION_PATH, data))
+            for batch in election_batches(partitions, max_trigger_bytes()):
+                self.store.planned.append(PlannedWrite("create", ELECTION_PATH, encode_election(batch)))
             return
-        create_election(self.session, data)
+        start_elections(self.session, partitions)

@@ -18,7 +18,6 @@ import orjson
 
 from reassign_cli.backends.protocol import ConfigChange, ConfigFn, PlannedWrite
 from reassign_cli.backends.zookeeper.session import ZkSession, unknown_outcome
-from reassign_cli.core import throttle as th
 from reassign_cli.core.throttle import Entity
 from reassign_cli.core.znodes import (
     decode_entity_config,
@@ -29,7 +28,6 @@ from reassign_cli.errors import OperationalError
 PRIORS_PATH = "/reassign_cli/throttles"  # under the chroot, like every other path here
 CONTROLLER_PATH = "/controller"
 MAX_ATTEMPTS = 25
-TXN_BYTES = 512 * 1024  # keep one multi well under ZooKeeper's jute.maxbuffer (~1 MB)
 
 
 def config_path(entity: Entity, name: str) -> str:
@@ -99,18 +97,33 @@ class ConfigStore:
         return True
 
     # -- our prior-values record -------------------------------------------------------------
+    def children(self, path: str) -> list[str]:
+        """The children's names; the dry-run overlay's creates and deletes under `path` applied."""
+        names = set(self.session.children(path))
+        prefix = path + "/"
+        for p, (_, version) in self._overlay.items():
+            if p.startswith(prefix) and "/" not in p[len(prefix) :]:
+                (names.add if version is not None else names.discard)(p[len(prefix) :])
+        return sorted(names)
+
     def read_priors(self) -> dict[str, Any]:
-        data, version = self._get(PRIORS_PATH)
-        return th.load_record(data if version is not None else None, PRIORS_PATH)
+        """The whole record: its head and parts (zookeeper/record.py), read consistently."""
+        from reassign_cli.backends.zookeeper.record import read_stored
+
+        return read_stored(self._get, self.children).record()
 
     def _plan_priors(self, payload: bytes, version: int | None) -> None:
+        self._plan_znode(PRIORS_PATH, payload, version)
+
+    def _plan_znode(self, path: str, payload: bytes, version: int | None) -> None:
+        """Dry run: a write of `path` (payload b"": its delete) planned, and seen by later reads."""
         if not payload:
-            self.planned.append(PlannedWrite("delete", PRIORS_PATH, b"", version))
-            self._overlay[PRIORS_PATH] = (None, None)
+            self.planned.append(PlannedWrite("delete", path, b"", version))
+            self._overlay[path] = (None, None)
             return
         op: Literal["create", "set"] = "set" if version is not None else "create"
-        self.planned.append(PlannedWrite(op, PRIORS_PATH, payload, version))
-        self._overlay[PRIORS_PATH] = (payload, 0 if version is None else version + 1)
+        self.planned.append(PlannedWrite(op, path, payload, version))
+        self._overlay[path] = (payload, 0 if version is None else version + 1)
 
 
 @dataclass(slots=True)
@@ -122,19 +135,6 @@ class _Write:
     payload: bytes
     version: int | None
     change: ConfigChange
-
-
-def _chunks(writes: Sequence[_Write]) -> list[list[_Write]]:
-    out: list[list[_Write]] = [[]]
-    size = 0
-    for w in writes:
-        n = len(w.payload) + len(w.path) + 100
-        if out[-1] and size + n > TXN_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(w)
-        size += n
-    return out
 
 
 def _diff(entity: Entity, name: str, before: Mapping[str, str], after: Mapping[str, str]) -> ConfigChange:

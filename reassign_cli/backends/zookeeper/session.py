@@ -193,6 +193,38 @@ class ZkSession:
 
         return self.reading(once)
 
+    def owned(self, path: str) -> bool:
+        """Whether `path` exists as an ephemeral node of this client's current session."""
+        from kazoo.exceptions import KazooException, NoAuthError
+
+        def once() -> bool:
+            try:
+                stat = self.answer(self.client.exists_async(path), f"a read of {path}")
+            except NoAuthError:
+                raise self.denied(path, zs.READ) from None
+            except KazooException as e:
+                raise self.failed(f"reading {path} from ZooKeeper", e) from None
+            session = getattr(self.client, "client_id", None)
+            return stat is not None and session is not None and stat.ephemeralOwner == session[0]
+
+        return self.reading(once)
+
+    def children(self, path: str) -> list[str]:
+        """The names of `path`'s children; [] when it does not exist. Retried across drops."""
+        from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
+
+        def once() -> list[str]:
+            try:
+                return list(self.answer(self.client.get_children_async(path), f"a read of {path}'s children"))
+            except NoNodeError:
+                return []
+            except NoAuthError:
+                raise self.denied(path, zs.READ) from None
+            except KazooException as e:
+                raise self.failed(f"reading {path}'s children from ZooKeeper", e) from None
+
+        return self.reading(once)
+
     def ensure_path(self, path: str) -> None:
         """Create `path` and its parents where missing (idempotent, so retried like a read)."""
         from kazoo.exceptions import KazooException, NoAuthError
