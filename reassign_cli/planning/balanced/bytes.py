@@ -84,6 +84,9 @@ class _Bytes:
     cmin: np.ndarray  # (n,) the replica count band of each broker
     cmax: np.ndarray
     fixed: np.ndarray  # (n,) bytes of the unselected topics
+    # The contract's outer band, mean ± max(tolerance × mean, the largest partition): a broker beyond it
+    # takes any move that brings it closer and cuts the bytes outside [lo, hi] (ALPHA aside).
+    hard: tuple[float, float] = (-np.inf, np.inf)
 
     def refresh(self, w: Work) -> None:
         self.load = _loads(w.rep, self.size, self.fixed)
@@ -95,6 +98,26 @@ class _Bytes:
 
     def out(self, x: np.ndarray) -> np.ndarray:
         return np.maximum(x - self.hi, 0) + np.maximum(self.lo - x, 0)
+
+    def hard_gain(self, u: np.ndarray, v: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """How much the move cuts the bytes outside the outer band."""
+        lo, hi = self.hard
+        lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
+
+        def out(x: np.ndarray) -> np.ndarray:
+            return np.maximum(x - hi, 0) + np.maximum(lo - x, 0)
+
+        return out(lu) - out(lu - s) + out(lv) - out(lv + s)
+
+    def worth(
+        self, u: np.ndarray, v: np.ndarray, net: np.ndarray, copied: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(whether a move of `net` bytes from u to v copying `copied` is worth it, its rank: the bytes it
+        takes out of the outer band, then out of [lo, hi] net of ALPHA x the bytes copied)."""
+        gain, hard = self.gain(u, v, net), self.hard_gain(u, v, net)
+        score = gain - ALPHA * copied
+        ok = (score > 0) | ((hard > 0) & (gain > 0))
+        return ok, hard * 4.0 + score
 
 
 def _row_sizes(prob: planner._Problem, topics: Mapping[str, Topic]) -> np.ndarray:
@@ -178,6 +201,8 @@ def plan_bytes(
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
     bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
+    slack = max(hi - mean, float(size.max()) if len(size) else 0.0)
+    bx.hard = (mean - slack, mean + slack)
     _trim(w, bx, mean)
     w.cap = w.caps[2]
     _fill(w, bx)
@@ -356,10 +381,9 @@ def _best_single(
         keep = ((cu - 1 >= bx.cmin[u]) | (cu > bx.cmax[u])) & ((cv + 1 <= bx.cmax[v]) | (cv < bx.cmin[v]))
         rows, cols, u, v = rows[keep], cols[keep], u[keep], v[keep]
     s = bx.size[rows]
-    score = bx.gain(u, v, s.astype(np.float64)) - ALPHA * s
+    ok, score = bx.worth(u, v, s.astype(np.float64), s)
     if need_gain:
-        keep = score > 0
-        rows, cols, u, v, s, score = rows[keep], cols[keep], u[keep], v[keep], s[keep], score[keep]
+        rows, cols, u, v, s, score = rows[ok], cols[ok], u[ok], v[ok], s[ok], score[ok]
     order = np.lexsort((np.arange(len(rows)), cols == 0, s, -score))
     i = _first_valid(w, order, rows, cols, v)
     if i < 0:
@@ -396,11 +420,11 @@ def _best_swap(w: Work, bx: _Bytes, slots: balance_replicas._Slots, pairs: list[
             continue
         sp, sq = bx.size[pr][:, None], bx.size[qr][None, :]
         net = (sp - sq).astype(np.float64)
-        score = bx.gain(np.full(net.shape, a), np.full(net.shape, b), net) - ALPHA * (sp + sq)
+        ok, score = bx.worth(np.full(net.shape, a), np.full(net.shape, b), net, sp + sq)
         same = w.tix[pr][:, None] == w.tix[qr][None, :]
-        score[(net <= 0) | ~((p_cap[:, None] & q_cap[None, :]) | same)] = -np.inf
+        score[(net <= 0) | ~ok | ~((p_cap[:, None] & q_cap[None, :]) | same)] = -np.inf
         i, j = np.unravel_index(int(np.argmax(score)), score.shape)
-        if score[i, j] > 0 and (best is None or score[i, j] > best[0]):
+        if score[i, j] > -np.inf and (best is None or score[i, j] > best[0]):
             best = (float(score[i, j]), a, b, int(pr[i]), int(pc[i]), int(qr[j]), int(qc[j]))
     if best is None:
         return False
