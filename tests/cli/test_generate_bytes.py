@@ -31,7 +31,9 @@ def _snap(tmp_path: Path, sizes: list[int | None]) -> str:
 
 
 def _gen(snap: str, *args: str) -> Any:
-    return run_cli("generate", "--snapshot", snap, "--topic", "a", "--seed", "3", "--strategy", "balanced", *args)
+    return run_cli(
+        "generate", "--snapshot", snap, "--topic", "a", "--seed", "3", "--strategy", "balanced", *args
+    )
 
 
 def test_crowded_broker_by_hand(tmp_path: Path) -> None:
