@@ -31,6 +31,7 @@ from reassign_cli.planning.balanced.targets import fill
 from reassign_cli.planning.plan import TopicSpec
 
 ALPHA = 0.9  # a move must cut the bytes outside the band by more than this share of the bytes it copies
+ALPHA_HALF = 0.25  # ... or by this share, when it takes at least half of one broker's bytes outside
 PARTNERS = 64  # brokers a needy broker trades with per step (the farthest from it in bytes)
 SWAP_SIDE = 24  # largest (smallest) candidates each side of a swap
 BULK = 20_000  # holes or count units beyond which the seeded rounds of --balance replicas go first
@@ -87,6 +88,7 @@ class _Bytes:
     # The contract's outer band, mean ± max(tolerance × mean, the largest partition): a broker beyond it
     # takes any move that brings it closer and cuts the bytes outside [lo, hi] (ALPHA aside).
     hard: tuple[float, float] = (-np.inf, np.inf)
+    mean: float = 0.0
 
     def refresh(self, w: Work) -> None:
         self.load = _loads(w.rep, self.size, self.fixed)
@@ -112,11 +114,22 @@ class _Bytes:
     def worth(
         self, u: np.ndarray, v: np.ndarray, net: np.ndarray, copied: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(whether a move of `net` bytes from u to v copying `copied` is worth it, its rank: the bytes it
-        takes out of the outer band, then out of [lo, hi] net of ALPHA x the bytes copied)."""
-        gain, hard = self.gain(u, v, net), self.hard_gain(u, v, net)
+        """(whether a move of `net` bytes from u to v copying `copied` is worth it, its rank). Worth it
+        when it cuts the bytes outside the band: by more than ALPHA x the bytes copied; or by more than
+        ALPHA_HALF x the bytes copied and at least half of what u or v has outside (large partitions: no
+        move of one gains as much as it copies); or bringing u or v into the band without taking the other
+        out of it, copying at most tolerance x mean (the last step to the band's edge); or taking bytes
+        out of the outer band. Ranked by the bytes it takes out of the outer band, then
+        out of [lo, hi] net of ALPHA x the bytes copied."""
+        lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
+        ou, ov = self.out(lu), self.out(lv)
+        gu, gv = ou - self.out(lu - net), ov - self.out(lv + net)
+        gain, hard = gu + gv, self.hard_gain(u, v, net)
         score = gain - ALPHA * copied
-        ok = (score > 0) | ((hard > 0) & (gain > 0))
+        half = ((ou > 0) & (2 * gu >= ou)) | ((ov > 0) & (2 * gv >= ov))
+        into = ((ou > 0) & (gu == ou)) | ((ov > 0) & (gv == ov))
+        edge = (gu >= 0) & (gv >= 0) & (gain > 0) & into & (copied <= self.hi - self.mean)
+        ok = (score > 0) | ((hard > 0) & (gain > 0)) | (half & (gain > ALPHA_HALF * copied)) | edge
         return ok, hard * 4.0 + score
 
 
@@ -202,7 +215,7 @@ def plan_bytes(
     target = prob.targets.target
     bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
     slack = max(hi - mean, float(size.max()) if len(size) else 0.0)
-    bx.hard = (mean - slack, mean + slack)
+    bx.hard, bx.mean = (mean - slack, mean + slack), mean
     _trim(w, bx, mean)
     w.cap = w.caps[2]
     _fill(w, bx)
