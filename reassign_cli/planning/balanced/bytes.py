@@ -27,14 +27,14 @@ from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import planner
 from reassign_cli.planning.balanced import replicas as balance_replicas
 from reassign_cli.planning.balanced.state import Work, spans
-from reassign_cli.planning.balanced.targets import fill
 from reassign_cli.planning.plan import TopicSpec
 
 ALPHA = 0.9  # a move must cut the bytes outside the band by more than this share of the bytes it copies
 ALPHA_HALF = 0.25  # ... or by this share, when it takes at least half of one broker's bytes outside
 PARTNERS = 64  # brokers a needy broker trades with per step (the farthest from it in bytes)
+PER_PARTNER = 512  # replicas of a giver tried per step (a seeded random sample beyond)
 SWAP_SIDE = 24  # largest (smallest) candidates each side of a swap
-BULK = 20_000  # holes or count units beyond which the seeded rounds of --balance replicas go first
+BULK = 1_000  # holes or count units beyond which the seeded rounds of --balance replicas go first
 COUNT_BAND = 0.10  # replica counts end within mean ± this share (or no more spread than before)
 
 
@@ -272,22 +272,11 @@ def _violation(count: np.ndarray, bx: _Bytes) -> np.ndarray:
     return np.maximum(count - bx.cmax, 0) + np.maximum(bx.cmin - count, 0)
 
 
-def _band_targets(count: np.ndarray, cmin: np.ndarray, cmax: np.ndarray) -> np.ndarray:
-    """Counts as close to now as the band allows, adding up to the same total: brokers outside the band
-    brought to its edge, the difference water-filled over the others (the ones holding most first)."""
-    t = np.clip(count, cmin, cmax).astype(np.int64)
-    d = int(count.sum() - t.sum())
-    if d > 0:
-        return t + fill(np.zeros_like(t), np.maximum(cmax - t, 0) + d, d, -t).target
-    if d < 0:
-        return t - fill(np.zeros_like(t), np.maximum(t - cmin, 0) - d, -d, t).target
-    return t
-
-
 def _bulk_counts(w: Work, bx: _Bytes) -> None:
-    """When many count units must move: the seeded rounds of --balance replicas towards the band."""
+    """When many count units must move: the seeded rounds of --balance replicas (towards its even
+    counts: at scale the bytes then land near the mean too, and the later steps finish the job)."""
     if int(_violation(w.count, bx).sum()) > BULK:
-        saved, w.target = w.target, _band_targets(w.count, bx.cmin, bx.cmax)
+        # Towards the even counts of --balance replicas: at scale the bytes then land near the mean too.
         for _ in balance_replicas.phases(w):
             followers = True
             for _ in range(balance_replicas.ROUNDS):
@@ -295,7 +284,7 @@ def _bulk_counts(w: Work, bx: _Bytes) -> None:
                     if not followers:
                         break
                     followers = False
-        w.target, w.cap, w.tight = saved, w.caps[2], False
+        w.cap, w.tight = w.caps[2], False
 
 
 def _settle(w: Work, bx: _Bytes) -> None:
@@ -358,6 +347,7 @@ def _candidates(
     parts = []
     for u in us:
         rows, cols = slots.of(u)
+        rows, cols = rows[:PER_PARTNER], cols[:PER_PARTNER]
         to = vs[vs != u]
         parts.append(
             (
