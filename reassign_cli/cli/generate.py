@@ -99,6 +99,23 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "cluster balanced in replicas and preferred leaders per broker (all topics counted), rack-aware.",
 )
 @click.option(
+    "--balance",
+    type=click.Choice(["replicas", "bytes"]),
+    default="replicas",
+    show_default=True,
+    help="With --strategy balanced: replicas evens out replica and leader counts; bytes puts every broker "
+    "within --tolerance of the mean bytes (partition sizes from a snapshot taken with --bootstrap-server, "
+    "or read from the brokers), counts and leaders still even, at close to the fewest bytes copied.",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="With --balance bytes: each broker ends within mean bytes x (1 +- F).",
+)
+@click.option(
     "--throttle",
     type=click.IntRange(min=1),
     metavar="B/s",
@@ -137,6 +154,8 @@ def command(
     snapshot_file: str | None,
     replication_factor: int | None,
     strategy: str,
+    balance: str,
+    tolerance: float,
     throttle: int | None,
     engine: str,
     spark_master: str,
@@ -157,15 +176,17 @@ def command(
     for flag, name in (("--zookeeper", "zookeeper"), ("--bootstrap-server", "bootstrap")):
         if snapshot_file and name in opts.explicit:
             raise UsageError(f"--snapshot and {flag} cannot be used together")
+    _check_balance(ctx, strategy, balance)
     seen = _report_collector(report, engine, output_dir)
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    source = _source(opts, snapshot_file)
+    source = _source(opts, snapshot_file, sizes_from_brokers=balance == "bytes")
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None,
         replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
         whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
+        balance=balance, tolerance=tolerance,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
@@ -220,9 +241,17 @@ def _write_report(out: Output, base: str, strategy: str, result: generate.Outcom
     out.info(f"Report written to {md} and {page}")
 
 
-def _source(opts: Options, snapshot_file: str | None) -> generate.Source:
+def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
+    if balance != "replicas" and strategy != "balanced":
+        raise UsageError("--balance needs --strategy balanced")
+    if _from_command_line(ctx, "tolerance") and balance != "bytes":
+        raise UsageError("--tolerance needs --balance bytes")
+
+
+def _source(opts: Options, snapshot_file: str | None, sizes_from_brokers: bool = False) -> generate.Source:
     if not snapshot_file:
-        conn = connection(opts)
+        # --balance bytes reads the sizes from the brokers: --bootstrap-server may stand beside --zookeeper.
+        conn = connection(opts, admin_too=sizes_from_brokers)
         return generate.Source(None, conn.zk, conn.admin)
     # A connection from the environment is only mentioned, never used.
     env = (

@@ -30,6 +30,7 @@ from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.planning import plan, sizes
+from reassign_cli.planning.balanced import bytes as balance_bytes
 from reassign_cli.planning.balanced import planner as balance
 
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (pyspark)
@@ -90,6 +91,10 @@ class Request:
         Callable[[plan.AssignmentLike, plan.AssignmentLike, Mapping[str, Mapping[int, int]] | None], None]
         | None
     ) = None
+    # The balanced strategy's goal: "replicas" (counts) or "bytes" (every broker within mean bytes x
+    # (1 +- tolerance); planning/balanced/bytes.py).
+    balance: str = "replicas"
+    tolerance: float = 0.05
 
 
 class Reporter(Protocol):
@@ -156,12 +161,29 @@ class BalancedStrategy:
     # The unselected topics' counts, when `state` holds only the selected topics (Spark's executors read
     # the others and counted them).
     others: balance.OtherCounts | None = None
+    # --balance bytes: the tolerance around the mean bytes (None: --balance replicas)
+    bytes_tolerance: float | None = None
+    bytes_stats: balance_bytes.BytesStats | None = None
 
     def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
         plan.check_specs(specs, brokers)
+        if self.bytes_tolerance is not None:
+            missing = balance_bytes.unknown_sizes(self.state.topics, [s.name for s in specs])
+            if missing:
+                raise UsageError(
+                    f"--balance bytes: {missing} selected partition(s) have no known size; take a snapshot "
+                    "with `snapshot --bootstrap-server` (it records them), or plan from the live cluster "
+                    "through the brokers (--bootstrap-server)"
+                )
 
     def make_plan(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> balance.Balanced:
-        result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed, self.others)
+        if self.bytes_tolerance is not None:
+            topics = self.state.topics
+            result, self.bytes_stats = balance_bytes.plan_bytes(
+                topics, brokers, specs, self.seed, self.bytes_tolerance, self.others
+            )
+        else:
+            result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed, self.others)
         self.stats = result.stats
         return result
 
@@ -171,7 +193,12 @@ class BalancedStrategy:
         yield from self.make_plan(specs, brokers).chunks(self.chunk_partitions)
 
     def extra_stats(self) -> Mapping[str, Any] | None:
-        return None if self.stats is None else self.stats.as_dict()
+        if self.stats is None:
+            return None
+        extra: dict[str, Any] = dict(self.stats.as_dict())
+        if self.bytes_stats is not None:
+            extra.update(self.bytes_stats.as_dict())
+        return extra
 
 
 STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
@@ -195,6 +222,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
     state = load_state(source, None if request.whole_cluster else request.topics, reporter)
+    if request.balance == "bytes" and not source.snapshot_file:
+        _record_sizes(source, state)
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
     for w in warnings:
@@ -205,6 +234,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         specs = [dataclasses.replace(s, replication_factor=rf) for s in specs]
     seed = plan.random_seed() if request.seed is None else request.seed
     strategy = (request.strategy or STRATEGIES["kafka"])(seed, state)
+    if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
+        strategy.bytes_tolerance = request.tolerance
     strategy.check(specs, brokers)
     if request.seed is None:
         reporter.seed_chosen(seed)
@@ -278,6 +309,21 @@ def _load_snapshot(path: str) -> ClusterState:
                 return loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
     except OSError as e:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
+
+
+def _record_sizes(source: Source, state: ClusterState) -> None:
+    """--balance bytes from the live cluster: each partition's size from the brokers (DescribeLogDirs, as
+    `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
+    strategy's check refuses."""
+    from reassign_cli.backends.admin.log_dirs import LogDirMover
+
+    if source.admin is None:
+        return
+    mover = LogDirMover(source.admin)
+    try:
+        sizes.record(state, mover.replica_sizes)
+    finally:
+        mover.close()
 
 
 def _read_zookeeper(options: ZkOptions, topics: list[str] | None) -> ClusterState:
@@ -425,8 +471,8 @@ def _executors_read(request: Request, source: Source, reporter: Reporter) -> boo
     from reassign_cli.core import snapshot_lines
     from reassign_cli.spark import engine as spark_engine
 
-    if request.engine != "spark" or not source.snapshot_file:
-        return False
+    if request.engine != "spark" or not source.snapshot_file or request.balance == "bytes":
+        return False  # --balance bytes: the driver reads the snapshot (the executors count no bytes)
     try:
         with open(source.snapshot_file, "rb") as f:
             if not snapshot_lines.is_lines(f.read(snapshot_lines.SNIFF_BYTES)):

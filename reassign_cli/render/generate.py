@@ -62,7 +62,44 @@ def extra_lines(extra: Mapping[str, Any]) -> list[str]:
         lines += size_lines(extra)
         for k in (*SIZE_KEYS, *THROTTLE_KEYS):
             rest.pop(k, None)
+    if all(k in extra for k in BYTES_KEYS):
+        lines += bytes_lines(extra)
+        for k in BYTES_KEYS:
+            del rest[k]
     return lines + [f"{name}: {value}" for name, value in rest.items()]
+
+
+BYTES_KEYS = (
+    "bytes_lower_bound",
+    "bytes_max_dev_before",
+    "bytes_max_dev_after",
+    "bytes_tolerance",
+    "bytes_mean",
+    "bytes_per_broker_before",
+    "bytes_per_broker_after",
+)
+
+
+def bytes_lines(e: Mapping[str, Any]) -> list[str]:
+    """--balance bytes: bytes per broker before and after, the worst distance from the mean, the bytes
+    copied against the lower bound."""
+    before, after = e["bytes_per_broker_before"], e["bytes_per_broker_after"]
+    bound = e["bytes_lower_bound"]
+    ratio = f", ratio {e['bytes_copied'] / bound:.3f}" if bound and "bytes_copied" in e else ""
+    lines = [
+        f"bytes lower bound: {bound} ({human_bytes(bound)}){ratio}",
+        f"worst broker from the mean ({human_bytes(e['bytes_mean'])}): {100 * e['bytes_max_dev_before']:.1f}% "
+        f"before, {100 * e['bytes_max_dev_after']:.1f}% after (tolerance {100 * e['bytes_tolerance']:g}%)",
+    ]
+    if len(before) > MAX_BROKER_ROWS:
+        b, a = list(before.values()), list(after.values())
+        return [
+            *lines,
+            f"bytes per broker, min / max: {human_bytes(min(b))} / {human_bytes(max(b))} before, "
+            f"{human_bytes(min(a))} / {human_bytes(max(a))} after",
+        ]
+    per = ", ".join(f"{k}: {human_bytes(before[k])} -> {human_bytes(after[k])}" for k in before)
+    return [*lines, f"bytes per broker: {per}"]
 
 
 def size_lines(e: Mapping[str, Any]) -> list[str]:

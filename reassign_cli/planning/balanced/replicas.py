@@ -105,12 +105,14 @@ def rows_to_trim(w: Work) -> np.ndarray:
     return np.flatnonzero((kept > w.rf) | short)
 
 
-def trim(w: Work, rows: np.ndarray) -> None:
+def trim(w: Work, rows: np.ndarray, over_bytes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
     """Drop replicas of `rows` (see rows_to_trim): keep those on the brokers least over their target
     (the earlier slot on ties), accepting a second replica in a rack only while the slots left can still
     reach the racks the row must span. Excess rows are compacted (kept replicas first, in their order);
-    others keep their slots, the dropped ones becoming holes in place."""
-    over = (w.count - w.target).tolist()
+    others keep their slots, the dropped ones becoming holes in place. `over_bytes`: (each broker's bytes
+    over its goal, each row's size): "most over" counts bytes instead of replicas (--balance bytes)."""
+    over = (w.count - w.target).tolist() if over_bytes is None else over_bytes[0].tolist()
+    weight = None if over_bytes is None else over_bytes[1]
     rack = w.rack.tolist()
     for r in rows.tolist():
         row = w.rep[r].tolist()
@@ -126,7 +128,7 @@ def trim(w: Work, rows: np.ndarray) -> None:
                 racks.add(rack[b])
         for _, _, b in present:
             if b not in keep:
-                over[b] -= 1
+                over[b] -= 1 if weight is None else int(weight[r])
                 w.count[b] -= 1
                 w.pairs.add1(t * w.stride + b, -1)
         if len(present) > rf:

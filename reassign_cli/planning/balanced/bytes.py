@@ -1,0 +1,440 @@
+"""`--balance bytes`: every broker within ±tolerance of the mean bytes, at close to the fewest bytes
+copied, counts and leaders still even. Pure (numpy). The contract and the choices: docs/balanced.md.
+
+It runs on the balanced strategy's machinery (planner._problem / _work: the rows, racks, per-topic caps;
+replicas.trim / can_add / can_move; leaders.choose_leaders), with each row's size beside it:
+1. trim (replicas off B, RF decreases): drop the replicas on the brokers most over the mean bytes;
+2. holes (RF increases, drained brokers): largest partitions first, each to the valid broker with the
+   fewest bytes (the count machinery's seeded rounds when there are very many);
+3. counts into their band (±10% of the mean count): moves from the brokers above it to those below,
+   each picking the partition best for the bytes (seeded rounds first when very many units must move);
+4. bytes: while some broker is outside mean × (1 ± tolerance), the move (or swap, when a move would
+   take a count out of its band) that most reduces the bytes outside the band, net of ALPHA × the bytes
+   it copies; none left (or none that gains more than it copies): done. A broker is brought to the
+   band's edge, not to the mean;
+5. leaders, as for --balance replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reassign_cli.core.model import Broker, Topic
+from reassign_cli.planning.balanced import leaders as balance_leaders
+from reassign_cli.planning.balanced import planner
+from reassign_cli.planning.balanced import replicas as balance_replicas
+from reassign_cli.planning.balanced.state import Work, spans
+from reassign_cli.planning.plan import TopicSpec
+
+ALPHA = 0.9  # a move must cut the bytes outside the band by more than this share of the bytes it copies
+ALPHA_HALF = 0.25  # ... or by this share, when it takes at least half of one broker's bytes outside
+PARTNERS = 64  # brokers a needy broker trades with per step (the farthest from it in bytes)
+PER_PARTNER = 512  # replicas of a giver tried per step (a seeded random sample beyond)
+SWAP_SIDE = 24  # largest (smallest) candidates each side of a swap
+BULK = 1_000  # holes or count units beyond which the seeded rounds of --balance replicas go first
+COUNT_BAND = 0.10  # replica counts end within mean ± this share (or no more spread than before)
+
+
+@dataclass(frozen=True, slots=True)
+class BytesStats:
+    tolerance: float
+    mean: float
+    lower_bound: int  # bytes (see lower_bound)
+    before: np.ndarray  # (n,) bytes per broker of B now
+    after: np.ndarray  # (n,) once the plan is done
+    ids: np.ndarray  # (n,) broker ids
+
+    def max_dev(self, loads: np.ndarray) -> float:
+        return float(np.abs(loads - self.mean).max() / self.mean) if self.mean > 0 and len(loads) else 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "bytes_lower_bound": self.lower_bound,
+            "bytes_max_dev_before": round(self.max_dev(self.before), 4),
+            "bytes_max_dev_after": round(self.max_dev(self.after), 4),
+            "bytes_tolerance": self.tolerance,
+            "bytes_mean": round(self.mean),
+            "bytes_per_broker_before": dict(
+                zip(map(str, self.ids.tolist()), self.before.tolist(), strict=True)
+            ),
+            "bytes_per_broker_after": dict(
+                zip(map(str, self.ids.tolist()), self.after.tolist(), strict=True)
+            ),
+        }
+
+
+def unknown_sizes(topics: Mapping[str, Topic], names: Sequence[str]) -> int:
+    """How many partitions of the selected topics have no known size."""
+    return sum(sum(1 for p in topics[n].replicas if p not in topics[n].sizes) for n in names)
+
+
+# ---------------------------------------------------------------------------------------------
+# The problem in bytes
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Bytes:
+    size: np.ndarray  # (P,) bytes of each row
+    load: np.ndarray  # (n,) bytes per broker of B, all topics (kept current as replicas move)
+    lo: float  # mean × (1 - tolerance)
+    hi: float
+    cmin: np.ndarray  # (n,) the replica count band of each broker
+    cmax: np.ndarray
+    fixed: np.ndarray  # (n,) bytes of the unselected topics
+    # The contract's outer band, mean ± max(tolerance × mean, the largest partition): a broker beyond it
+    # takes any move that brings it closer and cuts the bytes outside [lo, hi] (ALPHA aside).
+    hard: tuple[float, float] = (-np.inf, np.inf)
+    mean: float = 0.0
+
+    def refresh(self, w: Work) -> None:
+        self.load = _loads(w.rep, self.size, self.fixed)
+
+    def gain(self, u: np.ndarray, v: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """How much moving s bytes from u to v cuts the bytes outside [lo, hi] (u, v distinct)."""
+        lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
+        return self.out(lu) - self.out(lu - s) + self.out(lv) - self.out(lv + s)
+
+    def out(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum(x - self.hi, 0) + np.maximum(self.lo - x, 0)
+
+    def hard_gain(self, u: np.ndarray, v: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """How much the move cuts the bytes outside the outer band."""
+        lo, hi = self.hard
+        lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
+
+        def out(x: np.ndarray) -> np.ndarray:
+            return np.maximum(x - hi, 0) + np.maximum(lo - x, 0)
+
+        return out(lu) - out(lu - s) + out(lv) - out(lv + s)
+
+    def worth(
+        self, u: np.ndarray, v: np.ndarray, net: np.ndarray, copied: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(whether a move of `net` bytes from u to v copying `copied` is worth it, its rank). Worth it
+        when it cuts the bytes outside the band: by more than ALPHA x the bytes copied; or by more than
+        ALPHA_HALF x the bytes copied and at least half of what u or v has outside (large partitions: no
+        move of one gains as much as it copies); or bringing u or v into the band without taking the other
+        out of it, copying at most tolerance x mean (the last step to the band's edge); or taking bytes
+        out of the outer band. Ranked by the bytes it takes out of the outer band, then
+        out of [lo, hi] net of ALPHA x the bytes copied."""
+        lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
+        ou, ov = self.out(lu), self.out(lv)
+        gu, gv = ou - self.out(lu - net), ov - self.out(lv + net)
+        gain, hard = gu + gv, self.hard_gain(u, v, net)
+        score = gain - ALPHA * copied
+        half = ((ou > 0) & (2 * gu >= ou)) | ((ov > 0) & (2 * gv >= ov))
+        into = ((ou > 0) & (gu == ou)) | ((ov > 0) & (gv == ov))
+        edge = (gu >= 0) & (gv >= 0) & (gain > 0) & into & (copied <= self.hi - self.mean)
+        ok = (score > 0) | ((hard > 0) & (gain > 0)) | (half & (gain > ALPHA_HALF * copied)) | edge
+        return ok, hard * 4.0 + score
+
+
+def _row_sizes(prob: planner._Problem, topics: Mapping[str, Topic]) -> np.ndarray:
+    size = np.zeros(len(prob.pid), dtype=np.int64)
+    for i, name in enumerate(prob.names):
+        a, b = int(prob.starts[i]), int(prob.starts[i + 1])
+        known = topics[name].sizes
+        size[a:b] = [known[p] for p in prob.pid[a:b].tolist()]
+    return size
+
+
+def fixed_bytes(topics: Mapping[str, Topic], selected: set[str], ids: np.ndarray) -> np.ndarray:
+    """Bytes of the unselected topics on each broker of `ids` (partitions of unknown size count 0)."""
+    where = {b: i for i, b in enumerate(ids.tolist())}
+    out = np.zeros(len(ids), dtype=np.int64)
+    for name, t in topics.items():
+        if name in selected or not t.sizes:
+            continue
+        for p, reps in planner.targets_of(t).items():
+            s = t.sizes.get(p, 0)
+            for b in reps:
+                i = where.get(b)
+                if i is not None:
+                    out[i] += s
+    return out
+
+
+def _loads(rep: np.ndarray, size: np.ndarray, fixed: np.ndarray) -> np.ndarray:
+    load = fixed.astype(np.int64).copy()
+    on = rep >= 0
+    np.add.at(load, rep[on], np.broadcast_to(size[:, None], rep.shape)[on])
+    return load
+
+
+def _band(prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, tolerance: float) -> tuple[float, ...]:
+    n = len(prob.ids)
+    mean = (float(fixed.sum()) + float((size * prob.rf).sum())) / n
+    mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
+    cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
+    cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
+    return mean, mean * (1 - tolerance), mean * (1 + tolerance), cmin, cmax
+
+
+def lower_bound(prob: planner._Problem, size: np.ndarray, before: np.ndarray, lo: float, hi: float) -> int:
+    """The fewest bytes any plan within the band copies: the larger of (a) what must leave brokers above
+    hi, plus what each partition must gain (replicas off B, RF increases) net of what RF decreases drop;
+    (b) what must enter brokers below lo; (c) per partition, its size times the slots it must gain or
+    the racks it lacks, whichever is more."""
+    cur = planner._dedup(prob.old)
+    gain = prob.rf - (cur >= 0).sum(axis=1)
+    lack = np.minimum(prob.rf, prob.n_racks) - spans(np.append(prob.rack, -1)[cur])
+    a = float(np.clip(before - hi, 0, None).sum()) + float((size * gain).sum())
+    b = float(np.clip(lo - before, 0, None).sum())
+    c = float((size * np.maximum(np.maximum(gain, lack), 0)).sum())
+    return int(np.ceil(max(a, b, c, 0.0) - 1e-6))
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_bytes(
+    topics: Mapping[str, Topic],
+    brokers: Sequence[Broker],
+    specs: Sequence[TopicSpec],
+    seed: int,
+    tolerance: float = 0.05,
+    others: planner.OtherCounts | None = None,
+    other_bytes: np.ndarray | None = None,
+) -> tuple[planner.Balanced, BytesStats]:
+    """The --balance bytes plan of the topics of `specs` over `brokers` (see plan_balanced for `topics`
+    and `others`; `other_bytes`: the unselected topics' bytes per broker of B, sorted by id, when
+    `topics` holds only the selected ones). Every selected partition must have a known size."""
+    prob = planner._problem(topics, brokers, specs, others)
+    size = _row_sizes(prob, topics)
+    fixed = other_bytes if other_bytes is not None else fixed_bytes(topics, set(prob.names), prob.ids)
+    mean, lo, hi, cmin, cmax = _band(prob, size, fixed, tolerance)
+    before = _loads(planner._dedup(prob.old), size, fixed)
+    w = planner._work(prob, seed)
+    # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
+    target = prob.targets.target
+    bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
+    slack = max(hi - mean, float(size.max()) if len(size) else 0.0)
+    bx.hard, bx.mean = (mean - slack, mean + slack), mean
+    _trim(w, bx, mean)
+    w.cap = w.caps[2]
+    _fill(w, bx)
+    w.cap, w.tight = w.caps[2], False
+    _bulk_counts(w, bx)
+    _settle(w, bx)
+    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
+    ordered = planner._leader_first(w.rep, lead)
+    stats = planner._stats(prob, w, ordered, lead)
+    rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
+    result = planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
+    lb = lower_bound(prob, size, before, lo, hi)
+    return result, BytesStats(tolerance, mean, lb, before, _loads(w.rep, size, fixed), prob.ids)
+
+
+def _trim(w: Work, bx: _Bytes, mean: float) -> None:
+    rows = balance_replicas.rows_to_trim(w)
+    if len(rows):
+        bx.refresh(w)
+        balance_replicas.trim(w, rows, (bx.load - mean, bx.size))
+
+
+def _fill(w: Work, bx: _Bytes) -> None:
+    """Every hole: the largest partitions first, each to the valid broker with the fewest bytes within
+    the topic's cap (and the count band when one fits); none: --balance replicas' chain of moves."""
+    holes = w.holes()
+    if int(holes.sum()) > BULK:
+        balance_replicas.fill_holes(w)
+        return
+    bx.refresh(w)
+    every = np.arange(w.n)
+    rows = np.flatnonzero(holes)
+    for r in rows[np.lexsort((rows, -bx.size[rows]))].tolist():
+        for _ in range(int(holes[r])):
+            valid, capped = balance_replicas.can_add(w, np.full(w.n, r), every)
+            order = np.lexsort((every, bx.load))
+            for ok in (valid & capped & (w.count < bx.cmax), valid & capped):
+                fits = order[ok[order]]
+                if len(fits):
+                    balance_replicas._add(w, np.array([r]), fits[:1])
+                    bx.load[fits[0]] += bx.size[r]
+                    break
+            else:  # every broker that fits is at the topic's cap: a chain of moves passes one on
+                balance_replicas._fill_one(w, r)
+                bx.refresh(w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Counts into their band, then bytes into theirs
+# ---------------------------------------------------------------------------------------------
+
+
+def _violation(count: np.ndarray, bx: _Bytes) -> np.ndarray:
+    return np.maximum(count - bx.cmax, 0) + np.maximum(bx.cmin - count, 0)
+
+
+def _bulk_counts(w: Work, bx: _Bytes) -> None:
+    """When many count units must move: the seeded rounds of --balance replicas (towards its even
+    counts: at scale the bytes then land near the mean too, and the later steps finish the job)."""
+    if int(_violation(w.count, bx).sum()) > BULK:
+        # Towards the even counts of --balance replicas: at scale the bytes then land near the mean too.
+        for _ in balance_replicas.phases(w):
+            followers = True
+            for _ in range(balance_replicas.ROUNDS):
+                if balance_replicas._move_round(w, followers) == 0:
+                    if not followers:
+                        break
+                    followers = False
+        w.cap, w.tight = w.caps[2], False
+
+
+def _settle(w: Work, bx: _Bytes) -> None:
+    """Counts into their band one move at a time (each the best for the bytes among the moves that
+    bring a count closer to it), then bytes into theirs (no count leaving its band), again until a
+    bytes pass moves nothing. Each move lowers (count units outside the band, bytes outside the band)
+    in that order, so this ends, and a plan planned again finds nothing to move."""
+    bx.refresh(w)
+    slots = balance_replicas._Slots(w)
+    while True:
+        while _count_step(w, bx, slots):
+            pass
+        moved = False
+        while _bytes_step(w, bx, slots):
+            moved = True
+        if not moved:
+            return
+
+
+def _count_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
+    count, every = w.count, np.arange(w.n)
+    viol = _violation(count, bx)
+    for x in every[np.lexsort((every, -viol))][: int((viol > 0).sum())].tolist():
+        if count[x] > bx.cmax[x]:
+            vs = every[(count < bx.cmax) & (count <= count[x] - 2)]
+            vs = vs[np.lexsort((vs, bx.load[vs], count[vs]))][:PARTNERS]
+            found = _best_single(w, bx, slots, [x], vs, need_gain=False)
+        else:
+            us = every[(count > bx.cmin) & (count >= count[x] + 2)]
+            us = us[np.lexsort((us, -bx.load[us], -count[us]))][:PARTNERS]
+            found = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=False)
+        if found:
+            return True
+    return False
+
+
+def _bytes_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
+    every = np.arange(w.n)
+    out = bx.out(bx.load.astype(np.float64))
+    for x in every[np.lexsort((every, -out))][: int((out > 0).sum())].tolist():
+        rest = every[every != x]
+        if bx.load[x] > bx.hi:
+            vs = rest[np.lexsort((rest, bx.load[rest]))][:PARTNERS]
+            moves = _best_single(w, bx, slots, [x], vs, need_gain=True)
+            pairs = [(x, int(v)) for v in vs[: PARTNERS // 4].tolist()]
+        else:
+            us = rest[np.lexsort((rest, -bx.load[rest]))][:PARTNERS]
+            moves = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=True)
+            pairs = [(int(u), x) for u in us[: PARTNERS // 4].tolist()]
+        if moves or _best_swap(w, bx, slots, pairs):
+            return True
+    return False
+
+
+def _candidates(
+    w: Work, slots: balance_replicas._Slots, us: Sequence[int], vs: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """(rows, cols, from, to) of every replica of the brokers `us` towards each broker of `vs` (not
+    checked), in a seeded random order within each giver."""
+    parts = []
+    for u in us:
+        rows, cols = slots.of(u)
+        rows, cols = rows[:PER_PARTNER], cols[:PER_PARTNER]
+        to = vs[vs != u]
+        parts.append(
+            (
+                np.repeat(rows, len(to)),
+                np.repeat(cols, len(to)),
+                np.full(len(rows) * len(to), u),
+                np.tile(to, len(rows)),
+            )
+        )
+    if not parts:
+        return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+    return tuple(np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(4))
+
+
+def _first_valid(w: Work, order: np.ndarray, rows: np.ndarray, cols: np.ndarray, v: np.ndarray) -> int:
+    """The first candidate, in `order`, that may move (valid, racks, the topic's cap); -1 when none."""
+    for start in range(0, len(order), 256):
+        part = order[start : start + 256]
+        ok = balance_replicas.can_move(w, rows[part], cols[part], v[part])
+        if ok.any():
+            return int(part[int(np.argmax(ok))])
+    return -1
+
+
+def _best_single(
+    w: Work, bx: _Bytes, slots: balance_replicas._Slots, us: Sequence[int], vs: np.ndarray, need_gain: bool
+) -> bool:
+    """Make the best move of a replica from one of `us` to one of `vs`: the most bytes taken out of the
+    band net of ALPHA × its size, followers before leaders; with `need_gain`, only if that is positive
+    and the counts stay in their band. Reports whether a move was made."""
+    rows, cols, u, v = _candidates(w, slots, us, vs)
+    if need_gain:
+        cu, cv = w.count[u], w.count[v]
+        keep = ((cu - 1 >= bx.cmin[u]) | (cu > bx.cmax[u])) & ((cv + 1 <= bx.cmax[v]) | (cv < bx.cmin[v]))
+        rows, cols, u, v = rows[keep], cols[keep], u[keep], v[keep]
+    s = bx.size[rows]
+    ok, score = bx.worth(u, v, s.astype(np.float64), s)
+    if need_gain:
+        rows, cols, u, v, s, score = rows[ok], cols[ok], u[ok], v[ok], s[ok], score[ok]
+    order = np.lexsort((np.arange(len(rows)), cols == 0, s, -score))
+    i = _first_valid(w, order, rows, cols, v)
+    if i < 0:
+        return False
+    slots.move(rows[i : i + 1], cols[i : i + 1], v[i : i + 1])
+    bx.load[u[i]] -= s[i]
+    bx.load[v[i]] += s[i]
+    return True
+
+
+def _movable(
+    w: Work, bx: _Bytes, slots: balance_replicas._Slots, a: int, b: int, largest: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, cols, under the topic's cap at b) of up to SWAP_SIDE replicas of a that may move to b
+    (the cap aside), the largest (or smallest) first."""
+    rows, cols = slots.of(a)
+    to = np.full(len(rows), b)
+    ok = balance_replicas.can_move(w, rows, cols, to, capped=False) if len(rows) else np.zeros(0, dtype=bool)
+    rows, cols, to = rows[ok], cols[ok], to[ok]
+    s = bx.size[rows]
+    order = np.lexsort((np.arange(len(rows)), cols == 0, -s if largest else s))[:SWAP_SIDE]
+    return rows[order], cols[order], balance_replicas.under_cap(w, rows[order], to[order])
+
+
+def _best_swap(w: Work, bx: _Bytes, slots: balance_replicas._Slots, pairs: list[tuple[int, int]]) -> bool:
+    """The best swap over the (giver a, taker b) pairs: a large replica of a to b, a small one of b to a
+    (counts unchanged; a topic's count unchanged when both are of it), if it takes more bytes out of the
+    band than ALPHA x the bytes both copy."""
+    best: tuple[float, int, int, int, int, int, int] | None = None
+    for a, b in pairs:
+        pr, pc, p_cap = _movable(w, bx, slots, a, b, largest=True)
+        qr, qc, q_cap = _movable(w, bx, slots, b, a, largest=False)
+        if len(pr) == 0 or len(qr) == 0:
+            continue
+        sp, sq = bx.size[pr][:, None], bx.size[qr][None, :]
+        net = (sp - sq).astype(np.float64)
+        ok, score = bx.worth(np.full(net.shape, a), np.full(net.shape, b), net, sp + sq)
+        same = w.tix[pr][:, None] == w.tix[qr][None, :]
+        score[(net <= 0) | ~ok | ~((p_cap[:, None] & q_cap[None, :]) | same)] = -np.inf
+        i, j = np.unravel_index(int(np.argmax(score)), score.shape)
+        if score[i, j] > -np.inf and (best is None or score[i, j] > best[0]):
+            best = (float(score[i, j]), a, b, int(pr[i]), int(pc[i]), int(qr[j]), int(qc[j]))
+    if best is None:
+        return False
+    _, a, b, r1, c1, r2, c2 = best
+    slots.move(np.array([r1]), np.array([c1]), np.array([b]))
+    slots.move(np.array([r2]), np.array([c2]), np.array([a]))
+    net_bytes = int(bx.size[r1] - bx.size[r2])
+    bx.load[a] -= net_bytes
+    bx.load[b] += net_bytes
+    return True
