@@ -200,7 +200,9 @@ def command(
             out.result(f"{CURRENT_HEADER} written to {current_path}")
             out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
     if report is not None and seen is not None:
-        _write_report(out, report, strategy, result, seen)
+        _write_report(
+            out, report, strategy + (" --balance bytes" if balance == "bytes" else ""), result, seen
+        )
     if result.stats is not None and not opts.quiet:
         ids = [b.id for b in result.brokers]
         table = summary_table(result.stats, ids, every_broker=opts.verbose, extra_stats=result.extra_stats)
