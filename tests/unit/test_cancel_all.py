@@ -113,3 +113,58 @@ def test_usage_errors_are_exit_2_and_write_nothing(tmp_path: Path, args: list[st
     r = run_cli("cancel", *args, cwd=tmp_path)
     assert (r.returncode, r.stdout, r.stderr.splitlines()) == (2, "", [line])
     assert list(tmp_path.iterdir()) == []
+
+
+def _moving_cluster(live: list[int]) -> Any:
+    from tests.fakes import FakeBackend, FakeCluster, make_state
+
+    # t-0 moves [1,2] -> [3,2] (RS [3,2,1], AR [3], RR [1]); u-0 is still.
+    c = FakeCluster(make_state({"t": {0: [1, 2]}, "u": {0: [1, 2]}}))
+    c.state.topics["t"] = Topic(
+        "t", {0: [3, 2, 1]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1, 2]}, leader={0: 1}
+    )
+    c.state.brokers = [Broker(b) for b in live]
+    return c, FakeBackend(c)
+
+
+def test_cancel_all_saves_the_rollback_before_the_cancel(tmp_path: Path) -> None:
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    c, backend = _moving_cluster([1, 2, 3])
+    rollback = tmp_path / "rb.json"
+    seen: list[bool] = []
+    real = backend.cancel_reassignments
+
+    def cancel_spy(tps: Any) -> Any:
+        seen.append(rollback.exists())
+        return real(tps)
+
+    backend.cancel_reassignments = cancel_spy  # type: ignore[method-assign]
+    done = cancel_all(backend, rollback_file=str(rollback), timeout=5)
+    assert (done.in_flight, done.rollback_file, seen) == ([("t", 0)], str(rollback), [True])
+    assert done.outcome is not None and done.outcome.cancelled == [("t", 0)]
+    assert rollback.read_text() == (
+        '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3,2],"log_dirs":["any","any"]}]}\n'
+    )
+    assert c.state.topics["t"].replicas == {0: [2, 1]}
+
+
+def test_cancel_all_refuses_what_would_leave_a_partition_leaderless(tmp_path: Path) -> None:
+    from reassign_cli.errors import InvalidInputError
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    c, backend = _moving_cluster([3])  # the original replicas 2,1 are both down
+    with pytest.raises(InvalidInputError, match="cannot cancel the reassignment of t-0"):
+        cancel_all(backend, rollback_file=str(tmp_path / "rb.json"), timeout=5)
+    assert list(tmp_path.iterdir()) == []
+    assert c.writes() == []
+
+
+def test_cancel_all_with_nothing_in_flight_writes_nothing(tmp_path: Path) -> None:
+    from reassign_cli.ops.cancel_all import cancel_all
+    from tests.fakes import FakeBackend, FakeCluster, make_state
+
+    c = FakeCluster(make_state({"t": {0: [1, 2]}}))
+    done = cancel_all(FakeBackend(c), rollback_file=str(tmp_path / "rb.json"))
+    assert (done.in_flight, done.rollback_file, done.outcome) == ([], None, None)
+    assert list(tmp_path.iterdir()) == [] and c.writes() == []
