@@ -107,6 +107,7 @@ def command(
 def _cancel_all(
     opts: Options, out: Any, rollback_file: str | None, preserve_throttles: bool, timeout: float
 ) -> int:
+    from reassign_cli.core.in_flight import not_cancelled_line
     from reassign_cli.ops.cancel_all import cancel_all
 
     with open_backend(opts, admin_too=True) as backend:
@@ -119,6 +120,9 @@ def _cancel_all(
         else:
             out.result("No partition reassignments in flight: nothing to cancel.")
         return 0
+    missed = not_cancelled_line(done.in_flight, done.outcome.cancelled)
+    if missed is not None:
+        out.warn(missed)
     if done.rollback_file is not None and not opts.json:
         out.result(f"Saved the targets of the reassignments cancelled to {done.rollback_file}")
     return _report(out, opts, done.outcome, False, {"rollback_file": done.rollback_file})

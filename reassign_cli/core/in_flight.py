@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reassign_cli.core.model import ClusterState, TopicPartition, format_reassignment_json
+from reassign_cli.core.model import ClusterState, TopicPartition, format_reassignment_json, tp_str
+from reassign_cli.core.names import shorten
 
 
 @dataclass(slots=True)
@@ -66,3 +67,16 @@ def in_flight_rollback_json(targets: dict[TopicPartition, list[int]], tps: list[
     for t, p in sorted(tps):
         doc.setdefault(t, {})[p] = list(targets[(t, p)])
     return format_reassignment_json(doc, log_dirs=True)
+
+
+def not_cancelled_line(in_flight: list[TopicPartition], cancelled: list[TopicPartition]) -> str | None:
+    """cancel --all's warning for what it listed but did not cancel (a trigger-znode entry the controller
+    has not started, a move that finished meanwhile); None when everything listed was cancelled."""
+    missed = sorted(set(in_flight) - set(cancelled))
+    if not missed:
+        return None
+    return (
+        f"{len(missed)} of the {len(in_flight)} partitions listed in flight were not cancelled (not started "
+        f"by the controller yet, or finished meanwhile): {shorten(tp_str(tp) for tp in missed)}; "
+        "see kafka-reassign list, and run cancel --all again if they still move"
+    )

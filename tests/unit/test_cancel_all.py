@@ -168,3 +168,19 @@ def test_cancel_all_with_nothing_in_flight_writes_nothing(tmp_path: Path) -> Non
     done = cancel_all(FakeBackend(c), rollback_file=str(tmp_path / "rb.json"))
     assert (done.in_flight, done.rollback_file, done.outcome) == ([], None, None)
     assert list(tmp_path.iterdir()) == [] and c.writes() == []
+
+
+def test_what_was_listed_but_not_cancelled_is_named(tmp_path: Path) -> None:
+    from reassign_cli.core.in_flight import not_cancelled_line
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    c, backend = _moving_cluster([1, 2, 3])
+    c.state.reassignment = {("u", 0): [3, 1]}  # in the trigger znode; the controller has not acted yet
+    done = cancel_all(backend, rollback_file=str(tmp_path / "rb.json"), timeout=5)
+    assert done.in_flight == [("t", 0), ("u", 0)]
+    assert done.outcome is not None and done.outcome.cancelled == [("t", 0)]
+    assert not_cancelled_line(done.in_flight, done.outcome.cancelled) == (
+        "1 of the 2 partitions listed in flight were not cancelled (not started by the controller yet, or "
+        "finished meanwhile): u-0; see kafka-reassign list, and run cancel --all again if they still move"
+    )
+    assert not_cancelled_line([("t", 0)], [("t", 0)]) is None
