@@ -10,14 +10,30 @@ from reassign_cli.cli.common import (
     Options,
     connection,
     connection_options,
-    executed_file_option,
     open_backend,
 )
 from reassign_cli.errors import UsageError
 
 
 @click.command("cancel", short_help="Cancel a running reassignment: replicas go back to where they were.")
-@executed_file_option
+@click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    metavar="FILE",
+    help="The file that was given to execute (or --all).",
+)
+@click.option(
+    "--all",
+    "cancel_every",
+    is_flag=True,
+    help="Cancel every reassignment in flight, whoever started it (no plan file needed).",
+)
+@click.option(
+    "--rollback-file",
+    metavar="FILE",
+    help="With --all: where to save the targets being cancelled, as a reassignment JSON "
+    "[default: rollback-YYYYmmdd-HHMMSS.json here].",
+)
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
 @click.option(
     "--timeout",
@@ -28,7 +44,14 @@ from reassign_cli.errors import UsageError
     help="How long to wait for the controller to revert the partitions (exit 4 after).",
 )
 @connection_options
-def command(opts: Options, reassignment_file: str, preserve_throttles: bool, timeout: float) -> int:
+def command(
+    opts: Options,
+    reassignment_file: str | None,
+    cancel_every: bool,
+    rollback_file: str | None,
+    preserve_throttles: bool,
+    timeout: float,
+) -> int:
     """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
 
     Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
@@ -37,6 +60,11 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
     moves between log dirs that are still copying are stopped, as Kafka's --cancel does (each replica stays
     in its current log dir). Then, unless --preserve-throttles, the throttles come off as verify removes
     them (kept while a log-dir copy still runs or cannot be seen).
+
+    With --all instead of the file: every partition reassignment in flight is cancelled the same way
+    (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
+    its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
+    flight: one line, nothing written. Log-dir moves are not known without the plan and are not stopped.
     """
     from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.cli.inputs import read_input_file
@@ -44,8 +72,11 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
     from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
 
-    plan = parse_reassignment(read_input_file(reassignment_file))
-    targets, dirs = plan.targets(), plan.log_dir_targets()
+    if cancel_every == (reassignment_file is not None):
+        raise UsageError("give exactly one of --reassignment-json-file and --all")
+    if rollback_file is not None and not cancel_every:
+        raise UsageError("--rollback-file goes with --all (execute saved the rollback of a plan file)")
+    plan = None if reassignment_file is None else parse_reassignment(read_input_file(reassignment_file))
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
         raise UsageError(
@@ -53,6 +84,9 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
             "(or set KAFKA_REASSIGN_BOOTSTRAP)"
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    if plan is None:
+        return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout)
+    targets, dirs = plan.targets(), plan.log_dir_targets()
     with open_backend(opts, admin_too=True) as backend:
         mover = log_dir_mover(backend) if dirs else None
         try:
@@ -70,7 +104,33 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, tim
     return _report(out, opts, outcome, bool(dirs))
 
 
-def _report(out: Any, opts: Options, outcome: Any, has_dirs: bool) -> int:
+def _cancel_all(
+    opts: Options, out: Any, rollback_file: str | None, preserve_throttles: bool, timeout: float
+) -> int:
+    from reassign_cli.core.in_flight import not_cancelled_line
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    with open_backend(opts, admin_too=True) as backend:
+        done = cancel_all(
+            backend, rollback_file=rollback_file, preserve_throttles=preserve_throttles, timeout=timeout
+        )
+    if done.outcome is None:
+        if opts.json:
+            out.result_json({"cancelled": [], "rollback_file": None, "throttles_cleared": None})
+        else:
+            out.result("No partition reassignments in flight: nothing to cancel.")
+        return 0
+    missed = not_cancelled_line(done.in_flight, done.outcome.cancelled)
+    if missed is not None:
+        out.warn(missed)
+    if done.rollback_file is not None and not opts.json:
+        out.result(f"Saved the targets of the reassignments cancelled to {done.rollback_file}")
+    return _report(out, opts, done.outcome, False, {"rollback_file": done.rollback_file})
+
+
+def _report(
+    out: Any, opts: Options, outcome: Any, has_dirs: bool, extra: dict[str, object] | None = None
+) -> int:
     from reassign_cli.core.cancel_rules import cancelled_line, stopped_moves_lines
     from reassign_cli.render.progress import clearing_lines
 
@@ -83,6 +143,7 @@ def _report(out: Any, opts: Options, outcome: Any, has_dirs: bool) -> int:
             "throttles_cleared": None
             if cleared is None
             else {"brokers": cleared.brokers, "topics": cleared.topics},
+            **(extra or {}),
         }
         if has_dirs:
             doc["log_dir_moves_stopped"] = [

@@ -3,56 +3,15 @@ znodes, in Kafka 3.9's --list format."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.core.in_flight import Row, active_reassignments
 from reassign_cli.core.model import ClusterState
 from reassign_cli.core.progress import anything_reassigning
 from reassign_cli.core.throttle import recorded_entities
-
-
-@dataclass(slots=True)
-class Row:
-    topic: str
-    partition: int
-    replicas: list[int]
-    adding: list[int]
-    removing: list[int]
-    source: str  # "controller": AR/RR in the topic znode; "znode": only in /admin/reassign_partitions so far
-
-
-def active_reassignments(state: ClusterState) -> list[Row]:
-    """Every partition being reassigned, sorted by (topic, partition).
-
-    A partition with AR/RR in its topic znode shows the controller's RS/AR/RR. A partition that is only in
-    /admin/reassign_partitions (the controller has not acted yet) shows what the controller will write:
-    RS = (target + origin) without duplicates, AR = RS - origin, RR = RS - target (KAFKA-SPEC §4.1).
-    """
-    rows: dict[tuple[str, int], Row] = {}
-    for name, topic in state.topics.items():
-        for p in sorted(set(topic.adding) | set(topic.removing)):
-            if topic.is_reassigning(p):
-                rows[(name, p)] = Row(
-                    name,
-                    p,
-                    list(topic.replicas[p]),
-                    list(topic.adding.get(p, [])),
-                    list(topic.removing.get(p, [])),
-                    "controller",
-                )
-    for (t, p), target in (state.reassignment or {}).items():
-        if (t, p) in rows:
-            continue
-        known = state.topics.get(t)
-        origin = list(known.replicas[p]) if known is not None and p in known.replicas else []
-        full = list(dict.fromkeys([*target, *origin]))
-        rows[(t, p)] = Row(
-            t, p, full, [b for b in full if b not in origin], [b for b in full if b not in target], "znode"
-        )
-    return [rows[k] for k in sorted(rows)]
 
 
 @click.command("list")

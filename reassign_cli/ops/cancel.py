@@ -13,7 +13,7 @@ or cannot be seen).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from reassign_cli.backends.protocol import Backend, ClearResult, LogDirMoves, ReplicaDirs, ReplicaKey
@@ -45,14 +45,19 @@ def cancel(
     timeout: float = 60.0,
     dirs: ReplicaDirs | None = None,
     log_dirs: LogDirMoves | None = None,
+    before: Callable[[list[TopicPartition]], None] | None = None,
 ) -> CancelOutcome:
-    """`dirs`: the plan's replica moves between log dirs, stopped through `log_dirs` when given."""
+    """`dirs`: the plan's replica moves between log dirs, stopped through `log_dirs` when given. `before`
+    is called with the partitions about to be cancelled, once they are known to be safe to cancel and
+    before anything is written (cancel --all saves its rollback file there)."""
     topics = sorted({t for t, _ in targets})
     plan = cancel_plan(targets, backend.read_state(topics, partition_state=True))
     if plan.unsafe:
         raise InvalidInputError(plan.unsafe[0], hint="\n".join(plan.unsafe[1:]) or None)
     cancelled: list[TopicPartition] = []
     if plan.active:
+        if before is not None:
+            before(plan.active)
         cancelled = backend.cancel_reassignments(plan.active)
     deadline = time.monotonic() + timeout
     stopped = stop_log_dir_moves(log_dirs, dirs, deadline) if dirs and log_dirs is not None else {}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from reassign_cli.core.client_config import AdminOptions
@@ -37,22 +38,67 @@ def admin_client(options: AdminOptions) -> Iterator[Any]:
             admin.close()
 
 
-def cancel_reassignments(admin: Any, tps: Sequence[TopicPartition]) -> list[TopicPartition]:
-    """AlterPartitionReassignments with no target for each partition; returns those cancelled. A partition
-    the controller reports as not reassigning is simply not cancelled; any other error fails."""
-    from kafka import TopicPartition as KafkaTP
-    from kafka.errors import KafkaError, NoReassignmentInProgressError
+CANCEL_CHUNK = 1000  # partitions per AlterPartitionReassignments request (cancel --all may hold thousands)
+TIMEOUT_TRIES = 6  # per chunk: a controller busy with thousands of partitions may time out for a while
+BACKOFF_FIRST, BACKOFF_MAX = 0.5, 8.0  # seconds, doubled after each timeout
 
-    try:
-        results = admin.alter_partition_reassignments({KafkaTP(t, p): None for t, p in tps})
-    except KafkaError as e:
-        raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
+
+def cancel_reassignments(
+    admin: Any,
+    tps: Sequence[TopicPartition],
+    *,
+    chunk: int = CANCEL_CHUNK,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[TopicPartition]:
+    """AlterPartitionReassignments with no target for each partition, `chunk` partitions per request;
+    returns those cancelled. A partition the controller reports as not reassigning is simply not cancelled;
+    a timeout (the whole request's or a partition's) is retried with a bounded backoff; any other error
+    fails."""
     done: list[TopicPartition] = []
-    for tp, err in sorted(results.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        key = (tp.topic, tp.partition)
-        if err is None:
-            done.append(key)
-        elif err is not NoReassignmentInProgressError:
-            name = getattr(err, "__name__", str(err))
-            raise OperationalError(f"cancelling the reassignment of {tp_str(key)} failed: {name}")
-    return done
+    ordered = sorted(set(tps))
+    for i in range(0, len(ordered), chunk):
+        done += _cancel_chunk(admin, ordered[i : i + chunk], sleep)
+    return sorted(done)
+
+
+def _cancel_chunk(
+    admin: Any, tps: list[TopicPartition], sleep: Callable[[float], None]
+) -> list[TopicPartition]:
+    from kafka import TopicPartition as KafkaTP
+    from kafka.errors import (
+        KafkaError,
+        KafkaTimeoutError,
+        NoReassignmentInProgressError,
+        RequestTimedOutError,
+    )
+
+    pending, done, retried = list(tps), [], set()
+    for attempt in range(TIMEOUT_TRIES):
+        if attempt:
+            sleep(min(BACKOFF_FIRST * 2 ** (attempt - 1), BACKOFF_MAX))
+        try:
+            results = admin.alter_partition_reassignments({KafkaTP(t, p): None for t, p in pending})
+        except (KafkaTimeoutError, RequestTimedOutError):
+            retried |= set(pending)
+            continue
+        except KafkaError as e:
+            raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
+        again: list[TopicPartition] = []
+        for tp, err in sorted(results.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+            key = (tp.topic, tp.partition)
+            if err is None or (err is NoReassignmentInProgressError and key in retried):
+                done.append(key)  # after a timeout, "not reassigning" may be our own earlier cancel
+            elif err is RequestTimedOutError:
+                again.append(key)
+            elif err is not NoReassignmentInProgressError:
+                name = getattr(err, "__name__", str(err))
+                raise OperationalError(f"cancelling the reassignment of {tp_str(key)} failed: {name}")
+        retried |= set(again)
+        pending = again
+        if not pending:
+            return done
+    raise OperationalError(
+        f"AlterPartitionReassignments timed out {TIMEOUT_TRIES} times; {len(pending)} partitions may still "
+        f"reassign, e.g. {tp_str(pending[0])}",
+        hint="Check with kafka-reassign list and run cancel --all again.",
+    )
