@@ -17,13 +17,13 @@ from tests.helpers import REPO, consume_records, run_cli, unique_name, wait_unti
 from tests.integration.reassign_support import produce, write_plan
 
 RECORD_TOPIC = "__reassign_cli_throttles"
-THROTTLE_KEYS = (
-    "leader.replication.throttled.rate",
-    "follower.replication.throttled.rate",
-    "replica.alter.log.dirs.io.max.bytes.per.second",
-    "leader.replication.throttled.replicas",
-    "follower.replication.throttled.replicas",
-)
+LR = "leader.replication.throttled.rate"
+FR = "follower.replication.throttled.rate"
+LDR = "replica.alter.log.dirs.io.max.bytes.per.second"
+LREP = "leader.replication.throttled.replicas"
+FREP = "follower.replication.throttled.replicas"
+THROTTLE_KEYS = (LR, FR, LDR, LREP, FREP)
+EMPTY = {"brokers": {}, "topics": {}}  # the record of prior values with nothing in it
 
 
 @dataclass

@@ -17,6 +17,11 @@ import pytest
 from tests.clusters import KRAFT_VERSIONS, ExtraCluster
 from tests.helpers import PYTHON, REPO, consume_all, wait_until
 from tests.integration.kraft_support import (
+    EMPTY,
+    FR,
+    FREP,
+    LR,
+    LREP,
     Admin,
     admin,
     cli,
@@ -27,12 +32,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-LR = "leader.replication.throttled.rate"
-FR = "follower.replication.throttled.rate"
-LREP = "leader.replication.throttled.replicas"
-FREP = "follower.replication.throttled.replicas"
-EMPTY = {"brokers": {}, "topics": {}}
 
 
 @pytest.fixture(scope="module", params=KRAFT_VERSIONS, ids=lambda v: f"kraft-{v}")

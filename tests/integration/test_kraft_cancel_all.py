@@ -14,6 +14,10 @@ import pytest
 from tests.clusters import KAFKA4_VERSION, ExtraCluster
 from tests.helpers import consume_all
 from tests.integration.kraft_support import (
+    EMPTY,
+    FREP,
+    LR,
+    LREP,
     Admin,
     admin,
     cli,
@@ -24,12 +28,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-LR = "leader.replication.throttled.rate"
-FR = "follower.replication.throttled.rate"
-LREP = "leader.replication.throttled.replicas"
-FREP = "follower.replication.throttled.replicas"
-EMPTY = {"brokers": {}, "topics": {}}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ import pytest
 from tests.clusters import KAFKA4_VERSION, ExtraCluster
 from tests.helpers import consume_all, wait_until
 from tests.integration.kraft_support import (
+    EMPTY,
+    LDR,
     Admin,
     admin,
     cli,
@@ -26,9 +28,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-LDR = "replica.alter.log.dirs.io.max.bytes.per.second"
-EMPTY = {"brokers": {}, "topics": {}}
 
 
 @pytest.fixture(scope="module")

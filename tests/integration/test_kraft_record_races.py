@@ -28,6 +28,9 @@ from reassign_cli.ops.unthrottle import clear_throttles
 from tests.clusters import KAFKA4_VERSION, ExtraCluster
 from tests.helpers import PYTHON, consume_all, wait_until
 from tests.integration.kraft_support import (
+    EMPTY,
+    FREP,
+    LREP,
     Admin,
     admin,
     cli,
@@ -37,10 +40,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-LREP = "leader.replication.throttled.replicas"
-FREP = "follower.replication.throttled.replicas"
-EMPTY = {"brokers": {}, "topics": {}}
 
 
 @pytest.fixture(scope="module")
