@@ -88,7 +88,7 @@ def stop_log_dir_moves(log_dirs: LogDirMoves, dirs: ReplicaDirs, deadline: float
             (t, p, b), e = sorted(hard.items())[0]
             raise OperationalError(f"stopping the log-dir move of replica {t}-{p} on broker {b} failed: {e}")
         if pending and time.monotonic() >= deadline:
-            names = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in sorted(pending))
+            names = shorten((f"{t}-{p} on broker {b}" for t, p, b in sorted(pending)), sep=", ")
             raise BusyError(f"Timed out before these log-dir moves could be stopped: {names}")
         if pending:
             time.sleep(0.5)
@@ -109,8 +109,10 @@ def _copies_left(
         if not dropping and not moves_ongoing(moves):
             return None
         if not dropping or time.monotonic() >= deadline:
-            copying = [f"{m.topic}-{m.partition} on broker {m.broker}" for m in moves if m.future][:10]
-            return f"Throttles kept: these replicas still copy between log dirs: {', '.join(copying)}."
+            copying = shorten(
+                (f"{m.topic}-{m.partition} on broker {m.broker}" for m in moves if m.future), sep=", "
+            )
+            return f"Throttles kept: these replicas still copy between log dirs: {copying}."
         time.sleep(0.5)
 
 
