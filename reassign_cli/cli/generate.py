@@ -190,24 +190,29 @@ def command(
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
-        current_path, proposed_path = result.files
-        if opts.json:
-            doc = {"seed": result.seed, "current_file": current_path, "proposed_file": proposed_path}
-            if result.extra_stats is not None:
-                doc["stats"] = dict(result.extra_stats)
-            out.result_json(doc)
-        else:
-            out.result(f"{CURRENT_HEADER} written to {current_path}")
-            out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
+        _print_files(out, opts.json, result)
     if report is not None and seen is not None:
-        _write_report(
-            out, report, strategy + (" --balance bytes" if balance == "bytes" else ""), result, seen
-        )
+        shown = strategy + (" --balance bytes" if balance == "bytes" else "")
+        _write_report(out, report, shown, result, seen)
     if result.stats is not None and not opts.quiet:
         ids = [b.id for b in result.brokers]
         table = summary_table(result.stats, ids, every_broker=opts.verbose, extra_stats=result.extra_stats)
         out.renderable(table)
     keep_until_exit(*result.kept)  # freeing a 1M-partition state object by object serves nothing at exit
+
+
+def _print_files(out: Output, json: bool, result: generate.Outcome) -> None:
+    """With --output-dir: where the two documents went (stdout)."""
+    assert result.files is not None
+    current_path, proposed_path = result.files
+    if json:
+        doc = {"seed": result.seed, "current_file": current_path, "proposed_file": proposed_path}
+        if result.extra_stats is not None:
+            doc["stats"] = dict(result.extra_stats)
+        out.result_json(doc)
+    else:
+        out.result(f"{CURRENT_HEADER} written to {current_path}")
+        out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
 
 
 def _report_collector(report: str | None, engine: str, output_dir: str | None) -> Any:
