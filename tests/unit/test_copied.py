@@ -89,3 +89,26 @@ def test_lines_and_json() -> None:
     assert doc["partitions"][0] == {"topic": "t", "partition": 0, "bytes_copied": 1200, "bytes_to_copy": 5000}
     assert doc["partitions"][3] == {"topic": "t", "partition": 3}
     assert (doc["bytes_copied"], doc["bytes_to_copy"]) == (2450, 10000)
+
+
+def test_unreachable_admin_api_leaves_verify_going() -> None:
+    from reassign_cli.cli.verify import _moving_sizes
+    from reassign_cli.errors import OperationalError
+
+    class Out:
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def info(self, line: str) -> None:
+            self.said.append(line)
+
+    class Down:
+        def replica_sizes(self, replicas: object) -> object:
+            raise OperationalError("cannot connect to Kafka at nowhere:9092: NoBrokersAvailable")
+
+    out = Out()
+    assert _moving_sizes(out, RESULTS, Down()) is None
+    assert out.said == ["Bytes copied not shown: cannot connect to Kafka at nowhere:9092: NoBrokersAvailable"]
+    assert _moving_sizes(out, RESULTS, None) is None  # no admin API: nothing asked, nothing said
+    assert _moving_sizes(out, [RESULTS[3]], Down()) == {}  # nothing in progress: nothing asked
+    assert len(out.said) == 1
