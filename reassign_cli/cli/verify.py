@@ -66,13 +66,14 @@ def _verify(
     dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
-        mover = log_dir_mover(backend) if dirs or facts is not None else None
+        mover = log_dir_mover(backend)
         try:
             outcome = verify(
                 backend, plan.targets(), preserve_throttles=preserve_throttles, dirs=dirs, log_dirs=mover
             )
+            sizes = _moving_sizes(out, outcome.results, mover)
             if facts is not None:
-                facts.update(_metric_facts(backend, outcome.results, mover))
+                facts.update(_metric_facts(backend, outcome.results, sizes))
         finally:
             if mover is not None:
                 mover.close()
@@ -80,12 +81,18 @@ def _verify(
         out.info(
             "Log-dir moves not checked: they need the admin API (--bootstrap-server, also beside --zookeeper)."
         )
-    return _report(out, opts, outcome, preserve_throttles, checked_dirs=bool(dirs and mover is not None))
+    return _report(
+        out, opts, outcome, preserve_throttles, checked_dirs=bool(dirs and mover is not None), sizes=sizes
+    )
 
 
-def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool) -> int:
+def _report(
+    out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, checked_dirs: bool, sizes: Any
+) -> int:
+    from reassign_cli.core.copied import moving_bytes
     from reassign_cli.core.names import NAMES_SHOWN
     from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
+    from reassign_cli.render.copied import add_copied_json, copied_lines
     from reassign_cli.render.progress import (
         clearing_lines,
         kept_lines,
@@ -96,6 +103,7 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
     code = verify_exit(results, moves)
+    found = moving_bytes(results, sizes) if sizes is not None else None
     if outcome.orphans is not None:  # before the Clearing lines, as list warns
         brokers, topics = outcome.orphans
         out.warn(orphans_line(brokers, topics, limit=None if opts.verbose else NAMES_SHOWN))
@@ -109,6 +117,8 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
         )
         orphans = outcome.orphans
         doc["orphaned_throttles"] = None if orphans is None else {"brokers": orphans[0], "topics": orphans[1]}
+        if found is not None:
+            add_copied_json(doc, found)
         out.result_json(doc)
     else:
         for line in verify_lines(results, moves):
@@ -117,6 +127,8 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
             for line in clearing_lines(cleared):
                 out.result(line)
     for line in reason_lines(results, limit=None if opts.verbose else 20):
+        out.info(line)
+    for line in copied_lines(found or {}, limit=None if opts.verbose else 20):
         out.info(line)
     if cleared is not None:
         for line in kept_lines(cleared, limit=None if opts.verbose else NAMES_SHOWN):
@@ -135,11 +147,23 @@ def _report(out: Any, opts: Options, outcome: Any, preserve_throttles: bool, *, 
     return code
 
 
-def _metric_facts(backend: Any, results: Any, mover: Any) -> dict[str, Any]:
-    from reassign_cli.ops.verify_metrics import moving_replica_sizes, our_throttle_rates
+def _moving_sizes(out: Any, results: Any, mover: Any) -> Any:
+    """DescribeLogDirs sizes of the replicas of the partitions in progress ({} when none is; None without
+    the admin API, or when it cannot be reached: bytes are then not reported, and verify goes on)."""
+    from reassign_cli.errors import OperationalError
+    from reassign_cli.ops.verify_metrics import moving_replica_sizes
+
+    try:
+        return moving_replica_sizes(results, mover.replica_sizes if mover is not None else None)
+    except OperationalError as e:
+        out.info(f"Bytes copied not shown: {e}")
+        return None
+
+
+def _metric_facts(backend: Any, results: Any, sizes: Any) -> dict[str, Any]:
+    from reassign_cli.ops.verify_metrics import our_throttle_rates
     from reassign_cli.render.metrics import bytes_remaining
 
-    sizes = moving_replica_sizes(results, mover.replica_sizes if mover is not None else None)
     return {
         "results": results,
         "rates": our_throttle_rates(backend),

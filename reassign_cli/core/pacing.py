@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from reassign_cli.core.copied import copied_bytes
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 
 Order = Literal["largest-first", "smallest-first", "as-planned"]
@@ -184,8 +185,7 @@ def move_copied(move: Move, leader_size: int | None, replica_sizes: Mapping[int,
     """(bytes copied, bytes to copy) of a running move: each receiver's replica against the leader's log
     (a replica not created yet counts 0; one longer than the leader counts as caught up)."""
     size = leader_size if leader_size is not None else (move.size or 0)
-    copied = sum(min(replica_sizes.get(b, 0), size) for b in move.receivers)
-    return copied, size * len(move.receivers)
+    return copied_bytes(size, (replica_sizes.get(b, 0) for b in move.receivers))
 
 
 @dataclass(slots=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from reassign_cli.core.copied import moving_bytes
 from reassign_cli.core.progress import PartitionProgress, Status
 from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
 from reassign_cli.errors import OperationalError, UsageError
@@ -49,20 +50,15 @@ def bytes_remaining(
     """Bytes the partitions in progress still have to copy: for each replica being added, the partition's
     size (its largest origin replica) less what that replica holds already (0 when not created yet).
     None when the sizes are unknown, or when a moving partition has no origin replica with a size."""
-    total = 0
-    for r in results:
-        if r.status != Status.IN_PROGRESS:
-            continue
-        if sizes is None:
-            return None
-        adding = r.adding or [b for b in r.target if b not in r.current]
-        origin = [(r.topic, r.partition, b) for b in r.current if b not in adding]
-        known = [sizes[k] for k in origin if k in sizes]
-        if not known:
-            return None
-        full = max(known)
-        total += sum(max(0, full - sizes.get((r.topic, r.partition, b), 0)) for b in adding)
-    return total
+    moving = sum(1 for r in results if r.status == Status.IN_PROGRESS)
+    if not moving:
+        return 0
+    if sizes is None:
+        return None
+    found = moving_bytes(results, sizes)
+    if len(found) < moving:
+        return None
+    return sum(total - copied for copied, total in found.values())
 
 
 def registry(m: VerifyMetrics) -> CollectorRegistry:
