@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from reassign_cli.core.model import Assignment, Broker, Topic
 from reassign_cli.planning.balanced.planner import plan_balanced
+from reassign_cli.planning.plan import TopicSpec
 from tests.unit.test_balance import SETTINGS, Case, _plan, assignment, broker_counts, cases, copies, specs_of
 
 
@@ -90,3 +91,42 @@ def test_same_copies_no_more_bytes_counts_as_even(
     assert max(reps1.values()) - min(reps1.values()) <= max(reps0.values()) - min(reps0.values())
     assert r1.stats.leaders_spread[1] <= r0.stats.leaders_spread[1]
     assert assignment(_plan(with_sizes)[0]) == a1
+
+
+def test_spark_batches_carry_the_sizes_to_the_driver() -> None:
+    """The executors' packed topics (SplitTopics) keep each partition's size, regular topics or not, so
+    the driver plans with them as the local engine does; without any size, none appears."""
+    from reassign_cli.spark.split import SplitTopics, join_topics
+
+    regular = Topic("a", {0: [1, 2], 1: [2, 1], 2: [1, 2]}, sizes={0: 30, 1: 10, 2: 20})
+    gappy = Topic("b", {0: [1], 5: [2, 1]}, sizes={5: 7})  # partition 0 unknown
+    for chosen in ([regular], [regular, gappy]):
+        specs = [TopicSpec(t.name, len(t.replicas), 2) for t in chosen]
+        topics, _ = join_topics([SplitTopics.of(chosen, specs)])
+        assert {n: dict(t.sizes) for n, t in topics.items()} == {t.name: t.sizes for t in chosen}
+    bare = Topic("a", regular.replicas)
+    batch = SplitTopics.of([bare], [TopicSpec("a", 3, 2)])
+    assert batch.sizes is None and not join_topics([batch])[0]["a"].sizes
+
+
+def test_same_plan_from_the_spark_batches() -> None:
+    """Planned from the executors' batches, the sized plan of the local engine."""
+    from reassign_cli.spark.split import SplitTopics, join_topics
+
+    rows = {p: [1 + p % 2] for p in range(8)}
+    t = Topic("t", rows, sizes={p: (p * 37) % 11 + 1 for p in range(8)})
+    brokers = [Broker(1), Broker(2), Broker(3), Broker(4)]
+    specs = [TopicSpec("t", 8, 1)]
+    topics, specs2 = join_topics([SplitTopics.of([t], specs)])
+    local = plan_balanced({"t": t}, brokers, specs, 3)
+    spark = plan_balanced(topics, brokers, specs2, 3)
+    bare = plan_balanced({"t": Topic("t", rows)}, brokers, specs, 3)
+    assert assignment(spark) == assignment(local)
+    size = {"t": t.sizes}
+    # By hand: broker 1 holds partitions 0, 2, 4, 6 (sizes 1, 9, 6, 3), broker 2 holds 1, 3, 5, 7 (5, 2,
+    # 10, 7); each gives two to the empty brokers 3 and 4: the two smallest, 1 + 3 and 2 + 5 bytes.
+    assert (
+        copied_bytes({"t": t}, assignment(local), size) == 11 < copied_bytes({"t": t}, assignment(bare), size)
+    )
+    moved = {p for p, row in assignment(local)["t"].items() if row != rows[p]}
+    assert moved == {0, 6, 1, 3}
