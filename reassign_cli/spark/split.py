@@ -246,6 +246,9 @@ class SplitTopics:
     # The replicas being removed (RR) of topics in the middle of a reassignment: a whole-cluster strategy
     # plans from the targets (RS minus RR). None when no topic has any.
     removing: dict[str, dict[int, list[int]]] | None = None
+    # Each partition's size (in `flat`'s order, -1 unknown) when any is known: the balancer prefers the
+    # smaller partitions with them, so the plan is the one the local engine makes. None: no size known.
+    sizes: np.ndarray | None = None
 
     @classmethod
     def of(cls, chosen: Sequence[Topic], specs: Sequence[plan.TopicSpec]) -> SplitTopics:
@@ -258,21 +261,37 @@ class SplitTopics:
         if all(b is not None for b in blocks):
             widths = np.array([b.shape[1] for b in blocks if b is not None], dtype=np.int32)
             flat = np.concatenate([b.ravel() for b in blocks if b is not None])
-            return cls(names, counts, rfs, widths, flat, removing=removing)
+            return cls(names, counts, rfs, widths, flat, removing=removing, sizes=_sizes(chosen))
         rows = [list(v.items()) for v in views]
         pids = np.array([p for r in rows for p, _ in r], dtype=np.int64)
         lens = np.array([len(reps) for r in rows for _, reps in r], dtype=np.int32)
         flat = int_array([b for r in rows for _, reps in r for b in reps])
         widths = np.full(len(names), -1, dtype=np.int32)
-        return cls(names, counts, rfs, widths, flat, pids, lens, removing)
+        return cls(names, counts, rfs, widths, flat, pids, lens, removing, _sizes(chosen))
 
     def topics(self, store: ReplicaStore | None = None, base: int = 0) -> dict[str, Topic]:
         """The topics as the balancer reads them: current replicas and RR (see `current`)."""
         removing, none = self.removing or {}, NO_ENTRIES  # no dicts of its own per topic (a million topics)
+        sizes = self._size_maps()
         return {
-            name: Topic(name, view, none, removing.get(name) or none, none, none, sizes=none)
+            name: Topic(name, view, none, removing.get(name) or none, none, none, sizes=sizes.get(name, none))
             for name, view in self.current(store, base).items()
         }
+
+    def _size_maps(self) -> dict[str, dict[int, int]]:
+        """Each topic's known partition sizes (none known: no dict at all)."""
+        if self.sizes is None:
+            return {}
+        counts = self.counts.tolist()
+        pids = self.pids.tolist() if self.pids is not None else None
+        sizes = self.sizes.tolist()
+        out: dict[str, dict[int, int]] = {}
+        first = 0
+        for name, n in zip(self.names, counts, strict=True):
+            ps = range(n) if pids is None else pids[first : first + n]
+            out[name] = {p: s for p, s in zip(ps, sizes[first : first + n], strict=True) if s >= 0}
+            first += n
+        return out
 
     def current(self, store: ReplicaStore | None = None, base: int = 0) -> dict[str, TopicReplicas]:
         """Each topic's current replicas, a view over `flat`, or over `store` where `flat` starts at
@@ -297,6 +316,14 @@ class SplitTopics:
 
     def specs(self) -> list[plan.TopicSpec]:
         return list(map(plan.TopicSpec, self.names, self.counts.tolist(), self.rfs.tolist()))
+
+
+def _sizes(chosen: Sequence[Topic]) -> np.ndarray | None:
+    """Each partition's size, topic after topic in the replicas' own order (-1 unknown); None when no
+    size is known."""
+    if not any(t.sizes for t in chosen):
+        return None
+    return np.array([t.sizes.get(p, -1) for t in chosen for p in t.replicas], dtype=np.int64)
 
 
 def join_topics(batches: Iterable[SplitTopics]) -> tuple[dict[str, Topic], list[plan.TopicSpec]]:

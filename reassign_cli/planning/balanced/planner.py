@@ -451,9 +451,27 @@ def plan_balanced(
     """The balanced assignment of the topics of `specs` (with their target RF) over `brokers`.
     `topics`: every topic of the cluster (unselected ones count towards the brokers' load), or, with
     `others` (the unselected topics' counts, made elsewhere), at least the selected ones.
-    The caller has checked the specs against the brokers (plan.check_specs: RF <= brokers)."""
+    The caller has checked the specs against the brokers (plan.check_specs: RF <= brokers).
+    When every selected partition's size is known (`Topic.sizes`), a second plan prefers the smaller
+    partitions among moves of equal count; it is kept when it copies fewer bytes at the same copies and
+    no wider replica or leader spread, else the plan without sizes is (never more bytes, same copies)."""
     prob = _problem(topics, brokers, specs, others)
+    plain, before = _solve(prob, seed, None)
+    size = row_sizes(prob, topics)
+    if size is None:
+        return plain
+    small, after = _solve(prob, seed, size)
+    a, b = small.stats, plain.stats
+    keep = a.copies == b.copies and _bytes(prob, after, size) < _bytes(prob, before, size)
+    keep &= a.replicas_spread[1] <= b.replicas_spread[1] and a.leaders_spread[1] <= b.leaders_spread[1]
+    return small if keep else plain
+
+
+def _solve(prob: _Problem, seed: int, size: np.ndarray | None) -> tuple[Balanced, np.ndarray]:
+    """The plan and its rows as broker indices; with `size` (each row's bytes), the smaller partitions
+    preferred among moves of equal count."""
     w = _work(prob, seed)
+    w.size = size
     balance_replicas.trim(w, balance_replicas.rows_to_trim(w))
     balance_replicas.fill_holes(w)
     balance_replicas.move(w)
@@ -461,7 +479,29 @@ def plan_balanced(
     ordered = _leader_first(w.rep, lead)
     stats = _stats(prob, w, ordered, lead)
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
-    return Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
+    return Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats), ordered
+
+
+def _bytes(prob: _Problem, ordered: np.ndarray, size: np.ndarray) -> int:
+    """Bytes copied by the plan `ordered` (broker indices)."""
+    fresh = (ordered[:, :, None] != prob.old[:, None, :]).all(axis=2) & (ordered >= 0)
+    return int((fresh.sum(axis=1) * size).sum())
+
+
+def row_sizes(prob: _Problem, topics: Mapping[str, Topic]) -> np.ndarray | None:
+    """Each row's size when every selected partition's size is known, else None."""
+    parts = [topics[name] for name in prob.names]
+    if not all(len(t.sizes) >= len(t.replicas) for t in parts):  # most often: a topic with none, at once
+        return None
+    size = np.zeros(len(prob.pid), dtype=np.int64)
+    for i, t in enumerate(parts):
+        a, b = int(prob.starts[i]), int(prob.starts[i + 1])
+        known = t.sizes
+        got = [known.get(p, -1) for p in prob.pid[a:b].tolist()]
+        if min(got, default=0) < 0:
+            return None
+        size[a:b] = got
+    return size
 
 
 def _leader_first(rep: np.ndarray, lead: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ ROUNDS = 64  # bulk rounds before the scalar pass takes over
 Node = int | tuple[int, int]  # a broker, or (topic, broker): the broker must pass on a replica of the topic
 HOLE = -1  # the node a chain that fills a hole starts from
 CHAIN_BUDGET = 20_000_000  # chains of moves are searched only when brokers x slots stays below this
+SMALLEST = 4  # with sizes: candidates per deficit unit among the smallest replicas of over-full brokers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,12 +251,17 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
         return 0
     token = np.tile(np.arange(len(offer)), tries)
     pick = slots[w.rng.integers(0, len(slots), size=len(token))]
+    if w.size is not None:
+        token, pick = _smallest_first(w, slots, len(offer), token, pick)
     rows, cols = np.divmod(pick, w.rep.shape[1])
     v = offer[token]
     ok = w.count[flat[pick]] >= w.count[v] + 2  # each move evens the pair out
     rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
     ok = can_move(w, rows, cols, v)
     rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
+    if w.size is not None:  # the smallest valid candidates first (ties: the order drawn)
+        ok = np.argsort(w.size[rows], kind="stable")
+        rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
     ok = first_of(rows)
     rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
     ok = first_of(token)
@@ -271,6 +277,25 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
         rows, cols, v = rows[ok], cols[ok], v[ok]
     _move(w, rows, cols, v)
     return len(rows)
+
+
+def _smallest_first(
+    w: Work, slots: np.ndarray, units: int, token: np.ndarray, pick: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """With sizes: ahead of the random candidates, the SMALLEST x `units` smallest replicas of the
+    over-full brokers (equal sizes in a seeded random order), dealt out to the deficit units in turn."""
+    assert w.size is not None
+    slots = w.rng.permutation(slots)
+    size = w.size[slots // w.rep.shape[1]]
+    k = min(SMALLEST * units, len(slots))
+    if k < len(slots):
+        near = np.argpartition(size, k - 1)[:k]
+        near = near[np.lexsort((near, size[near]))]
+    else:
+        near = np.argsort(size, kind="stable")
+    small = slots[near[np.arange(SMALLEST * units) % k]]
+    first = np.arange(SMALLEST * units) % units
+    return np.concatenate([first, token]), np.concatenate([small, pick])
 
 
 class _Slots:
@@ -330,10 +355,19 @@ def _even_direct(w: Work, slots: _Slots) -> bool:
             if len(rows):
                 rank = np.empty(w.n, dtype=np.int64)
                 rank[part] = np.arange(len(part))
-                best = int(np.argmin(rank[vv]))  # the most preferred taker; ties: first found
+                best = _best(w, rows, rank[vv])
                 slots.move(rows[best : best + 1], cols[best : best + 1], vv[best : best + 1])
                 return True
     return False
+
+
+def _best(w: Work, rows: np.ndarray, rank: np.ndarray) -> int:
+    """The move to the most preferred taker; among those, the smallest partition when sizes are known;
+    ties: the first found (the seeded order)."""
+    if w.size is None:
+        return int(np.argmin(rank))
+    first = np.flatnonzero(rank == rank.min())
+    return int(first[np.argmin(w.size[rows[first]])])
 
 
 def _even_chain(w: Work, slots: _Slots) -> bool:

@@ -102,6 +102,9 @@ class Work:
     # in force; `tight` while under `share`: moves only from brokers beyond their share
     caps: tuple[np.ndarray, ...] = ()
     tight: bool = False
+    # (P,) bytes of each row when every selected partition's size is known (--balance replicas then
+    # prefers the smaller partitions among moves of equal count); None: the seeded order alone
+    size: np.ndarray | None = None
 
     @property
     def rack_ext(self) -> np.ndarray:
