@@ -33,10 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests import helpers
 from tests.clusters import ServerControl, kazoo_session, script, started_kazoo
 from tests.helpers import REPO, read_env_file, unique_name, wait_until
+
+# CI (CI=true, as .ci/run is called) draws the property tests' examples from a fixed seed, so a run is
+# reproducible: the unequal-rack gaps hypothesis finds by chance (pinned in tests/unit/test_balance.py as
+# expected failures) must not decide whether a submission lands. Elsewhere every run draws anew.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    settings.load_profile("ci")
 
 __all__ = ["Cluster", "wait_until"]
 

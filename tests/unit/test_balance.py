@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from reassign_cli.core.model import Assignment, Broker, Topic
@@ -438,6 +438,37 @@ class Case:
     seed: int
 
 
+def _gap(topics: dict[str, dict[int, list[int]]], racks: dict[int, str], selected: list[str]) -> Case:
+    """A case the planner is known to miss (unequal racks with a subset of topics selected: docs/balanced.md,
+    "phases"): pinned as an expected failure, so a fix shows up as an XPASS that fails the run."""
+    return Case(
+        {t: Topic(t, {p: list(r) for p, r in parts.items()}) for t, parts in topics.items()},
+        [Broker(b, rack) for b, rack in sorted(racks.items())],
+        selected,
+        None,
+        "unequal",
+        0,
+    )
+
+
+# Found by hypothesis this session (2026-11-25): max/min 4/1 where 4/2 is possible.
+GAP_EVEN = _gap(
+    {"t0": {0: [1, 2], 1: [1, 3], 2: [3, 4]}, "t1": {0: [1, 2, 4], 1: [1, 2, 4], 2: [1, 2, 5]}},
+    {1: "r0", 3: "r0", 2: "r1", 4: "r1", 5: "r1", 6: "r1"},
+    ["t0"],
+)
+# Found by hypothesis this session: 1 copy made, where the most even placement needs 3 (the plan stops
+# less even than it could be).
+GAP_COPIES = _gap(
+    {
+        "t0": {0: [1, 2, 3], 1: [1, 4, 5]},
+        "t1": {0: [1, 2, 3, 6], 1: [6, 1, 2, 3], 2: [1, 2, 3, 5], 3: [1, 2, 3, 5]},
+    },
+    {1: "r0", 2: "r1", 3: "r1", 4: "r1", 5: "r2", 6: "r2", 7: "r2"},
+    ["t0"],
+)
+
+
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
     kind = draw(st.sampled_from(["none", "equal", "unequal", "ignored"]))
@@ -551,6 +582,7 @@ def exact(case: Case) -> bool:
 
 @SETTINGS
 @given(cases())
+@example(GAP_EVEN).xfail(reason="known gap: unequal racks with a subset of topics (docs/balanced.md)")
 def test_replicas_as_even_as_possible(case: Case) -> None:
     """Point 2: the best (max, min) achievable under the rules, by max-flow; with every topic selected and
     racks equal (or none), max - min <= 1; no broker fuller than under the Kafka strategy."""
@@ -625,6 +657,7 @@ def lower_bound_by_hand(case: Case, best_max: int, best_min: int) -> int:
 
 @SETTINGS
 @given(cases())
+@example(GAP_COPIES).xfail(reason="known gap: unequal racks with a subset of topics (docs/balanced.md)")
 def test_copies_near_the_lower_bound(case: Case) -> None:
     """Point 5: copies within 10% of the lower bound plus the number of brokers. The true fewest copies
     of a placement as even as ours (min-cost flow) is the reference wherever the rules can be met; the
