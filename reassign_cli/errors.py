@@ -26,6 +26,9 @@ class ReassignError(Exception):
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint  # optional second line of advice, printed after the message
+        # A message built by core.names.listed carries its uncut list; cli.main shows it under -v.
+        self.full: str = getattr(message, "full", message)
+        self.verbose = False  # set by the command wrapper (cli.common) on the way out
 
 
 class OperationalError(ReassignError):

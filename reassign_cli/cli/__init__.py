@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         e.show()
         sys.exit(ExitCode.USAGE if isinstance(e, click.UsageError) else e.exit_code)
     except ReassignError as e:
-        _print_error(str(e), e.hint)
+        _print_error(e.full if e.verbose else str(e), e.hint)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

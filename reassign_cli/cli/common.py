@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from reassign_cli.errors import ReassignError
+
 if TYPE_CHECKING:
     from reassign_cli.backends.admin.log_dirs import LogDirMover
     from reassign_cli.backends.protocol import Backend
@@ -136,7 +138,11 @@ def connection_options(f: F) -> F:
     def wrapper(**kwargs: Any) -> Any:
         route_library_logs(kwargs["verbose"])
         opts = _pop_options(kwargs)
-        return f(opts=opts, **kwargs)
+        try:
+            return f(opts=opts, **kwargs)
+        except ReassignError as e:
+            e.verbose = opts.verbose  # cli.main prints the uncut message under -v
+            raise
 
     wrapper.__name__ = f.__name__
     wrapper.__doc__ = f.__doc__

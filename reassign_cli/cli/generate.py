@@ -11,6 +11,7 @@ import click
 from reassign_cli.cli.common import Options, connection, connection_options, keep_until_exit
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.core.model import duplicates, parse_topics_to_move
+from reassign_cli.core.names import listed
 from reassign_cli.errors import InvalidInputError, UsageError
 from reassign_cli.ops import generate
 from reassign_cli.render import Output
@@ -278,7 +279,7 @@ def _topics(topics_file: str | None, topic_opts: tuple[str, ...]) -> list[str]:
     topics += topic_opts
     dups = duplicates(topics)
     if dups:
-        raise InvalidInputError(f"List of topics to reassign contains duplicate entries: {','.join(dups)}")
+        raise InvalidInputError(listed("List of topics to reassign contains duplicate entries: {}", dups))
     return topics
 
 

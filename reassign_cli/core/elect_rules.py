@@ -15,6 +15,7 @@ from enum import StrEnum
 import orjson
 
 from reassign_cli.core.model import ClusterState, TopicPartition, tp_str
+from reassign_cli.core.names import listed
 from reassign_cli.errors import InvalidInputError
 
 ELECTION_PATH = "/admin/preferred_replica_election"
@@ -44,7 +45,7 @@ def partitions_of(state: ClusterState, topics: Iterable[str] | None) -> list[Top
     names = sorted(state.topics) if topics is None else sorted(set(topics))
     missing = [t for t in names if t not in state.topics]
     if missing:
-        raise InvalidInputError(f"Topic{'s' if len(missing) > 1 else ''} not found: {','.join(missing)}")
+        raise InvalidInputError(listed(f"Topic{'s' if len(missing) > 1 else ''} not found: {{}}", missing))
     return [(t, p) for t in names for p in sorted(state.topics[t].replicas)]
 
 
@@ -53,8 +54,8 @@ def check_partitions(state: ClusterState, tps: Iterable[TopicPartition]) -> list
     out = sorted(set(tps))
     missing = [tp for tp in out if tp[0] not in state.topics or tp[1] not in state.topics[tp[0]].replicas]
     if missing:
-        names = ",".join(tp_str(tp) for tp in missing[:10])
-        raise InvalidInputError(f"Partition{'s' if len(missing) > 1 else ''} not found: {names}")
+        what = f"Partition{'s' if len(missing) > 1 else ''} not found: {{}}"
+        raise InvalidInputError(listed(what, map(tp_str, missing)))
     if not out:
         raise InvalidInputError("no partitions to elect leaders for")
     return out

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from reassign_cli.core.names import listed
 from reassign_cli.core.replicas import stack
 from reassign_cli.errors import InvalidInputError
 
@@ -172,7 +173,7 @@ def parse_topics_to_move(data: bytes | str) -> list[str]:
         topics.append(name)
     dups = duplicates(topics)
     if dups:
-        raise InvalidInputError(f"List of topics to reassign contains duplicate entries: {','.join(dups)}")
+        raise InvalidInputError(listed("List of topics to reassign contains duplicate entries: {}", dups))
     return topics
 
 

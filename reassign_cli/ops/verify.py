@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from reassign_cli.backends.protocol import Backend, ClearResult, LogDirMoves, ReplicaDirs
 from reassign_cli.core.model import TopicPartition
+from reassign_cli.core.names import listed
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -83,8 +84,9 @@ def blind_spot(
         )
     silent = sorted({m.broker for m in moves if m.status is MoveStatus.UNKNOWN})
     if silent:
-        return (
-            f"Throttles kept: broker{'' if len(silent) == 1 else 's'} {','.join(map(str, silent))} did not "
-            "answer DescribeLogDirs, so whether its replicas still move between log dirs is unknown."
+        return listed(
+            f"Throttles kept: broker{'' if len(silent) == 1 else 's'} {{}} did not "
+            "answer DescribeLogDirs, so whether its replicas still move between log dirs is unknown.",
+            silent,
         )
     return None

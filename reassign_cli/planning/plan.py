@@ -32,7 +32,7 @@ from itertools import chain
 import numpy as np
 
 from reassign_cli.core.model import Assignment, Broker, ClusterState, Topic, duplicates
-from reassign_cli.core.names import shorten
+from reassign_cli.core.names import listed
 from reassign_cli.core.replicas import TopicReplicas, stack
 from reassign_cli.errors import AdminOperationError, InvalidInputError, InvalidReplicationFactorError
 from reassign_cli.planning.assign import MIXED_RACKS_MESSAGE, assign_many, check_arguments
@@ -198,15 +198,17 @@ def select_brokers(
     if broker_list is not None:
         dups = duplicates(broker_list)
         if dups:
-            raise InvalidInputError(f"Broker list contains duplicate entries: {','.join(map(str, dups))}")
+            raise InvalidInputError(listed("Broker list contains duplicate entries: {}", dups))
         wanted = set(broker_list)
         known = {b.id for b in registered}
         missing = [b for b in broker_list if b not in known]
         if missing:
-            ids = shorten(missing)
             warnings.append(
-                f"Broker{'s' if len(missing) > 1 else ''} {ids} in --broker-list "
-                f"{'are' if len(missing) > 1 else 'is'} not registered and will not be used"
+                listed(
+                    f"Broker{'s' if len(missing) > 1 else ''} {{}} in --broker-list "
+                    f"{'are' if len(missing) > 1 else 'is'} not registered and will not be used",
+                    missing,
+                )
             )
         registered = [b for b in registered if b.id in wanted]
     if not rack_aware:
@@ -238,13 +240,13 @@ def missing_topics_error(missing: Sequence[str]) -> InvalidInputError:
     """The error for selected topics that do not exist (names sorted)."""
     if len(missing) == 1:
         return InvalidInputError(f"Topic {missing[0]} not found.")
-    return InvalidInputError(f"Topics not found: {','.join(missing)}")
+    return InvalidInputError(listed("Topics not found: {}", missing))
 
 
 def deleting_topics_error(deleting: Sequence[str]) -> InvalidInputError:
     """The error for selected topics queued for deletion (names sorted)."""
     return InvalidInputError(
-        f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {','.join(deleting)}"
+        listed(f"Topic{'s' if len(deleting) > 1 else ''} queued for deletion: {{}}", deleting)
     )
 
 

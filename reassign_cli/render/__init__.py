@@ -46,7 +46,9 @@ class Output:
             self.err.print(text, markup=False, style="dim")
 
     def warn(self, text: str) -> None:
-        self.err.print(f"Warning: {text}", markup=False, style="yellow")
+        """Under -v a message whose names were cut (core.names.listed) is printed whole."""
+        whole = getattr(text, "full", text) if self.verbose else text
+        self.err.print(f"Warning: {whole}", markup=False, style="yellow")
 
     def renderable(self, obj: Any) -> None:
         """A Rich table or panel, on stderr, unless quiet."""

@@ -527,3 +527,37 @@ def test_spark_failure_leaves_no_partial_output(tmp_path: Path) -> None:
     assert r.stdout == ""
     assert "\nError: cannot start Spark (master bogus://x)" in r.stderr
     assert SEED_LINE.match(r.stderr)  # the seed line comes first
+
+
+# -- long lists in our messages: cut after ten, whole under -v ----------------------------------------
+
+
+def test_long_list_in_an_error_is_cut_and_whole_under_verbose(zk_chroot: str, run_cli: RunCli) -> None:
+    fill_synthetic(zk_chroot)
+    missing = [f"gone-{i:02d}" for i in range(13)]
+    args = ["generate", "--zookeeper", zk_chroot, "--disable-rack-aware", "--seed", "1"]
+    args += [x for t in missing for x in ("--topic", t)]
+    r = run_cli(*args)
+    assert (r.returncode, r.stdout) == (3, "")
+    shown = "gone-00,gone-01,gone-02,gone-03,gone-04,gone-05,gone-06,gone-07,gone-08,gone-09"
+    assert r.stderr == f"Error: Topics not found: {shown} and 3 more\n"
+    r = run_cli(*args, "-v")
+    assert (r.returncode, r.stdout) == (3, "")
+    assert r.stderr.splitlines()[-1] == f"Error: Topics not found: {shown},gone-10,gone-11,gone-12"
+
+
+def test_long_list_in_a_warning_is_cut_and_whole_under_verbose(zk_chroot: str, run_cli: RunCli) -> None:
+    fill_synthetic(zk_chroot)
+    ghosts = list(range(101, 113))
+    listing = ",".join(map(str, [1, 2, *ghosts]))
+    args = ["generate", "--zookeeper", zk_chroot, "--topic", "v1", "--broker-list", listing, "--seed", "1"]
+    args += ["--disable-rack-aware", "-q"]
+    r = run_cli(*args)
+    assert r.returncode == 0
+    cut = "101,102,103,104,105,106,107,108,109,110 and 2 more"
+    assert r.stderr == f"Warning: Brokers {cut} in --broker-list are not registered and will not be used\n"
+    r = run_cli(*args, "-v")
+    assert r.returncode == 0
+    whole = ",".join(map(str, ghosts))
+    line = f"Warning: Brokers {whole} in --broker-list are not registered and will not be used"
+    assert line in r.stderr.splitlines()

@@ -95,6 +95,20 @@ def lower_bound_by_hand(case: Case, tol: float = TOL) -> float:
     return max(a, b_term, c_term)
 
 
+def rack_forced_bytes(case: Case) -> float:
+    """Per partition, size x the racks it lacks (the rack term of the bound alone)."""
+    rack = racks_of(case.brokers)
+    n_racks = len(set(rack.values()))
+    forced = 0.0
+    for t in case.selected:
+        topic = case.topics[t]
+        rf = case.rf or len(topic.replicas[0])
+        for p, row in topic.replicas.items():
+            have = {rack[x] for x in row if x in rack}
+            forced += topic.sizes[p] * max(0, min(rf, n_racks) - len(have))
+    return forced
+
+
 def largest(case: Case) -> int:
     return max(s for t in case.selected for s in case.topics[t].sizes.values())
 
@@ -323,7 +337,11 @@ def test_fewest_bytes(s: Sized) -> None:
     _, stats, after = plan(case)
     bound = lower_bound_by_hand(case)
     assert abs(stats.lower_bound - bound) <= 1
-    assert copied_bytes(case.topics, after) <= 1.10 * bound + 2 * largest(case)
+    # Copies that the rack rule forces (point 1, which outranks point 5) come on top: the bound is the
+    # larger of the balance and rack terms, but a plan may need both (worked by hand for a case
+    # hypothesis found: 5 brokers in racks 1/1/3, 7 copies needed where max(a, b, c) is 4.2).
+    allowed = 1.10 * bound + 2 * largest(case) + rack_forced_bytes(case)
+    assert copied_bytes(case.topics, after) <= allowed
 
 
 @SETTINGS

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reassign_cli.backends.protocol import ClearResult
-from reassign_cli.core.names import shorten
+from reassign_cli.core.names import listed, shorten, uncut
+from reassign_cli.errors import InvalidInputError
 from reassign_cli.render.progress import entities_text, kept_lines, orphans_line
 
 
@@ -51,3 +52,19 @@ def test_kept_lines_capped() -> None:
     assert lines[:10] == [f"Kept a throttle this tool did not set: {k}" for k in kept[:10]]
     assert lines[10:] == ["... and 15 more kept (all with -v)"]
     assert len(kept_lines(ClearResult([], [], kept=kept), limit=None)) == 25
+
+
+def test_listed_cuts_and_keeps_the_whole_message() -> None:
+    short = listed("Topics not found: {}", [f"t{i}" for i in range(12)])
+    assert short == "Topics not found: t0,t1,t2,t3,t4,t5,t6,t7,t8,t9 and 2 more"
+    assert uncut(short) == "Topics not found: " + ",".join(f"t{i}" for i in range(12))
+    few = listed("Topics not found: {}", ["a", "b"])
+    assert few == "Topics not found: a,b" and uncut(few) == few
+    assert uncut("plain") == "plain"
+
+
+def test_an_error_carries_the_uncut_message() -> None:
+    e = InvalidInputError(listed("Broker list contains duplicate entries: {}", range(15)))
+    assert str(e) == "Broker list contains duplicate entries: 0,1,2,3,4,5,6,7,8,9 and 5 more"
+    assert e.full == "Broker list contains duplicate entries: " + ",".join(map(str, range(15)))
+    assert InvalidInputError("short").full == "short"
