@@ -86,6 +86,18 @@ class Admin:
             for p in meta["partitions"]
         }
 
+    def sizes(self, topic: str, partition: int = 0) -> dict[int, int]:
+        """broker -> the size of its current (not future) replica of the partition, from DescribeLogDirs."""
+        out: dict[int, int] = {}
+        for broker in (1, 2, 3):
+            for answer in self.client.describe_log_dirs({topic: [partition]}, brokers=[broker]):
+                for d in answer["log_dirs"]:
+                    for t in d["topics"]:
+                        for p in t["partitions"]:
+                            if not p["is_future_key"]:
+                                out[broker] = int(p["partition_size"])
+        return out
+
     def reassignments(self) -> dict[tuple[str, int], dict[str, list[int]]]:
         return {(tp.topic, tp.partition): r for tp, r in self.client.list_partition_reassignments().items()}
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.clusters import KAFKA4_VERSION, ExtraCluster
 from tests.helpers import consume_all
-from tests.integration.kraft_support import Admin, admin, cli, eventually, idle, plan
-from tests.unit.test_metrics import parse
+from tests.integration.kraft_support import admin, cli, eventually, idle, plan
+from tests.unit.test_metrics import assert_complete, parse, rates, statuses
 
 SLOW = "20000"  # B/s: the 2.5 MB below take minutes, so the move is seen in progress
 FAST = "100000000"
@@ -25,19 +25,6 @@ def kc(kraft_cluster: Any) -> ExtraCluster:
     c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
     assert c.mode == "kraft"
     return c
-
-
-def _sizes(a: Admin, topic: str) -> dict[int, int]:
-    """broker -> the size of its (current, not future) replica of topic-0, from DescribeLogDirs."""
-    out: dict[int, int] = {}
-    for broker in (1, 2, 3):
-        for answer in a.client.describe_log_dirs({topic: [0]}, brokers=[broker]):
-            for d in answer["log_dirs"]:
-                for t in d["topics"]:
-                    for p in t["partitions"]:
-                        if not p["is_future_key"]:
-                            out[broker] = int(p["partition_size"])
-    return out
 
 
 def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:
@@ -56,21 +43,18 @@ def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         before = time.time()
         v = verify()
-        sizes = _sizes(a, topic)
+        sizes = a.sizes(topic)
         assert v.returncode == 4, v.stdout + v.stderr
         got = parse(prom.read_text())
-        status = {dict(k)["status"]: n for k, n in got["kafka_reassign_verify_partitions"].items()}
+        status = statuses(got)
         assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0}
         # Still to copy: the leader's log less what broker 3 held when verify looked (it only grows since).
         remaining = got["kafka_reassign_verify_bytes_remaining"][key]
         full = max(sizes[1], sizes[2])
         assert 0 < remaining <= full and full - sizes.get(3, 0) <= remaining
-        rates = {
-            (dict(k)["broker"], dict(k)["kind"]): n
-            for k, n in got["kafka_reassign_verify_throttle_rate_bytes"].items()
-        }
-        assert rates and set(rates.values()) == {int(SLOW)}
-        assert {b for b, _ in rates} <= {"1", "2", "3"} and {"1", "3"} <= {b for b, _ in rates}
+        rate = rates(got)
+        assert rate and set(rate.values()) == {int(SLOW)}
+        assert {b for b, _ in rate} <= {"1", "2", "3"} and {"1", "3"} <= {b for b, _ in rate}
         assert got["kafka_reassign_verify_exit_code"] == {key: 4}
         assert before <= got["kafka_reassign_verify_last_run_timestamp_seconds"][key] <= time.time()
 
@@ -80,11 +64,6 @@ def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:
         eventually(lambda: a.partitions(topic)[0][0], [3, 2], "replicas as planned")
         v = verify()
         assert v.returncode == 0, v.stdout + v.stderr
-        got = parse(prom.read_text())
-        status = {dict(k)["status"]: n for k, n in got["kafka_reassign_verify_partitions"].items()}
-        assert status == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
-        assert got["kafka_reassign_verify_bytes_remaining"] == {key: 0}
-        assert "kafka_reassign_verify_throttle_rate_bytes" not in got
-        assert got["kafka_reassign_verify_exit_code"] == {key: 0}
+        assert_complete(prom.read_text(), key)
         assert [p.name for p in tmp_path.glob("verify.prom*")] == ["verify.prom"]
         assert consume_all(kc.bootstrap, topic) == values

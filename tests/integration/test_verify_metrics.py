@@ -9,30 +9,12 @@ import time
 from typing import Any
 
 from tests.helpers import wait_until
+from tests.integration.kraft_support import admin
 from tests.integration.reassign_support import FAST, Mover, await_idle, produce, reassigning
-from tests.unit.test_metrics import parse
+from tests.unit.test_metrics import assert_complete, parse, rates, statuses
 
 SLOW = "10000"  # B/s: the 5 MB below take minutes, so the move is seen in progress
 RECORDS = 5000
-
-
-def _sizes(bootstrap: str, topic: str) -> dict[int, int]:
-    """broker -> the size of its replica of topic-0, as DescribeLogDirs reports it."""
-    from kafka import KafkaAdminClient
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        out: dict[int, int] = {}
-        for broker in (1, 2, 3):
-            for answer in admin.describe_log_dirs({topic: [0]}, brokers=[broker]):
-                for d in answer["log_dirs"]:
-                    for t in d["topics"]:
-                        for p in t["partitions"]:
-                            if not p["is_future_key"]:
-                                out[broker] = int(p["partition_size"])
-        return out
-    finally:
-        admin.close()
 
 
 def test_metrics_in_progress_then_complete(
@@ -55,21 +37,19 @@ def test_metrics_in_progress_then_complete(
     wait_until(lambda: reassigning(zk, topic), timeout=30, message="the controller started the move")
     before = time.time()
     v = verify()
-    after_sizes = _sizes(cluster.bootstrap, topic)
+    with admin(cluster.bootstrap) as a:
+        after_sizes = a.sizes(topic)
     assert v.returncode == 4, v.stdout + v.stderr
     got = parse(prom.read_text())
     key = (("plan", "move.json"),)
-    status = {dict(k)["status"]: n for k, n in got["kafka_reassign_verify_partitions"].items()}
+    status = statuses(got)
     assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0}
     # Still to copy: the leader's log less what broker 3 held when verify looked (it only grows since).
     remaining = got["kafka_reassign_verify_bytes_remaining"][key]
     full = max(after_sizes[1], after_sizes[2])
     assert full - after_sizes.get(3, 0) <= remaining <= full and remaining > 0
-    rates = {
-        (dict(k)["broker"], dict(k)["kind"]): v
-        for k, v in got["kafka_reassign_verify_throttle_rate_bytes"].items()
-    }
-    assert rates == {(str(b), kind): int(SLOW) for b in (1, 2, 3) for kind in ("leader", "follower")}
+    rate = rates(got)
+    assert rate == {(str(b), kind): int(SLOW) for b in (1, 2, 3) for kind in ("leader", "follower")}
     assert got["kafka_reassign_verify_exit_code"] == {key: 4}
     assert before <= got["kafka_reassign_verify_last_run_timestamp_seconds"][key] <= time.time()
     assert [p.name for p in mover.tmp.glob("verify.prom*")] == ["verify.prom"]
@@ -79,9 +59,4 @@ def test_metrics_in_progress_then_complete(
     wait_until(lambda: not reassigning(zk, topic), timeout=240, interval=1, message="the move finished")
     v = verify()
     assert v.returncode == 0, v.stdout + v.stderr
-    got = parse(prom.read_text())
-    status = {dict(k)["status"]: n for k, n in got["kafka_reassign_verify_partitions"].items()}
-    assert status == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
-    assert got["kafka_reassign_verify_bytes_remaining"] == {key: 0}
-    assert "kafka_reassign_verify_throttle_rate_bytes" not in got
-    assert got["kafka_reassign_verify_exit_code"] == {key: 0}
+    assert_complete(prom.read_text(), key)

@@ -37,6 +37,28 @@ def parse(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
     return out
 
 
+def statuses(got: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> dict[str, float]:
+    """status -> partitions, from a parsed file."""
+    return {dict(k)["status"]: n for k, n in got["kafka_reassign_verify_partitions"].items()}
+
+
+def rates(got: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> dict[tuple[str, str], float]:
+    """(broker, kind) -> our throttle rate, from a parsed file."""
+    return {
+        (dict(k)["broker"], dict(k)["kind"]): v
+        for k, v in got["kafka_reassign_verify_throttle_rate_bytes"].items()
+    }
+
+
+def assert_complete(text: str, key: tuple[tuple[str, str], ...]) -> None:
+    """The file a verify writes once the plan is complete: nothing left, no rate of ours, exit 0."""
+    got = parse(text)
+    assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
+    assert got["kafka_reassign_verify_bytes_remaining"] == {key: 0}
+    assert "kafka_reassign_verify_throttle_rate_bytes" not in got
+    assert got["kafka_reassign_verify_exit_code"] == {key: 0}
+
+
 def test_bytes_remaining_by_hand() -> None:
     # partition 1: 1000 - 400 = 600; partition 2: 50 for each of 3 and 4 = 100
     assert bytes_remaining(RESULTS, SIZES) == 700
