@@ -10,10 +10,13 @@ largest-first, smallest-first or as-planned (the plan's (topic, partition) order
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+import orjson
 
 from reassign_cli.core.copied import copied_bytes
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
@@ -334,3 +337,47 @@ def catch_up_throttle(growth: float, copy_rate: float, sharing: int = 1) -> int 
     if growth <= 0 or copy_rate > growth:
         return None
     return int(2 * growth * max(sharing, 1)) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the cap kept for --resume
+# ---------------------------------------------------------------------------------------------
+
+PACE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pacing.PaceFile)."""
+
+    cap: int
+    order: Order | None  # None: the default (largest-first with sizes, else as-planned)
+
+
+def plan_digest(plan: bytes) -> str:
+    """The plan file's bytes, hashed: a kept cap is for this very plan only."""
+    return hashlib.sha256(plan).hexdigest()
+
+
+def dump_pace(pace: Pace, plan: bytes) -> bytes:
+    """`{"max_moves_per_broker":2,"order":null,"plan_sha256":"...","version":1}` and a newline."""
+    doc = {"version": PACE_VERSION, "plan_sha256": plan_digest(plan), "max_moves_per_broker": pace.cap}
+    doc["order"] = pace.order
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def load_pace(data: bytes, plan: bytes) -> Pace | None:
+    """The kept pace of `plan`; None when `data` is not one (malformed, another version) or was kept for
+    another plan (its bytes changed since)."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or doc.get("version") != PACE_VERSION:
+        return None
+    cap, order = doc.get("max_moves_per_broker"), doc.get("order")
+    if type(cap) is not int or cap < 1 or (order is not None and order not in ORDERS):
+        return None
+    if doc.get("plan_sha256") != plan_digest(plan):
+        return None
+    return Pace(cap, order)

@@ -13,16 +13,18 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.core.validate import split_batches
-from reassign_cli.errors import BusyError, OperationalError
+from reassign_cli.errors import BusyError, OperationalError, UsageError
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
@@ -72,6 +74,69 @@ class PaceView(Protocol):
     def paced(self, summary: dict[str, Any]) -> None: ...
 
 
+PACE_SUFFIX = ".pacing.json"
+
+
+@dataclass(frozen=True, slots=True)
+class PaceFile:
+    """`<plan file>.pacing.json`, beside the plan: the cap and order a paced run started with, kept until
+    the run ends, so that `execute --resume` continues with the same cap (core.pacing.dump_pace)."""
+
+    path: Path
+    plan: bytes
+
+    @classmethod
+    def beside(cls, file_name: str, plan: bytes) -> PaceFile:
+        return cls(Path(file_name + PACE_SUFFIX), plan)
+
+    def read(self) -> pc.Pace | None:
+        try:
+            return pc.load_pace(self.path.read_bytes(), self.plan)
+        except OSError:
+            return None
+
+    def save(self, pace: pc.Pace, report: ExecuteReport) -> None:
+        """Written whole (a temporary file renamed over it); a failure is a warning, not an error."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_bytes(pc.dump_pace(pace, self.plan))
+            os.replace(tmp, self.path)
+        except OSError as e:
+            report.warn(
+                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need "
+                f"--max-moves-per-broker {pace.cap} again"
+            )
+
+    def forget(self) -> None:
+        """The run ended: nothing to resume."""
+        self.path.unlink(missing_ok=True)
+
+
+def resumed_pace(
+    keep: PaceFile, cap: int | None, order: pc.Order | None, resume: bool, report: ExecuteReport
+) -> pc.Pace | None:
+    """This run's pace: the options given; with --resume, what they leave out comes from the kept file (a
+    cap given anew replaces the kept one, said on stderr). None: not paced."""
+    kept = keep.read() if resume else None
+    if cap is None and kept is None:
+        if order is not None:
+            where = f" (no cap is kept in {keep.path})" if resume else ""
+            raise UsageError(f"--order needs --max-moves-per-broker{where}")
+        return None
+    if cap is None:
+        assert kept is not None
+        pace = pc.Pace(kept.cap, order or kept.order)
+        how = f" --order {pace.order}" if pace.order else ""
+        report.info(f"Resuming with --max-moves-per-broker {pace.cap}{how}, as kept in {keep.path}")
+        return pace
+    if kept is not None and kept.cap != cap:
+        report.info(
+            f"Resuming with --max-moves-per-broker {cap} instead of the {kept.cap} this plan started with "
+            f"(kept in {keep.path}): the new cap holds from now on"
+        )
+    return pc.Pace(cap, order or (kept.order if kept else None))
+
+
 @dataclass(slots=True)
 class Pacer:
     """execute's batch runner for --max-moves-per-broker (ops.execute.execute(..., pacer=))."""
@@ -80,6 +145,7 @@ class Pacer:
     order: pc.Order | None
     view: PaceView
     sizer: SizeReader | None = None
+    keep: PaceFile | None = None  # where the cap is kept for --resume (written before the first move)
 
     def __call__(
         self,
@@ -95,6 +161,8 @@ class Pacer:
         adds = callable(getattr(backend, "add_reassignment", None))
         if not entries:
             return []
+        if self.keep is not None and not req.dry_run:
+            self.keep.save(pc.Pace(self.cap, self.order), report)
         if req.dry_run or not adds:
             if not adds:
                 report.info(ZK_NOTE)
@@ -200,8 +268,9 @@ class _Window:
             raise WaitInterrupted(
                 "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
                 "started",
-                hint=f"Continue with: kafka-reassign execute --resume --max-moves-per-broker {self.p.cap} "
-                f"--reassignment-json-file {self.req.file_name} (or check with: {verify_command(self.req.file_name)})",
+                hint=f"Continue with: kafka-reassign execute --resume --reassignment-json-file "
+                f"{self.req.file_name} (the cap, {self.p.cap} moves per broker, is kept beside it; or check "
+                f"with: {verify_command(self.req.file_name)})",
             ) from None
         results = classify(self.targets, self.state)
         self.p.view.paced(

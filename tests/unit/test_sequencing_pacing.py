@@ -133,3 +133,26 @@ def test_zookeeper_alone_sends_the_window_as_batches(
     assert [[p for _, p, _ in batch] for batch in creates] == [[0, 2, 3], [1]]
     err = capsys.readouterr().err
     assert err.count("the brokers would allow a window") == 1
+
+
+def test_the_cap_is_kept_before_the_first_move_starts(tmp_path: Path) -> None:
+    from reassign_cli.core.pacing import Pace, load_pace
+    from reassign_cli.ops.pacing import PaceFile
+
+    plan = _plan({("t", 0): [3], ("t", 1): [3]})
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), plan)
+    seen: list[Pace | None] = []
+
+    class Watching(WindowBackend):
+        def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+            seen.append(load_pace(keep.path.read_bytes(), plan))
+            return super().create_reassignment(entries)
+
+    be = Watching(FakeCluster(make_state({"t": {0: [1], 1: [1]}})))
+    req = ExecuteRequest(
+        "plan.json", plan, rollback_file=str(tmp_path / "rb.json"), max_moves=1, wait=True,
+        poll_interval=0.1, timeout=30, throttle=1000,
+    )  # fmt: skip
+    report = ExecuteReport(Output(color=False))
+    assert execute(be, req, report, pacer=Pacer(1, "smallest-first", report, keep=keep)) == ExitCode.OK
+    assert seen == [Pace(1, "smallest-first")]
