@@ -423,8 +423,8 @@ class _Window:
             self.bytes.copied[(t, p)], self.bytes.total[(t, p)] = copied, total
             self.overhead.copied((t, p), copied, total, now)
             if lead is not None:
-                self.bytes.leader.setdefault((t, p), pc.Meter()).add(now, lead)
-            self.bytes.move.setdefault((t, p), pc.Meter()).add(now, copied)
+                self.bytes.leader.setdefault((t, p), pc.Meter(pc.DIAGNOSE_WINDOW)).add(now, lead)
+            self.bytes.move.setdefault((t, p), pc.Meter(pc.DIAGNOSE_WINDOW)).add(now, copied)
 
     def _warn_stuck(self, now: float) -> None:
         live = set(self.state.broker_ids)
@@ -440,39 +440,45 @@ class _Window:
 
     def _diagnose(self) -> None:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
-        rate_in: dict[int, float] = {}
+        into: dict[int, list[pc.Span]] = {}
+        copies: dict[TopicPartition, pc.Span] = {}
         for tp, m in self.running.items():
-            if not _long_enough(self.bytes.move.get(tp)):
+            moved = pc.span(self.bytes.move.get(tp))
+            if moved is None or not m.receivers or not _long_enough(self.bytes.move.get(tp)):
                 continue  # a new move's first fetches pass before the quota measures them
-            r = _rate(self.bytes.move.get(tp))
+            copies[tp] = pc.Span(moved.gained / len(m.receivers), moved.seconds)  # per receiver
             for b in m.receivers:
-                rate_in[b] = rate_in.get(b, 0.0) + r / len(m.receivers)
-        for b, r in sorted(rate_in.items()):
-            if pc.at_throttle(r, self.req.throttle) and "throttle" not in self.told:
+                into.setdefault(b, []).append(copies[tp])
+        throttle = self.req.throttle
+        for b, spans in sorted(into.items()):
+            if "throttle" not in self.told and pc.at_throttle(spans, throttle):
                 self.told.add("throttle")
+                r = sum(s.rate for s in spans)
                 self.report.info(
-                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({self.req.throttle} B/s): "
+                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({throttle} B/s): "
                     "the throttle is the limit. To go faster, run this execute again with a higher --throttle "
                     "(it changes the rate of the running moves)"
                 )
-        for tp, m in self.running.items():
-            growth, copy = _rate(self.bytes.leader.get(tp)), _rate(self.bytes.move.get(tp))
+        for tp, copy in copies.items():
+            m, grew = self.running[tp], pc.span(self.bytes.leader.get(tp))
+            if grew is None or tp_str(tp) in self.told:
+                continue
             sharing = sum(1 for o in self.running.values() if set(o.receivers) & set(m.receivers))
-            need = pc.catch_up_throttle(growth, copy / max(len(m.receivers), 1), sharing)
-            if need is not None and tp_str(tp) not in self.told and _long_enough(self.bytes.move.get(tp)):
+            limit = pc.copy_limit(copy, throttle, sharing)
+            need = pc.catch_up_throttle(grew.rate, limit, throttle, sharing)
+            if need is not None:
                 self.told.add(tp_str(tp))
-                self.report.warn(
-                    f"{tp_str(tp)}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy "
-                    f"({pc.human_bytes(copy)}/s): it cannot catch up at this throttle; --throttle {need} would "
-                    "let it finish"
-                )
+                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
 
 
-def _rate(meter: pc.Meter | None) -> float:
-    if meter is None or len(meter.samples) < 2:
-        return 0.0
-    (t0, c0), (t1, c1) = meter.samples[0], meter.samples[-1]
-    return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+def grows_line(name: str, growth: float, limit: float, need: int) -> str:
+    head = (
+        f"{name}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy can go "
+        f"({pc.human_bytes(limit)}/s at most): it cannot catch up"
+    )
+    if need == 0:
+        return f"{head}; the brokers, not a throttle, are the limit"
+    return f"{head} at this throttle; --throttle {need} would let it finish"
 
 
 def _long_enough(meter: pc.Meter | None) -> bool:
