@@ -355,6 +355,12 @@ def span(meter: Meter | None, steps: int = 1) -> Span | None:
     return Span(c1 - c0, t1 - t0, steps) if t1 > t0 else None
 
 
+def mid_move(target: Sequence[int], current: Sequence[int]) -> bool:
+    """Replicas that hold the whole target and more: the set a move passes through (the target and the
+    origin), not where one that was cancelled or changed ends."""
+    return set(target) < set(current)
+
+
 def at_throttle(spans: Iterable[Span], throttle: int | None) -> bool:
     """A receiving broker's copies (one Span per move into it, bytes per receiver) sit at the throttle: the
     throttle, not the brokers, is the limit. Judged only once measured to within PRECISION of the

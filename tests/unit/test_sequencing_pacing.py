@@ -156,3 +156,34 @@ def test_the_cap_is_kept_before_the_first_move_starts(tmp_path: Path) -> None:
     report = ExecuteReport(Output(color=False))
     assert execute(be, req, report, pacer=Pacer(1, "smallest-first", report, keep=keep)) == ExitCode.OK
     assert seen == [Pace(1, "smallest-first")]
+
+
+def test_metadata_that_trails_the_end_of_a_move_is_read_again(tmp_path: Path) -> None:
+    """A broker's metadata may still show a move's replica set (target and origin, no AR/RR) after the
+    controller has finished it: the window reads again before it reports, instead of "not as planned"."""
+    import dataclasses
+
+    class Trailing(WindowBackend):
+        def __init__(self, cluster: FakeCluster) -> None:
+            super().__init__(cluster)
+            self.stale_reads = 0
+
+        def read_state(
+            self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+        ) -> ClusterState:
+            state = super().read_state(topics, partition_state=partition_state)
+            topic = state.topics["t"]
+            if (
+                partition_state
+                and not topic.is_reassigning(0)
+                and topic.replicas[0] == [3]
+                and self.stale_reads < 2
+            ):
+                self.stale_reads += 1  # the two reads after the move ended: the set it passed through
+                stale = dataclasses.replace(topic, replicas={**topic.replicas, 0: [3, 1]})
+                return dataclasses.replace(state, topics={**state.topics, "t": stale})
+            return state
+
+    be = Trailing(FakeCluster(make_state({"t": {0: [1]}})))
+    assert _run(be, tmp_path, {("t", 0): [3]}, 1, throttle=1000) == ExitCode.OK
+    assert be.stale_reads == 2
