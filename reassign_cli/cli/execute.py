@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.pacing import Pacer
+    from reassign_cli.render.progress import ExecuteReport
 
 
 def _rate(value: int | None) -> int | None:
@@ -100,7 +105,8 @@ def _rate(value: int | None) -> int | None:
     "--resume",
     is_flag=True,
     help="Run the file again after an interruption: skip the partitions already at their target, wait for "
-    "its own batch still moving, then do the rest (implied by --batch-size; implies --wait).",
+    "its own batch still moving, then do the rest (implied by --batch-size; implies --wait). A paced run "
+    "continues with the cap kept beside the file (FILE.pacing.json) unless --max-moves-per-broker is given.",
 )
 @click.option(
     "--stuck-after",
@@ -131,7 +137,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
 
     if kw["max_moves"] is not None and kw["batch_size"] is not None:
         raise UsageError("--max-moves-per-broker and --batch-size cannot be combined")
-    if kw["order"] is not None and kw["max_moves"] is None:
+    if kw["order"] is not None and kw["max_moves"] is None and not kw["resume"]:
         raise UsageError("--order needs --max-moves-per-broker")
     if kw["resume"] or kw["max_moves"] is not None:
         kw["wait"] = True
@@ -161,13 +167,26 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         mover = log_dir_mover(backend)
         req.bootstrap_server = opts.bootstrap if mover is not None else None
         report = ExecuteReport(out, json=opts.json)
-        pacer = None
-        if req.max_moves is not None:
-            from reassign_cli.ops.pacing import Pacer
-
-            pacer = Pacer(req.max_moves, kw["order"], report, sizer=mover)
+        pacer = _pacer(req, kw["order"], report, mover)
         try:
-            return execute(backend, req, report, log_dirs=mover, pacer=pacer)
+            code = execute(backend, req, report, log_dirs=mover, pacer=pacer)
+            if pacer is not None and pacer.keep is not None and not req.dry_run:
+                pacer.keep.forget()  # the plan ran to its end: nothing left to resume
+            return code
         finally:
             if mover is not None:
                 mover.close()
+
+
+def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | None:
+    """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept."""
+    if req.max_moves is None and not (req.resume and req.batch_size is None):
+        return None
+    from reassign_cli.ops.pacing import PaceFile, Pacer, resumed_pace
+
+    keep = PaceFile.beside(req.file_name, req.data)
+    pace = resumed_pace(keep, req.max_moves, order, req.resume, report)
+    if pace is None:
+        return None
+    req.max_moves = pace.cap
+    return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)

@@ -10,10 +10,13 @@ largest-first, smallest-first or as-planned (the plan's (topic, partition) order
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+import orjson
 
 from reassign_cli.core.copied import copied_bytes
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
@@ -23,6 +26,9 @@ ORDERS: tuple[Order, ...] = ("largest-first", "smallest-first", "as-planned")
 
 RATE_WINDOW = 30.0  # seconds of samples behind the moving-average rate
 AT_THROTTLE = (0.85, 1.25)  # a receiving broker copying within these shares of the throttle is held by it
+PRECISION = 0.4  # a rate is judged against the throttle once it is known to within this share of it
+FETCH_STEP = 1_048_576  # replica.fetch.max.bytes (Kafka's default): a follower copies in steps up to this
+DIAGNOSE_WINDOW = 120.0  # seconds of samples behind a move's diagnoses (a low throttle needs long ones)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,19 +324,115 @@ class Stalls:
         return sorted(out)
 
 
-def at_throttle(rate_in: float, throttle: int | None) -> bool:
-    """A broker's incoming copy rate sits at the throttle (the throttle, not the brokers, is the limit). Far
-    above it is not: a new replica's first fetches pass before the quota has measured them."""
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Bytes a move gained over `seconds` (a moving replica's size; a leader's log). A follower copies in
+    fetches of up to FETCH_STEP bytes, so a copy's count is uncertain by one step per receiving replica:
+    `steps` of them."""
+
+    gained: float
+    seconds: float
+    steps: int = 1
+
+    @property
+    def low(self) -> float:
+        return max(self.gained - self.steps * FETCH_STEP, 0.0) / self.seconds
+
+    @property
+    def high(self) -> float:
+        return (self.gained + self.steps * FETCH_STEP) / self.seconds
+
+    @property
+    def rate(self) -> float:
+        return self.gained / self.seconds
+
+
+def span(meter: Meter | None, steps: int = 1) -> Span | None:
+    """The meter's samples as a Span; None with fewer than two samples or no time between them."""
+    if meter is None or len(meter.samples) < 2:
+        return None
+    (t0, c0), (t1, c1) = meter.samples[0], meter.samples[-1]
+    return Span(c1 - c0, t1 - t0, steps) if t1 > t0 else None
+
+
+def mid_move(target: Sequence[int], current: Sequence[int]) -> bool:
+    """Replicas that hold the whole target and more: the set a move passes through (the target and the
+    origin), not where one that was cancelled or changed ends."""
+    return set(target) < set(current)
+
+
+def at_throttle(spans: Iterable[Span], throttle: int | None) -> bool:
+    """A receiving broker's copies (one Span per move into it, bytes per receiver) sit at the throttle: the
+    throttle, not the brokers, is the limit. Judged only once measured to within PRECISION of the
+    throttle (a low throttle takes longer), and never far above it (a new replica's first fetches pass
+    before the quota has measured them)."""
     if throttle is None or throttle <= 0:
         return False
-    low, high = AT_THROTTLE
-    return low * throttle <= rate_in <= high * throttle
+    got = list(spans)
+    if not got:
+        return False
+    low, high = sum(s.low for s in got), sum(s.high for s in got)
+    band_low, band_high = AT_THROTTLE
+    return high - low <= PRECISION * throttle and high >= band_low * throttle and low <= band_high * throttle
 
 
-def catch_up_throttle(growth: float, copy_rate: float, sharing: int = 1) -> int | None:
-    """The leader's log grows at `growth` B/s while the move copies at `copy_rate`: None when the copy
-    gains on the log; otherwise a --throttle that would let it finish, twice the growth per move sharing
-    the broker's throttle (the copy then gains on the log at its growth rate)."""
-    if growth <= 0 or copy_rate > growth:
+def copy_limit(copy: Span, throttle: int | None, sharing: int = 1) -> float:
+    """The most this move can be copying per receiver: what was measured (plus a fetch's worth), and at
+    most its share of the throttle (`sharing` moves into the same brokers)."""
+    return copy.high if throttle is None else min(copy.high, throttle / max(sharing, 1))
+
+
+def catch_up_throttle(growth: float, limit: float, throttle: int | None, sharing: int = 1) -> int | None:
+    """The leader's log grows at `growth` B/s and the copy can go at most `limit` B/s: None when the copy can
+    gain on the log; otherwise a --throttle that would let it finish, twice the growth per move sharing
+    the broker's throttle (the copy then gains on the log at its growth rate); 0 without a throttle (the
+    brokers are the limit: no throttle helps)."""
+    if growth <= 0 or limit > growth:
         return None
+    if throttle is None:
+        return 0
     return int(2 * growth * max(sharing, 1)) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the cap kept for --resume
+# ---------------------------------------------------------------------------------------------
+
+PACE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pacing.PaceFile)."""
+
+    cap: int
+    order: Order | None  # None: the default (largest-first with sizes, else as-planned)
+
+
+def plan_digest(plan: bytes) -> str:
+    """The plan file's bytes, hashed: a kept cap is for this very plan only."""
+    return hashlib.sha256(plan).hexdigest()
+
+
+def dump_pace(pace: Pace, plan: bytes) -> bytes:
+    """`{"max_moves_per_broker":2,"order":null,"plan_sha256":"...","version":1}` and a newline."""
+    doc = {"version": PACE_VERSION, "plan_sha256": plan_digest(plan), "max_moves_per_broker": pace.cap}
+    doc["order"] = pace.order
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def load_pace(data: bytes, plan: bytes) -> Pace | None:
+    """The kept pace of `plan`; None when `data` is not one (malformed, another version) or was kept for
+    another plan (its bytes changed since)."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(doc, dict) or doc.get("version") != PACE_VERSION:
+        return None
+    cap, order = doc.get("max_moves_per_broker"), doc.get("order")
+    if type(cap) is not int or cap < 1 or (order is not None and order not in ORDERS):
+        return None
+    if doc.get("plan_sha256") != plan_digest(plan):
+        return None
+    return Pace(cap, order)

@@ -13,16 +13,18 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.core.validate import split_batches
-from reassign_cli.errors import BusyError, OperationalError
+from reassign_cli.errors import BusyError, OperationalError, UsageError
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
 
 READ_RETRY_SECONDS = 60.0
+TRAILING_SECONDS = 60.0  # the end of a run: how long a broker's metadata may still show a move's replica set
 ZK_NOTE = (
     "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
     "brokers would allow a window that starts a move as soon as one ends: run it with --bootstrap-server "
@@ -72,6 +75,69 @@ class PaceView(Protocol):
     def paced(self, summary: dict[str, Any]) -> None: ...
 
 
+PACE_SUFFIX = ".pacing.json"
+
+
+@dataclass(frozen=True, slots=True)
+class PaceFile:
+    """`<plan file>.pacing.json`, beside the plan: the cap and order a paced run started with, kept until
+    the run ends, so that `execute --resume` continues with the same cap (core.pacing.dump_pace)."""
+
+    path: Path
+    plan: bytes
+
+    @classmethod
+    def beside(cls, file_name: str, plan: bytes) -> PaceFile:
+        return cls(Path(file_name + PACE_SUFFIX), plan)
+
+    def read(self) -> pc.Pace | None:
+        try:
+            return pc.load_pace(self.path.read_bytes(), self.plan)
+        except OSError:
+            return None
+
+    def save(self, pace: pc.Pace, report: ExecuteReport) -> None:
+        """Written whole (a temporary file renamed over it); a failure is a warning, not an error."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_bytes(pc.dump_pace(pace, self.plan))
+            os.replace(tmp, self.path)
+        except OSError as e:
+            report.warn(
+                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need "
+                f"--max-moves-per-broker {pace.cap} again"
+            )
+
+    def forget(self) -> None:
+        """The run ended: nothing to resume."""
+        self.path.unlink(missing_ok=True)
+
+
+def resumed_pace(
+    keep: PaceFile, cap: int | None, order: pc.Order | None, resume: bool, report: ExecuteReport
+) -> pc.Pace | None:
+    """This run's pace: the options given; with --resume, what they leave out comes from the kept file (a
+    cap given anew replaces the kept one, said on stderr). None: not paced."""
+    kept = keep.read() if resume else None
+    if cap is None and kept is None:
+        if order is not None:
+            where = f" (no cap is kept in {keep.path})" if resume else ""
+            raise UsageError(f"--order needs --max-moves-per-broker{where}")
+        return None
+    if cap is None:
+        assert kept is not None
+        pace = pc.Pace(kept.cap, order or kept.order)
+        how = f" --order {pace.order}" if pace.order else ""
+        report.info(f"Resuming with --max-moves-per-broker {pace.cap}{how}, as kept in {keep.path}")
+        return pace
+    if kept is not None and kept.cap != cap:
+        report.info(
+            f"Resuming with --max-moves-per-broker {cap} instead of the {kept.cap} this plan started with "
+            f"(kept in {keep.path}): the new cap holds from now on"
+        )
+    return pc.Pace(cap, order or (kept.order if kept else None))
+
+
 @dataclass(slots=True)
 class Pacer:
     """execute's batch runner for --max-moves-per-broker (ops.execute.execute(..., pacer=))."""
@@ -80,6 +146,7 @@ class Pacer:
     order: pc.Order | None
     view: PaceView
     sizer: SizeReader | None = None
+    keep: PaceFile | None = None  # where the cap is kept for --resume (written before the first move)
 
     def __call__(
         self,
@@ -95,6 +162,8 @@ class Pacer:
         adds = callable(getattr(backend, "add_reassignment", None))
         if not entries:
             return []
+        if self.keep is not None and not req.dry_run:
+            self.keep.save(pc.Pace(self.cap, self.order), report)
         if req.dry_run or not adds:
             if not adds:
                 report.info(ZK_NOTE)
@@ -196,14 +265,15 @@ class _Window:
                     while not self._read():  # nothing starts on a stale read
                         self._timeout(clock)
                         clock.pause()
+            results = self._settled(clock)
         except KeyboardInterrupt:
             raise WaitInterrupted(
                 "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
                 "started",
-                hint=f"Continue with: kafka-reassign execute --resume --max-moves-per-broker {self.p.cap} "
-                f"--reassignment-json-file {self.req.file_name} (or check with: {verify_command(self.req.file_name)})",
+                hint=f"Continue with: kafka-reassign execute --resume --reassignment-json-file "
+                f"{self.req.file_name} (the cap, {self.p.cap} moves per broker, is kept beside it; or check "
+                f"with: {verify_command(self.req.file_name)})",
             ) from None
-        results = classify(self.targets, self.state)
         self.p.view.paced(
             {
                 "bytes_copied": self.bytes.done if self.sized else None,
@@ -212,6 +282,22 @@ class _Window:
             }
         )
         return results
+
+    def _settled(self, clock: _Clock) -> list[PartitionProgress]:
+        """Where the plan ended. A broker's metadata may trail the controller's by more than the backend
+        waits for it (seen at 3,000 moves under load 15-20): a partition that reads not as planned with its
+        target and more replicas (the set a move passes through) is read again, every poll, for up to
+        TRAILING_SECONDS; one that still reads so is reported as read."""
+        deadline = time.monotonic() + TRAILING_SECONDS
+        while True:
+            results = classify(self.targets, self.state)
+            trailing = [
+                r for r in results if r.status is Status.NOT_AS_PLANNED and pc.mid_move(r.target, r.current)
+            ]
+            if not trailing or time.monotonic() >= deadline or clock.expired():
+                return results
+            clock.pause()
+            self._read()
 
     # -- the window ------------------------------------------------------------------------------
     def _read(self) -> bool:
@@ -354,8 +440,8 @@ class _Window:
             self.bytes.copied[(t, p)], self.bytes.total[(t, p)] = copied, total
             self.overhead.copied((t, p), copied, total, now)
             if lead is not None:
-                self.bytes.leader.setdefault((t, p), pc.Meter()).add(now, lead)
-            self.bytes.move.setdefault((t, p), pc.Meter()).add(now, copied)
+                self.bytes.leader.setdefault((t, p), pc.Meter(pc.DIAGNOSE_WINDOW)).add(now, lead)
+            self.bytes.move.setdefault((t, p), pc.Meter(pc.DIAGNOSE_WINDOW)).add(now, copied)
 
     def _warn_stuck(self, now: float) -> None:
         live = set(self.state.broker_ids)
@@ -371,39 +457,45 @@ class _Window:
 
     def _diagnose(self) -> None:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
-        rate_in: dict[int, float] = {}
+        into: dict[int, list[pc.Span]] = {}
+        copies: dict[TopicPartition, pc.Span] = {}
         for tp, m in self.running.items():
-            if not _long_enough(self.bytes.move.get(tp)):
+            moved = pc.span(self.bytes.move.get(tp))
+            if moved is None or not m.receivers or not _long_enough(self.bytes.move.get(tp)):
                 continue  # a new move's first fetches pass before the quota measures them
-            r = _rate(self.bytes.move.get(tp))
+            copies[tp] = pc.Span(moved.gained / len(m.receivers), moved.seconds)  # per receiver
             for b in m.receivers:
-                rate_in[b] = rate_in.get(b, 0.0) + r / len(m.receivers)
-        for b, r in sorted(rate_in.items()):
-            if pc.at_throttle(r, self.req.throttle) and "throttle" not in self.told:
+                into.setdefault(b, []).append(copies[tp])
+        throttle = self.req.throttle
+        for b, spans in sorted(into.items()):
+            if "throttle" not in self.told and pc.at_throttle(spans, throttle):
                 self.told.add("throttle")
+                r = sum(s.rate for s in spans)
                 self.report.info(
-                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({self.req.throttle} B/s): "
+                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({throttle} B/s): "
                     "the throttle is the limit. To go faster, run this execute again with a higher --throttle "
                     "(it changes the rate of the running moves)"
                 )
-        for tp, m in self.running.items():
-            growth, copy = _rate(self.bytes.leader.get(tp)), _rate(self.bytes.move.get(tp))
+        for tp, copy in copies.items():
+            m, grew = self.running[tp], pc.span(self.bytes.leader.get(tp))
+            if grew is None or tp_str(tp) in self.told:
+                continue
             sharing = sum(1 for o in self.running.values() if set(o.receivers) & set(m.receivers))
-            need = pc.catch_up_throttle(growth, copy / max(len(m.receivers), 1), sharing)
-            if need is not None and tp_str(tp) not in self.told and _long_enough(self.bytes.move.get(tp)):
+            limit = pc.copy_limit(copy, throttle, sharing)
+            need = pc.catch_up_throttle(grew.rate, limit, throttle, sharing)
+            if need is not None:
                 self.told.add(tp_str(tp))
-                self.report.warn(
-                    f"{tp_str(tp)}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy "
-                    f"({pc.human_bytes(copy)}/s): it cannot catch up at this throttle; --throttle {need} would "
-                    "let it finish"
-                )
+                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
 
 
-def _rate(meter: pc.Meter | None) -> float:
-    if meter is None or len(meter.samples) < 2:
-        return 0.0
-    (t0, c0), (t1, c1) = meter.samples[0], meter.samples[-1]
-    return (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+def grows_line(name: str, growth: float, limit: float, need: int) -> str:
+    head = (
+        f"{name}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy can go "
+        f"({pc.human_bytes(limit)}/s at most): it cannot catch up"
+    )
+    if need == 0:
+        return f"{head}; the brokers, not a throttle, are the limit"
+    return f"{head} at this throttle; --throttle {need} would let it finish"
 
 
 def _long_enough(meter: pc.Meter | None) -> bool:

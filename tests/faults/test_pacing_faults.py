@@ -6,10 +6,15 @@ Each ends in assert_recovered: no throttle key of ours, replicas as planned, not
 from __future__ import annotations
 
 import json
+import threading
+from collections import Counter
 from typing import Any
 
 from tests.faults.support import FAST, RECORDS, SLOW, Child, assert_recovered
 from tests.integration.reassign_support import Mover, await_idle, produce
+from tests.integration.test_pacing import watch_moves
+
+RESUMED = "1000000"  # B/s: each 3 MB move takes seconds, long enough for the watcher to see the window
 
 
 def _child(cluster: Any, mover: Mover, plan: Any, *args: str) -> Child:
@@ -37,15 +42,30 @@ def test_11_paced_run_killed_in_mid_window_resumes(
     await_idle(zk)
     child = _child(cluster, mover, plan, "--max-moves-per-broker", "1", "--throttle", SLOW)
     child.wait_for_line("1 moving, 2 queued")  # one move in the window (broker 1 leads all three)
+    kept = plan.with_name(plan.name + ".pacing.json")
+    assert json.loads(kept.read_text())["max_moves_per_broker"] == 1
     child.kill9()
 
-    # The same plan again with --resume and the same cap (faster): it waits for the move that runs, then
-    # starts the rest one at a time, and removes every throttle at the end.
-    child = _child(cluster, mover, plan, "--max-moves-per-broker", "1", "--resume", "--throttle", FAST)
-    assert child.finish() == 0, child.stderr
+    # The same plan again with --resume and no cap: the cap kept beside the plan holds (polled all along:
+    # never more than one move on a broker). It waits for the move that runs, then starts the rest one at
+    # a time, and removes every throttle at the end.
+    stop, peaks, samples = threading.Event(), Counter[int](), list[int]()
+    watcher = threading.Thread(
+        target=watch_moves, args=(cluster.bootstrap, stop, peaks, samples), daemon=True
+    )
+    watcher.start()
+    try:
+        child = _child(cluster, mover, plan, "--resume", "--throttle", RESUMED)
+        assert child.finish() == 0, child.stderr
+    finally:
+        stop.set()
+        watcher.join(timeout=30)
+    assert f"Resuming with --max-moves-per-broker 1, as kept in {kept}" in child.stderr
     assert "Waiting for the batch already running" in child.stderr
     started = [line for line in child.out.splitlines() if line.startswith("Successfully started")]
     assert len(started) == 2, child.out  # one line per move added, never the running one again
+    assert samples and max(peaks.values()) == 1, (peaks, child.stderr)
+    assert not kept.exists()  # the plan ran to its end: nothing left to resume
     assert_recovered(zk, cluster.broker_ids, targets, {topic: values}, consume_all)
 
 

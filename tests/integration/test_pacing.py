@@ -35,7 +35,7 @@ def _sizes(p: int, even_big: bool) -> int:
     return (12 if big else 1) * MB // RECORD
 
 
-def _watch(bootstrap: str, stop: threading.Event, peaks: Counter[int], samples: list[int]) -> None:
+def watch_moves(bootstrap: str, stop: threading.Event, peaks: Counter[int], samples: list[int]) -> None:
     """Every 0.2 s: the moves per broker (adding replicas and the partition's leader: RF 1, its origin)."""
     from kafka import KafkaAdminClient
 
@@ -80,7 +80,9 @@ def _run(
     await_idle(mover.zk)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
     stop, peaks, samples = threading.Event(), Counter[int](), []
-    watcher = threading.Thread(target=_watch, args=(cluster.bootstrap, stop, peaks, samples), daemon=True)
+    watcher = threading.Thread(
+        target=watch_moves, args=(cluster.bootstrap, stop, peaks, samples), daemon=True
+    )
     watcher.start()
     t0 = time.monotonic()
     proc = subprocess.run(

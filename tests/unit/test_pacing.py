@@ -178,13 +178,36 @@ def test_stalls_report_once_per_stall() -> None:
 
 
 def test_diagnosis() -> None:
-    assert pc.at_throttle(1.8e6, 2_000_000)
-    assert not pc.at_throttle(1.0e6, 2_000_000) and not pc.at_throttle(5e6, None)
-    assert not pc.at_throttle(750_000, 10_000)  # the first fetches, before the quota bites
-    assert pc.catch_up_throttle(0, 10) is None
-    assert pc.catch_up_throttle(100, 200) is None
-    assert pc.catch_up_throttle(300, 200) == 601
-    assert pc.catch_up_throttle(300, 200, sharing=2) == 1201
+    step = pc.FETCH_STEP
+    # 18 MB in 10 s into a broker at a 2 MB/s throttle, known to within 2 fetches (0.21 MB/s)
+    assert pc.at_throttle([pc.Span(18e6, 10)], 2_000_000)
+    # 8.6 MB in 10 s at 1 MB/s: below 85%, but within one fetch of it (the copy goes in steps)
+    assert pc.at_throttle([pc.Span(8.6e6, 10)], 1_000_000)
+    assert not pc.at_throttle([pc.Span(10e6, 10)], 2_000_000)  # half the throttle: something else holds it
+    assert not pc.at_throttle([pc.Span(50e6, 10)], None) and not pc.at_throttle([], 1_000_000)
+    assert not pc.at_throttle([pc.Span(7.5e6, 10)], 10_000)  # the first fetches, before the quota bites
+    # at 100 kB/s, 10 s of samples cannot tell (one fetch is 1 MiB): a stalled move is not "at the throttle"
+    assert not pc.at_throttle([pc.Span(0, 10)], 100_000)
+    assert not pc.at_throttle([pc.Span(1e6, 10)], 100_000)
+    assert pc.at_throttle([pc.Span(6e6, 60)], 100_000)  # 60 s: known to within 35 kB/s
+    # two moves into one broker add up
+    assert pc.at_throttle([pc.Span(9e6, 10), pc.Span(9e6, 10)], 2_000_000)
+    assert pc.Span(0, 10).low == 0 and pc.Span(0, 10).high == step / 10
+    assert pc.span(None) is None
+    meter = pc.Meter()
+    meter.add(0.0, 0)
+    meter.add(4.0, 400)
+    assert pc.span(meter, 2) == pc.Span(400, 4.0, 2)
+
+    # the copy can go at most the measured rate plus a fetch, and at most its share of the throttle
+    assert pc.copy_limit(pc.Span(0, 10), 100_000) == 100_000
+    assert pc.copy_limit(pc.Span(0, 10), 400_000, sharing=2) == step / 10
+    assert pc.copy_limit(pc.Span(0, 10), None) == step / 10
+    assert pc.catch_up_throttle(0, 10, 100) is None
+    assert pc.catch_up_throttle(100, 200, 200) is None
+    assert pc.catch_up_throttle(300, 200, 200) == 601
+    assert pc.catch_up_throttle(300, 200, 400, sharing=2) == 1201
+    assert pc.catch_up_throttle(300, 200, None) == 0  # no throttle: the brokers are the limit
 
 
 def test_heads_are_the_next_moves_of_each_lane() -> None:

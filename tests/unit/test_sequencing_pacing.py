@@ -133,3 +133,57 @@ def test_zookeeper_alone_sends_the_window_as_batches(
     assert [[p for _, p, _ in batch] for batch in creates] == [[0, 2, 3], [1]]
     err = capsys.readouterr().err
     assert err.count("the brokers would allow a window") == 1
+
+
+def test_the_cap_is_kept_before_the_first_move_starts(tmp_path: Path) -> None:
+    from reassign_cli.core.pacing import Pace, load_pace
+    from reassign_cli.ops.pacing import PaceFile
+
+    plan = _plan({("t", 0): [3], ("t", 1): [3]})
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), plan)
+    seen: list[Pace | None] = []
+
+    class Watching(WindowBackend):
+        def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+            seen.append(load_pace(keep.path.read_bytes(), plan))
+            return super().create_reassignment(entries)
+
+    be = Watching(FakeCluster(make_state({"t": {0: [1], 1: [1]}})))
+    req = ExecuteRequest(
+        "plan.json", plan, rollback_file=str(tmp_path / "rb.json"), max_moves=1, wait=True,
+        poll_interval=0.1, timeout=30, throttle=1000,
+    )  # fmt: skip
+    report = ExecuteReport(Output(color=False))
+    assert execute(be, req, report, pacer=Pacer(1, "smallest-first", report, keep=keep)) == ExitCode.OK
+    assert seen == [Pace(1, "smallest-first")]
+
+
+def test_metadata_that_trails_the_end_of_a_move_is_read_again(tmp_path: Path) -> None:
+    """A broker's metadata may still show a move's replica set (target and origin, no AR/RR) after the
+    controller has finished it: the window reads again before it reports, instead of "not as planned"."""
+    import dataclasses
+
+    class Trailing(WindowBackend):
+        def __init__(self, cluster: FakeCluster) -> None:
+            super().__init__(cluster)
+            self.stale_reads = 0
+
+        def read_state(
+            self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+        ) -> ClusterState:
+            state = super().read_state(topics, partition_state=partition_state)
+            topic = state.topics["t"]
+            if (
+                partition_state
+                and not topic.is_reassigning(0)
+                and topic.replicas[0] == [3]
+                and self.stale_reads < 2
+            ):
+                self.stale_reads += 1  # the two reads after the move ended: the set it passed through
+                stale = dataclasses.replace(topic, replicas={**topic.replicas, 0: [3, 1]})
+                return dataclasses.replace(state, topics={**state.topics, "t": stale})
+            return state
+
+    be = Trailing(FakeCluster(make_state({"t": {0: [1]}})))
+    assert _run(be, tmp_path, {("t", 0): [3]}, 1, throttle=1000) == ExitCode.OK
+    assert be.stale_reads == 2
