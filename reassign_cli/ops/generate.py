@@ -312,8 +312,8 @@ def _load_snapshot(path: str) -> ClusterState:
 
 
 def _record_sizes(source: Source, state: ClusterState) -> None:
-    """--balance bytes from the live cluster: each partition's size from the brokers (DescribeLogDirs, as
-    `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
+    """--balance bytes from the live cluster: each partition's size and each broker's disk capacity from
+    the brokers (DescribeLogDirs, as `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
     strategy's check refuses."""
     from reassign_cli.backends.admin.log_dirs import LogDirMover
 
@@ -322,6 +322,7 @@ def _record_sizes(source: Source, state: ClusterState) -> None:
     mover = LogDirMover(source.admin)
     try:
         sizes.record(state, mover.replica_sizes)
+        state.capacities, _ = mover.capacities(state.broker_ids)
     finally:
         mover.close()
 
@@ -503,7 +504,9 @@ def _read_header(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
     head = b"".join(blocks)
     header = snapshot_lines.parse_header(head[: snapshot_lines.header_span(head)[0]])
-    return ClusterState(header.brokers, {}, header.deleting, header.reassignment)
+    return ClusterState(
+        header.brokers, {}, header.deleting, header.reassignment, capacities=header.capacities
+    )
 
 
 def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Outcome:
