@@ -120,7 +120,7 @@ class BytesStats:
 
 
 def disks(
-    capacities: Mapping[int, Capacity], ids: np.ndarray, before: np.ndarray, limit: float
+    capacities: Mapping[int, Capacity], ids: np.ndarray, before: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(capacity, bytes in use now) of each broker of `ids`, or None unless every one has a known capacity
     above zero. In use now: its partitions' bytes (`before`), or what its volumes report in use (total -
@@ -277,21 +277,22 @@ def _loads(rep: np.ndarray, size: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     return load
 
 
-def _band(prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, tolerance: float) -> tuple[float, ...]:
+def _band(
+    prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, share: np.ndarray | None = None
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """(the mean bytes, each broker's count band). The band is mean count ± COUNT_BAND; with capacities
+    (`share`: each broker's capacity over the mean capacity), its share of the count ± COUNT_BAND."""
     n = len(prob.ids)
     mean = (float(fixed.sum()) + float((size * prob.rf).sum())) / n
     mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
-    cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
-    cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
-    return mean, mean * (1 - tolerance), mean * (1 + tolerance), cmin, cmax
-
-
-def _goals(mean: float, n: int, capacity: np.ndarray | None) -> np.ndarray:
-    """Each broker's goal in bytes: the mean; with capacities, its share of all the bytes (the mean
-    utilization, total bytes / total capacity, times its capacity)."""
-    if capacity is None:
-        return np.full(n, mean)
-    return mean * n * (capacity / float(capacity.sum()))
+    if share is None:
+        cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
+        cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
+        return mean, np.full(n, cmin), np.full(n, cmax)
+    m = mc * share
+    low = np.minimum(np.ceil(m * (1 - COUNT_BAND) - 1e-9), np.floor(m)).astype(np.int64)
+    high = np.maximum(np.floor(m * (1 + COUNT_BAND) + 1e-9), np.ceil(m)).astype(np.int64)
+    return mean, low, high
 
 
 def lower_bound(
@@ -340,11 +341,12 @@ def plan_bytes(
     prob = planner._problem(topics, brokers, specs, others)
     size = _row_sizes(prob, topics)
     fixed = other_bytes if other_bytes is not None else fixed_bytes(topics, set(prob.names), prob.ids)
-    mean, _, _, cmin, cmax = _band(prob, size, fixed, tolerance)
     old = planner._dedup(prob.old)
     before = _loads(old, size, fixed)
-    disk = disks(capacities or {}, prob.ids, before, max_utilization)
-    goal = _goals(mean, len(prob.ids), None if disk is None else disk[0])
+    disk = disks(capacities or {}, prob.ids, before)
+    share = None if disk is None else disk[0] * (len(prob.ids) / float(disk[0].sum()))
+    mean, cmin, cmax = _band(prob, size, fixed, share)
+    goal = np.full(len(prob.ids), mean) if share is None else mean * share
     lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
     w = planner._work(prob, seed)
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
