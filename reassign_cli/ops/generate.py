@@ -290,7 +290,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         strategy.max_utilization = request.max_disk_utilization
     strategy.check(specs, brokers)
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
-        _note_capacity(state, brokers, reporter)
+        _note_capacity(state, brokers, strategy, reporter)
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
@@ -307,9 +307,21 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
 
 
-def _note_capacity(state: ClusterState, brokers: Sequence[Broker], reporter: Reporter) -> None:
-    """--balance bytes without every broker's capacity: raw bytes are balanced; said once."""
+def _note_capacity(
+    state: ClusterState, brokers: Sequence[Broker], strategy: BalancedStrategy, reporter: Reporter
+) -> None:
+    """--balance bytes without every broker's capacity: raw bytes are balanced; said once. With them: the
+    brokers already above the limit, which receive nothing."""
     lacking = capacity_lacking(state, brokers)
+    stats = strategy.bytes_stats
+    d = stats.disks if stats is not None else None
+    if stats is not None and d is not None:
+        full = [int(b) for b, x in zip(stats.ids, d.base / d.total, strict=True) if x > d.limit]
+        if full:
+            reporter.warning(
+                f"broker(s) {shorten(full, sep=', ')} already above --max-disk-utilization {d.limit:g} of "
+                "their disk: they receive nothing"
+            )
     if lacking:
         reporter.warning(
             f"--balance bytes: no disk capacity known for broker(s) {shorten(lacking, sep=', ')}: balancing "

@@ -344,7 +344,8 @@ def plan_bytes(
     old = planner._dedup(prob.old)
     before = _loads(old, size, fixed)
     disk = disks(capacities or {}, prob.ids, before)
-    share = None if disk is None else disk[0] * (len(prob.ids) / float(disk[0].sum()))
+    # Each broker's capacity over the mean capacity (exactly 1.0 when all are equal: the raw bytes plan).
+    share = None if disk is None else disk[0] / (float(disk[0].sum()) / len(prob.ids))
     mean, cmin, cmax = _band(prob, size, fixed, share)
     goal = np.full(len(prob.ids), mean) if share is None else mean * share
     lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
