@@ -103,13 +103,21 @@ def _total(case: Case) -> int:
 @st.composite
 def roomy(draw: st.DrawFn) -> tuple[Sized, dict[int, Capacity]]:
     """Capacities of 2 to 8 times all the bytes of the cluster (three replicas a partition at most
-    counted): the peak limit (100%) can never bind, so only the balance is at stake."""
+    counted): the peak limit (100%) can never bind, so only the balance is at stake. With racks, every
+    rack gets the same disks (the j-th broker of each rack the same size): "racks of equal size" in
+    capacity, as point 2 asks (a rack rule forcing one replica of each partition into a rack of small
+    disks could not be met otherwise)."""
     s = draw(sized())
     total = _total(s.case)
-    ks = draw(
-        st.lists(st.sampled_from([2, 3, 4, 6, 8]), min_size=len(s.case.brokers), max_size=len(s.case.brokers))
-    )
-    return s, {b.id: Capacity(k * total, k * total) for b, k in zip(s.case.brokers, ks, strict=True)}
+    n = len(s.case.brokers)
+    ks = draw(st.lists(st.sampled_from([2, 3, 4, 6, 8]), min_size=n, max_size=n))
+    position: dict[int, int] = {}
+    seen: dict[str | None, int] = {}
+    for b in s.case.brokers:
+        rack = b.rack if s.case.racks == "equal" else f"own-{b.id}"
+        position[b.id] = seen.get(rack, 0) if s.case.racks == "equal" else len(position)
+        seen[rack] = seen.get(rack, 0) + 1
+    return s, {b.id: Capacity(ks[position[b.id]] * total, ks[position[b.id]] * total) for b in s.case.brokers}
 
 
 @SETTINGS
