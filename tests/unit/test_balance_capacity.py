@@ -207,3 +207,24 @@ def test_deterministic_with_capacities(x: tuple[Sized, dict[int, Capacity], floa
     b, sb = _plan(s.case, caps, limit)
     assert a == b
     assert np.array_equal(sa.disks.peak, sb.disks.peak)  # type: ignore[attr-defined]
+
+
+def test_log_dirs_on_one_volume_count_once() -> None:
+    """DescribeLogDirs answers (kafka-python's dicts): two dirs on one 1000-byte volume read a moment
+    apart (usable 400 and 400.5 of 1000: within 0.1%) count once; a second disk of the same size with
+    other usable bytes counts; an offline dir and a v3 answer (-1) count nothing."""
+    from reassign_cli.backends.admin.log_dirs import capacity_of
+
+    def d(total: int, usable: int, error: int = 0) -> dict[str, object]:
+        return {
+            "error_code": error,
+            "log_dir": "/x",
+            "topics": [],
+            "total_bytes": total,
+            "usable_bytes": usable,
+        }
+
+    assert capacity_of([d(10**6, 400_000), d(10**6, 400_500)]) == Capacity(10**6, 400_000)
+    assert capacity_of([d(10**6, 400_000), d(10**6, 700_000)]) == Capacity(2 * 10**6, 1_100_000)
+    assert capacity_of([d(10**6, 400_000), d(5 * 10**6, 5 * 10**6, error=57)]) == Capacity(10**6, 400_000)
+    assert capacity_of([d(-1, -1)]) is None and capacity_of([]) is None

@@ -130,18 +130,29 @@ class LogDirMover:
                 self._admin.close()
 
 
+SAME_VOLUME = 0.001  # two log dirs of one total size whose usable bytes differ by less (x total): one volume
+
+
 def capacity_of(dirs: Sequence[dict[str, Any]]) -> Capacity | None:
     """A broker's capacity from its DescribeLogDirs answer: the sums of the total and usable bytes of its
-    live log dirs' volumes, each volume once. Kafka reports, for each log dir, the volume it is on, and
-    several log dirs on one volume report the same pair (total, usable): those count once (summing them
-    would give the broker a disk it does not have). None when no live log dir reports them."""
-    volumes = {
+    live log dirs' volumes, each volume once. Kafka reports, for each log dir, the volume it is on, so
+    log dirs on one volume report the same total and, read a moment apart, nearly the same usable bytes
+    (a write may land in between): dirs of equal total whose usable bytes differ by less than SAME_VOLUME
+    of it count once (summing them would give the broker a disk it does not have). Two distinct disks of
+    one size, equally full to 0.1%, are then taken for one: the capacity is understated, never
+    overstated. None when no live log dir reports them."""
+    pairs = sorted(
         (int(d["total_bytes"]), int(d["usable_bytes"]))
         for d in dirs
         if not d.get("error_code") and d.get("total_bytes", -1) >= 0 and d.get("usable_bytes", -1) >= 0
-    }
-    if not volumes:
+    )
+    if not pairs:
         return None
+    volumes = [pairs[0]]
+    for total, usable in pairs[1:]:
+        last_total, last_usable = volumes[-1]
+        if total != last_total or usable - last_usable > SAME_VOLUME * total:
+            volumes.append((total, usable))
     return Capacity(sum(t for t, _ in volumes), sum(u for _, u in volumes))
 
 
