@@ -74,6 +74,20 @@ def test_zookeeper_mode_records_capacities(
     _plan_by_utilization(lambda *a: run_cli(*map(str, a)), snap, topic)
 
 
+def test_live_generate_reads_capacities(cluster: Cluster, make_topic: Any, run_cli: Any) -> None:
+    """generate --balance bytes against the live cluster (ZooKeeper, the brokers beside it) reads the
+    capacities as `snapshot` does, and they match the filesystem the same way."""
+    topic = make_topic({0: [1, 2], 1: [2, 3]})
+    g = run_cli("generate", "--topic", topic, "--strategy", "balanced", "--balance", "bytes", "--seed", "1",
+                "--bootstrap-server", cluster.bootstrap, "--format", "json")  # fmt: skip
+    assert g.returncode == 0, g.stderr
+    stats = json.loads(g.stdout)["stats"]
+    assert stats["bytes_balanced_by"] == "utilization"
+    for b in cluster.broker_ids:
+        total, _ = _filesystem(_log_dirs(cluster.directory, b))
+        assert abs(stats["disk_capacity_per_broker"][str(b)] - total) <= 0.001 * total
+
+
 def test_zookeeper_alone_records_none(
     cluster: Cluster, make_topic: Any, run_cli: Any, tmp_path: Path
 ) -> None:
