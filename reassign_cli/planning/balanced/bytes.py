@@ -119,6 +119,17 @@ class BytesStats:
         }
 
 
+def _shares(share: np.ndarray, total: int) -> np.ndarray:
+    """`total` units split in proportion to `share` (largest remainders first, then the lower index)."""
+    raw = share * (total / float(share.sum()))
+    out = np.floor(raw).astype(np.int64)
+    left = total - int(out.sum())
+    if left > 0:
+        order = np.lexsort((np.arange(len(raw)), -(raw - out)))
+        out[order[:left]] += 1
+    return out
+
+
 def disks(
     capacities: Mapping[int, Capacity], ids: np.ndarray, before: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -352,6 +363,10 @@ def plan_bytes(
     w = planner._work(prob, seed)
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
+    if share is not None and np.ptp(share) > 0:
+        # Disks of different sizes: the seeded bulk rounds of --balance replicas aim at each one's share
+        # of the count, not at even counts (which the later steps would then have to undo, copy by copy).
+        w.target = _shares(share, int(target.sum()))
     bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
     slack = np.maximum(hi - goal, float(size.max()) if len(size) else 0.0)
     bx.hard, bx.mean, bx.weighted = (goal - slack, goal + slack), goal, disk is not None
