@@ -114,7 +114,19 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     default=0.05,
     show_default=True,
     metavar="F",
-    help="With --balance bytes: each broker ends within mean bytes x (1 +- F).",
+    help="With --balance bytes: each broker ends within mean bytes x (1 +- F); with the brokers' disk "
+    "capacity known, within the mean utilization x (1 +- F).",
+)
+@click.option(
+    "--max-disk-utilization",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.85,
+    show_default=True,
+    metavar="F",
+    help="With --balance bytes and the brokers' disk capacity known (a snapshot taken with "
+    "--bootstrap-server from Kafka 3.3+): no broker above F of its capacity at any moment of the move "
+    "(it holds what it receives until the plan ends); exit 2 if no plan keeps within it. Given "
+    "explicitly without capacities: exit 2.",
 )
 @click.option(
     "--throttle",
@@ -157,6 +169,7 @@ def command(
     strategy: str,
     balance: str,
     tolerance: float,
+    max_disk_utilization: float,
     throttle: int | None,
     engine: str,
     spark_master: str,
@@ -188,6 +201,9 @@ def command(
         replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
         whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
         balance=balance, tolerance=tolerance,
+        max_disk_utilization=(
+            max_disk_utilization if _from_command_line(ctx, "max_disk_utilization") else None
+        ),
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
@@ -254,6 +270,8 @@ def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
         raise UsageError("--balance needs --strategy balanced")
     if _from_command_line(ctx, "tolerance") and balance != "bytes":
         raise UsageError("--tolerance needs --balance bytes")
+    if _from_command_line(ctx, "max_disk_utilization") and balance != "bytes":
+        raise UsageError("--max-disk-utilization needs --balance bytes")
 
 
 def _source(opts: Options, snapshot_file: str | None, sizes_from_brokers: bool = False) -> generate.Source:

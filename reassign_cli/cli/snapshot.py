@@ -50,8 +50,9 @@ from reassign_cli.render import Output
 @click.option(
     "--no-sizes",
     is_flag=True,
-    help="Do not ask the brokers for the partitions' sizes (recorded by default whenever the brokers are "
-    "at hand: --bootstrap-server, alone or beside --zookeeper).",
+    help="Do not ask the brokers for the partitions' sizes nor their disks' capacity (recorded by default "
+    "whenever the brokers are at hand: --bootstrap-server, alone or beside --zookeeper; capacity on Kafka "
+    "3.3 and later).",
 )
 @connection_options
 def command(
@@ -61,7 +62,9 @@ def command(
     assignment (with adding/removing replicas during a reassignment), leader and ISR per partition, topics
     queued for deletion and the pending /admin/reassign_partitions. With the brokers at hand
     (--bootstrap-server, also beside --zookeeper), each partition's size in bytes: its largest replica's,
-    from DescribeLogDirs; generate then reports the bytes a plan copies.
+    from DescribeLogDirs; generate then reports the bytes a plan copies. On Kafka 3.3 and later, each
+    broker's disk capacity too (its log dirs' volumes, total and usable bytes): generate --balance bytes
+    then balances disk utilization.
 
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live, whichever
     of the two layouts it has.
@@ -82,6 +85,8 @@ def command(
     counts = {"brokers": len(state.brokers), "topics": len(state.topics), "partitions": n_parts}
     if report is not None:
         counts["sizes"] = report.known
+    if state.capacities:
+        counts["capacities"] = len(state.capacities)
 
     if output is None or output == "-":
         for block in blocks:
@@ -89,7 +94,7 @@ def command(
         sys.stdout.flush()
         out.info(
             f"Snapshot: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions"
-            f"{_sizes_note(report)}."
+            f"{_sizes_note(report, state)}."
         )
         return
     size = _write_atomic(output, blocks)
@@ -98,13 +103,13 @@ def command(
     else:
         out.info(
             f"Wrote {output}: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions"
-            f"{_sizes_note(report)} ({size} bytes)."
+            f"{_sizes_note(report, state)} ({size} bytes)."
         )
 
 
 def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeReport | None:
-    """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make);
-    None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
+    """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make),
+    and each broker's disk capacity where the brokers report it (Kafka 3.3+); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
     is still written, without sizes: they only inform generate's summary)."""
     from reassign_cli.planning import sizes
 
@@ -113,7 +118,9 @@ def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeRep
         out.detail("No partition sizes: give --bootstrap-server as well to record them.")
         return None
     try:
-        return sizes.record(state, mover.replica_sizes)
+        report = sizes.record(state, mover.replica_sizes)
+        state.capacities, _ = mover.capacities(state.broker_ids)
+        return report
     except OperationalError as e:
         out.warn(f"partition sizes not recorded: {e}")
         return None
@@ -121,8 +128,11 @@ def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeRep
         mover.close()
 
 
-def _sizes_note(report: SizeReport | None) -> str:
-    return "" if report is None else f", {report.known} with sizes"
+def _sizes_note(report: SizeReport | None, state: ClusterState) -> str:
+    note = "" if report is None else f", {report.known} with sizes"
+    if state.capacities:
+        note += f", {len(state.capacities)} brokers with disk capacity"
+    return note
 
 
 def _unknown_sizes(report: SizeReport) -> str:

@@ -45,6 +45,15 @@ class Broker:
     rack: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """A broker's disks as its log dirs report them to DescribeLogDirs (v4+, KIP-827, Kafka 3.3 and
+    later): the sums, over its live log dirs, of the volume's total and usable bytes."""
+
+    total: int
+    usable: int
+
+
 @dataclass(slots=True)
 class Topic:
     """What `/brokers/topics/<t>` (and optionally the partition state znodes) say about a topic."""
@@ -92,6 +101,9 @@ class ClusterState:
     # Partitions being reassigned in topics this read left out. The admin API lists every reassignment
     # of the cluster in one request, so its reads fill this; ZooKeeper reads leave it empty.
     reassigning_elsewhere: frozenset[TopicPartition] = frozenset()
+    # Each broker's disk capacity, where the brokers reported it (snapshot --bootstrap-server on Kafka
+    # 3.3+); empty when unknown.
+    capacities: dict[int, Capacity] = field(default_factory=dict)
 
     @property
     def broker_ids(self) -> list[int]:

@@ -1,14 +1,16 @@
 """The snapshot file: a cluster's state as one JSON document, for planning offline. Pure: bytes in and out.
 
     {"version":1,
-     "brokers":[{"id":1,"rack":"r1"},{"id":2}],
+     "brokers":[{"id":1,"rack":"r1","disk_total_bytes":1000,"disk_usable_bytes":400},{"id":2}],
      "deleting":["old-topic"],
      "reassignment":[{"topic":"t","partition":0,"replicas":[2,3]}],
      "topics":[{"topic":"t","topic_id":"...","partitions":[
          {"partition":0,"replicas":[2,3,1],"isr":[1,2,3],"leader":1,
           "adding_replicas":[3],"removing_replicas":[1],"size":1048576}]}]}
 
-Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none), "topics" (each "topic" and
+Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none; "disk_total_bytes" and
+"disk_usable_bytes" optional, together: the sums over the broker's live log dirs of their volume's total
+and usable bytes, from DescribeLogDirs v4+, Kafka 3.3 and later; absent when unknown), "topics" (each "topic" and
 "partitions", each "partition" and "replicas"). Optional: "deleting", "reassignment" (the content of
 /admin/reassign_partitions; absent when that znode did not exist), "topic_id", and per partition "isr",
 "leader", "adding_replicas", "removing_replicas", and "size" (the partition's size in bytes: its largest
@@ -31,7 +33,7 @@ from typing import Any, NoReturn, Protocol
 
 import orjson
 
-from reassign_cli.core.model import NO_ENTRIES, Broker, ClusterState, Topic, TopicPartition
+from reassign_cli.core.model import NO_ENTRIES, Broker, Capacity, ClusterState, Topic, TopicPartition
 from reassign_cli.core.replicas import ReplicaStore, TopicReplicas, int_array
 from reassign_cli.errors import InvalidInputError
 
@@ -57,13 +59,20 @@ def to_document(state: ClusterState) -> dict[str, Any]:
 
 def header_document(state: ClusterState) -> dict[str, Any]:
     """Everything of the document but "topics": version, brokers, deleting, reassignment (if any)."""
-    brokers = [{"id": b.id, "rack": b.rack} if b.rack is not None else {"id": b.id} for b in state.brokers]
+    brokers = [_broker_document(b, state.capacities.get(b.id)) for b in state.brokers]
     doc: dict[str, Any] = {"version": VERSION, "brokers": brokers, "deleting": sorted(state.deleting)}
     if state.reassignment is not None:
         doc["reassignment"] = [
             {"topic": t, "partition": p, "replicas": reps}
             for (t, p), reps in sorted(state.reassignment.items())
         ]
+    return doc
+
+
+def _broker_document(b: Broker, cap: Capacity | None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"id": b.id, "rack": b.rack} if b.rack is not None else {"id": b.id}
+    if cap is not None:
+        doc["disk_total_bytes"], doc["disk_usable_bytes"] = cap.total, cap.usable
     return doc
 
 
@@ -166,7 +175,13 @@ def _loads_whole(
     except _SHAPE_ERRORS:
         _explain_topics(doc["topics"])  # raises with a precise message
     topics = builder.finish()
-    return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
+    return ClusterState(
+        brokers=brokers,
+        topics=topics,
+        deleting=deleting,
+        reassignment=reassignment,
+        capacities=capacities(doc["brokers"]),
+    )
 
 
 # What a malformed topic or partition object raises in _TopicsBuilder.add.
@@ -222,6 +237,7 @@ def _loads_chunked(
         if not isinstance(head, dict) or head.get("topics") != []:
             return None
         brokers, deleting, reassignment = _header(head)
+        caps = capacities(head["brokers"])
         builder = _TopicsBuilder(partition_state, reassigning, sizes)
         pos = released = body_start
         release()  # the scans above touched every byte
@@ -238,7 +254,9 @@ def _loads_chunked(
         topics = builder.finish()
     except (orjson.JSONDecodeError, InvalidInputError, *_SHAPE_ERRORS):
         return None
-    return ClusterState(brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment)
+    return ClusterState(
+        brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment, capacities=caps
+    )
 
 
 def _is_int(v: object) -> bool:
@@ -259,6 +277,27 @@ def _brokers(raw: list[Any]) -> list[Broker]:
     if len(set(ids)) != len(ids):
         dup = next(x for x, y in itertools.pairwise(ids) if x == y)
         raise _err(f"broker {dup} is listed twice")
+    return out
+
+
+_DISK_KEYS = ("disk_total_bytes", "disk_usable_bytes")
+
+
+def capacities(raw: list[Any]) -> dict[int, Capacity]:
+    """The brokers' capacities from the (already checked) "brokers" list: both keys or neither, each a
+    non-negative integer, usable at most total."""
+    out: dict[int, Capacity] = {}
+    for b in raw:
+        values = [b.get(k) for k in _DISK_KEYS]
+        if values == [None, None]:
+            continue
+        total, usable = values
+        if not (_is_int(total) and _is_int(usable) and 0 <= usable <= total):
+            raise _err(
+                f'broker {b["id"]}: "disk_total_bytes" and "disk_usable_bytes" go together, as integers '
+                "with 0 <= usable <= total"
+            )
+        out[b["id"]] = Capacity(total, usable)
     return out
 
 

@@ -26,14 +26,14 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from reassign_cli.core import snapshot
-from reassign_cli.core.model import Broker, ClusterState, Topic, TopicPartition
+from reassign_cli.core.model import Broker, Capacity, ClusterState, Topic, TopicPartition
 from reassign_cli.errors import InvalidInputError
 
 FORMAT = "jsonl"
@@ -89,6 +89,7 @@ class Header:
     brokers: list[Broker]
     deleting: frozenset[str]
     reassignment: dict[TopicPartition, list[int]] | None
+    capacities: dict[int, Capacity] = field(default_factory=dict)
 
 
 def header_span(data: snapshot.Buffer) -> tuple[int, int]:
@@ -111,9 +112,10 @@ def parse_header(line: bytes) -> Header:
         raise line_error(1, '"topics" has no place in the header: one topic per line follows it')
     try:
         brokers, deleting, reassignment = snapshot._header({**doc, "topics": []})
+        caps = snapshot.capacities(doc["brokers"])
     except InvalidInputError as e:
         raise line_error(1, _detail(e)) from None
-    return Header(brokers, deleting, reassignment)
+    return Header(brokers, deleting, reassignment, caps)
 
 
 class LineError(Exception):
@@ -283,4 +285,5 @@ def loads(
         topics=builder.finish(),
         deleting=header.deleting,
         reassignment=header.reassignment,
+        capacities=header.capacities,
     )

@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 from reassign_cli.backends.zookeeper.session import ZkOptions
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.model import Assignment, Broker, ClusterState, format_partition_entries
+from reassign_cli.core.names import shorten
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.planning import plan, sizes
 from reassign_cli.planning.balanced import bytes as balance_bytes
@@ -95,6 +96,9 @@ class Request:
     # (1 +- tolerance); planning/balanced/bytes.py).
     balance: str = "replicas"
     tolerance: float = 0.05
+    # --balance bytes with capacities known: no broker's peak above this share of its capacity; None:
+    # the default (balance_bytes.MAX_DISK_UTILIZATION), not asked for (so not refused without capacities)
+    max_disk_utilization: float | None = None
 
 
 class Reporter(Protocol):
@@ -164,6 +168,8 @@ class BalancedStrategy:
     # --balance bytes: the tolerance around the mean bytes (None: --balance replicas)
     bytes_tolerance: float | None = None
     bytes_stats: balance_bytes.BytesStats | None = None
+    max_utilization: float | None = None  # --max-disk-utilization as given (None: the default)
+    planned: balance.Balanced | None = None  # --balance bytes: planned by `check` (it may refuse the plan)
 
     def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
         plan.check_specs(specs, brokers)
@@ -175,12 +181,36 @@ class BalancedStrategy:
                     "with `snapshot --bootstrap-server` (it records them), or plan from the live cluster "
                     "through the brokers (--bootstrap-server)"
                 )
+            lacking = capacity_lacking(self.state, brokers)
+            if lacking and self.max_utilization is not None:
+                raise UsageError(
+                    f"--max-disk-utilization: no disk capacity known for broker(s) {shorten(lacking, sep=', ')}"
+                    "; take the snapshot with `snapshot --bootstrap-server` from Kafka 3.3 or later "
+                    "(it records them), or leave the option out to balance raw bytes"
+                )
+            # Planned here, before any output: the plan may break the peak limit, and then nothing is written.
+            self.planned = self.make_plan(specs, brokers)
+            stats = self.bytes_stats
+            if stats is not None and stats.disks is not None and (worst := stats.disks.worst()) is not None:
+                raise UsageError(peak_refusal(stats, worst))
 
     def make_plan(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> balance.Balanced:
+        if self.planned is not None:
+            return self.planned
         if self.bytes_tolerance is not None:
             topics = self.state.topics
+            limit = (
+                balance_bytes.MAX_DISK_UTILIZATION if self.max_utilization is None else self.max_utilization
+            )
             result, self.bytes_stats = balance_bytes.plan_bytes(
-                topics, brokers, specs, self.seed, self.bytes_tolerance, self.others
+                topics,
+                brokers,
+                specs,
+                self.seed,
+                self.bytes_tolerance,
+                self.others,
+                capacities=self.state.capacities,
+                max_utilization=limit,
             )
         else:
             result = balance.plan_balanced(self.state.topics, brokers, specs, self.seed, self.others)
@@ -199,6 +229,27 @@ class BalancedStrategy:
         if self.bytes_stats is not None:
             extra.update(self.bytes_stats.as_dict())
         return extra
+
+
+def capacity_lacking(state: ClusterState, brokers: Sequence[Broker]) -> list[int]:
+    """The brokers of B with no known disk capacity (none above zero)."""
+    caps = state.capacities
+    return [b.id for b in brokers if b.id not in caps or caps[b.id].total <= 0]
+
+
+def peak_refusal(stats: balance_bytes.BytesStats, i: int) -> str:
+    """The one line refusing a plan whose peak breaks --max-disk-utilization at broker index i."""
+    from reassign_cli.core.pacing import human_bytes
+
+    d = stats.disks
+    assert d is not None
+    peak, total = int(d.peak[i]), int(d.total[i])
+    return (
+        f"--max-disk-utilization {d.limit:g}: broker {int(stats.ids[i])} would peak at {peak} bytes "
+        f"({human_bytes(peak)}, {100 * peak / total:.1f}%) of its {total} bytes ({human_bytes(total)}) "
+        "during the move (it holds what it receives until the plan ends), and no plan within the limit "
+        "was found"
+    )
 
 
 STRATEGIES: dict[str, Callable[[int, ClusterState], Strategy]] = {
@@ -236,7 +287,10 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     strategy = (request.strategy or STRATEGIES["kafka"])(seed, state)
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
         strategy.bytes_tolerance = request.tolerance
+        strategy.max_utilization = request.max_disk_utilization
     strategy.check(specs, brokers)
+    if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
+        _note_capacity(state, brokers, strategy, reporter)
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
@@ -251,6 +305,29 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     extra = _extra(strategy.extra_stats(), copied, request.throttle)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
     return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
+
+
+def _note_capacity(
+    state: ClusterState, brokers: Sequence[Broker], strategy: BalancedStrategy, reporter: Reporter
+) -> None:
+    """--balance bytes without every broker's capacity: raw bytes are balanced; said once. With them: the
+    brokers already above the limit, which receive nothing."""
+    lacking = capacity_lacking(state, brokers)
+    stats = strategy.bytes_stats
+    d = stats.disks if stats is not None else None
+    if stats is not None and d is not None:
+        full = [int(b) for b, x in zip(stats.ids, d.base / d.total, strict=True) if x > d.limit]
+        if full:
+            reporter.warning(
+                f"broker(s) {shorten(full, sep=', ')} already above --max-disk-utilization {d.limit:g} of "
+                "their disk: they receive nothing"
+            )
+    if lacking:
+        reporter.warning(
+            f"--balance bytes: no disk capacity known for broker(s) {shorten(lacking, sep=', ')}: balancing "
+            "raw bytes, not disk utilization, and --max-disk-utilization is not checked (a snapshot "
+            "taken with --bootstrap-server from Kafka 3.3 or later records capacities)"
+        )
 
 
 def _sizes_of(
@@ -312,8 +389,8 @@ def _load_snapshot(path: str) -> ClusterState:
 
 
 def _record_sizes(source: Source, state: ClusterState) -> None:
-    """--balance bytes from the live cluster: each partition's size from the brokers (DescribeLogDirs, as
-    `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
+    """--balance bytes from the live cluster: each partition's size and each broker's disk capacity from
+    the brokers (DescribeLogDirs, as `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
     strategy's check refuses."""
     from reassign_cli.backends.admin.log_dirs import LogDirMover
 
@@ -322,6 +399,7 @@ def _record_sizes(source: Source, state: ClusterState) -> None:
     mover = LogDirMover(source.admin)
     try:
         sizes.record(state, mover.replica_sizes)
+        state.capacities, _ = mover.capacities(state.broker_ids)
     finally:
         mover.close()
 
@@ -503,7 +581,9 @@ def _read_header(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
     head = b"".join(blocks)
     header = snapshot_lines.parse_header(head[: snapshot_lines.header_span(head)[0]])
-    return ClusterState(header.brokers, {}, header.deleting, header.reassignment)
+    return ClusterState(
+        header.brokers, {}, header.deleting, header.reassignment, capacities=header.capacities
+    )
 
 
 def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Outcome:

@@ -66,6 +66,10 @@ def extra_lines(extra: Mapping[str, Any]) -> list[str]:
         lines += bytes_lines(extra)
         for k in BYTES_KEYS:
             del rest[k]
+    if all(k in extra for k in DISK_KEYS):
+        lines += disk_lines(extra)
+        for k in DISK_KEYS:
+            del rest[k]
     return lines + [f"{name}: {value}" for name, value in rest.items()]
 
 
@@ -80,15 +84,55 @@ BYTES_KEYS = (
 )
 
 
+DISK_KEYS = (
+    "bytes_balanced_by",
+    "disk_capacity_per_broker",
+    "disk_utilization_mean",
+    "disk_utilization_before",
+    "disk_utilization_after",
+    "disk_peak_utilization",
+    "max_disk_utilization",
+)
+
+
+def disk_lines(e: Mapping[str, Any]) -> list[str]:
+    """--balance bytes with the disks' capacity: utilization per broker before, after and at the peak of
+    the move, against --max-disk-utilization."""
+    before, after, peak = (
+        e["disk_utilization_before"],
+        e["disk_utilization_after"],
+        e["disk_peak_utilization"],
+    )
+    top = max(peak, key=lambda k: (peak[k], -int(k))) if peak else None
+    lines: list[str] = []
+    if top is not None:
+        lines.append(
+            f"peak disk utilization during the move: {100 * peak[top]:.1f}% (broker {top}), "
+            f"limit {100 * e['max_disk_utilization']:g}%"
+        )
+    if len(before) > MAX_BROKER_ROWS:
+        return lines
+    caps = e["disk_capacity_per_broker"]
+    per = ", ".join(
+        f"{k}: {100 * before[k]:.1f}% -> {100 * after[k]:.1f}% (peak {100 * peak[k]:.1f}% of "
+        f"{human_bytes(caps[k])})"
+        for k in before
+    )
+    return [*lines, f"disk utilization per broker: {per}"]
+
+
 def bytes_lines(e: Mapping[str, Any]) -> list[str]:
     """--balance bytes: bytes per broker before and after, the worst distance from the mean, the bytes
     copied against the lower bound."""
     before, after = e["bytes_per_broker_before"], e["bytes_per_broker_after"]
     bound = e["bytes_lower_bound"]
     ratio = f", ratio {e['bytes_copied'] / bound:.3f}" if bound and "bytes_copied" in e else ""
+    mean = f"the mean ({human_bytes(e['bytes_mean'])})"
+    if e.get("bytes_balanced_by") == "utilization":
+        mean = f"the mean disk utilization ({100 * e['disk_utilization_mean']:.1f}%)"
     lines = [
         f"bytes lower bound: {bound} ({human_bytes(bound)}){ratio}",
-        f"worst broker from the mean ({human_bytes(e['bytes_mean'])}): {100 * e['bytes_max_dev_before']:.1f}% "
+        f"worst broker from {mean}: {100 * e['bytes_max_dev_before']:.1f}% "
         f"before, {100 * e['bytes_max_dev_after']:.1f}% after (tolerance {100 * e['bytes_tolerance']:g}%)",
     ]
     if len(before) > MAX_BROKER_ROWS:

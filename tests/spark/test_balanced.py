@@ -254,3 +254,47 @@ def test_balance_bytes_same_bytes(spark_sc: Any, sized_snaps: dict[str, Path], f
         slack = max(0.05, largest / stats["bytes_mean"]) + 1e-4  # point 2 (stats are rounded to 1e-4)
         assert stats["bytes_max_dev_after"] <= slack < stats["bytes_max_dev_before"]  # 7-9 were empty
         assert stats["bytes_copied"] >= stats["bytes_lower_bound"] > 0
+
+
+@pytest.fixture(scope="module")
+def capacity_snaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sized `added` cluster with every broker's disk capacity: sizes 1x to 4x, some data besides."""
+    from reassign_cli.core.model import Capacity
+
+    state = state_of("added")
+    rnd = random.Random(11)
+    for t in state.topics.values():
+        t.sizes = {p: int(rnd.lognormvariate(18, 1.5)) for p in t.replicas}
+    held = sum(s * len(t.replicas[p]) for t in state.topics.values() for p, s in t.sizes.items())
+    state.capacities = {
+        b.id: Capacity(held * (1 + b.id % 4), held * (1 + b.id % 4) - held // 10) for b in state.brokers
+    }
+    d = tmp_path_factory.mktemp("capacity")
+    doc, lines, every = d / "snap.json", d / "snap.jsonl", d / "all.json"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    names = sorted(t for t in state.topics if t != "going")
+    every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
+    return {"doc": doc, "lines": lines, "all": every}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_balance_utilization_same_bytes(spark_sc: Any, capacity_snaps: dict[str, Path], fmt: str) -> None:
+    """With capacities (issue 18, point 8): the same plan and figures by utilization on every engine."""
+    args = ["--topics-to-move-json-file", str(capacity_snaps["all"]), "--seed", "4", "--balance", "bytes"]
+    runs = three(capacity_snaps, [*args, "--format", fmt])
+    assert_same(runs)
+    if fmt == "json":
+        assert orjson.loads(runs[0].stdout)["stats"]["bytes_balanced_by"] == "utilization"
+
+
+def test_balance_utilization_refusal_same(spark_sc: Any, capacity_snaps: dict[str, Path]) -> None:
+    """Broker 6 drained at --max-disk-utilization 0.01: every volume has a tenth of all the bytes in use
+    besides and at most 4x them in capacity, so no broker has room and the drained replicas must go
+    somewhere: exit 2 and the same line on every engine, nothing on stdout."""
+    args = ["--topics-to-move-json-file", str(capacity_snaps["all"]), "--seed", "4", "--balance", "bytes",
+            "--broker-list", "1,2,3,4,5,7,8,9", "--max-disk-utilization", "0.01"]  # fmt: skip
+    runs = three(capacity_snaps, args)
+    assert all(r.exit_code == 2 and r.stdout == "" for r in runs), [r.stderr for r in runs]
+    assert "--max-disk-utilization 0.01: broker" in runs[0].stderr
+    assert runs[1].stderr == runs[2].stderr == runs[0].stderr

@@ -233,7 +233,9 @@ def sized(draw: st.DrawFn) -> Sized:
 SETTINGS = settings(
     max_examples=int(os.environ.get("BALANCE_EXAMPLES", "200")),
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
+    # The tiny clusters' assume() rejects most draws by design (only those with an exact optimum to
+    # compare): the health check then failed about one run in three.
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from reassign_cli.backends.protocol import ReplicaDirs, ReplicaKey
 from reassign_cli.core.client_config import AdminOptions
+from reassign_cli.core.model import Capacity
 from reassign_cli.errors import OperationalError
 
 
@@ -79,6 +80,29 @@ class LogDirMover:
         wanted = set(replicas)
         return {k: v for k, v in out.items() if k in wanted}, silent
 
+    def capacities(self, brokers: Sequence[int]) -> tuple[dict[int, Capacity], list[int]]:
+        """Each broker's disk capacity (see `capacity_of`), asking DescribeLogDirs for no topic; and the
+        brokers that did not answer. A broker whose answer has no capacity (Kafka before 3.3, whose
+        DescribeLogDirs stops at v3) is left out, as is one with no live log dir.
+
+        kafka-python (3.0+) speaks DescribeLogDirs v1-v5 and negotiates the newest the broker knows, so
+        `total_bytes`/`usable_bytes` (v4+, KIP-827) come through its own request class; below v4 it fills
+        in the schema's default, -1."""
+        from kafka.errors import KafkaError
+
+        out: dict[int, Capacity] = {}
+        silent: list[int] = []
+        for broker in sorted(brokers):
+            try:
+                answers = self._client().describe_log_dirs({}, brokers=[broker])
+            except KafkaError:
+                silent.append(broker)
+                continue
+            cap = capacity_of([d for answer in answers for d in answer["log_dirs"]])
+            if cap is not None:
+                out[broker] = cap
+        return out, silent
+
     def _log_dirs(
         self, replicas: Sequence[ReplicaKey]
     ) -> tuple[list[tuple[int, list[dict[str, Any]]]], list[int]]:
@@ -104,6 +128,32 @@ class LogDirMover:
         if self._admin is not None and self._own:
             with contextlib.suppress(Exception):
                 self._admin.close()
+
+
+SAME_VOLUME = 0.001  # two log dirs of one total size whose usable bytes differ by less (x total): one volume
+
+
+def capacity_of(dirs: Sequence[dict[str, Any]]) -> Capacity | None:
+    """A broker's capacity from its DescribeLogDirs answer: the sums of the total and usable bytes of its
+    live log dirs' volumes, each volume once. Kafka reports, for each log dir, the volume it is on, so
+    log dirs on one volume report the same total and, read a moment apart, nearly the same usable bytes
+    (a write may land in between): dirs of equal total whose usable bytes differ by less than SAME_VOLUME
+    of it count once (summing them would give the broker a disk it does not have). Two distinct disks of
+    one size, equally full to 0.1%, are then taken for one: the capacity is understated, never
+    overstated. None when no live log dir reports them."""
+    pairs = sorted(
+        (int(d["total_bytes"]), int(d["usable_bytes"]))
+        for d in dirs
+        if not d.get("error_code") and d.get("total_bytes", -1) >= 0 and d.get("usable_bytes", -1) >= 0
+    )
+    if not pairs:
+        return None
+    volumes = [pairs[0]]
+    for total, usable in pairs[1:]:
+        last_total, last_usable = volumes[-1]
+        if total != last_total or usable - last_usable > SAME_VOLUME * total:
+            volumes.append((total, usable))
+    return Capacity(sum(t for t, _ in volumes), sum(u for _, u in volumes))
 
 
 def _note_dirs(

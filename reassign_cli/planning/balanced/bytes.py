@@ -17,12 +17,13 @@ replicas.trim / can_add / can_move; leaders.choose_leaders), with each row's siz
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from reassign_cli.core.model import Broker, Topic
+from reassign_cli.core.model import Broker, Capacity, Topic
 from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import planner
 from reassign_cli.planning.balanced import replicas as balance_replicas
@@ -38,6 +39,29 @@ BULK = 1_000  # holes or count units beyond which the seeded rounds of --balance
 COUNT_BAND = 0.10  # replica counts end within mean ± this share (or no more spread than before)
 
 
+MAX_DISK_UTILIZATION = 0.85  # --max-disk-utilization's default
+
+
+@dataclass(frozen=True, slots=True)
+class DiskStats:
+    """With every broker's capacity known: what the plan does to the disks (see `disks`)."""
+
+    total: np.ndarray  # (n,) capacity: its log dirs' volumes' total bytes
+    base: np.ndarray  # (n,) bytes in use now: its partitions' bytes or the volumes' used bytes, the larger
+    peak: np.ndarray  # (n,) base + every byte it receives in the plan (deleted only once the plan ends)
+    limit: float  # --max-disk-utilization
+
+    def worst(self) -> int | None:
+        """The index of the broker whose peak breaks the limit the most (utilization, then lowest id);
+        None when none does. A broker receiving nothing never breaks it (the plan adds nothing to it)."""
+        util = self.peak / self.total
+        bad = (util > self.limit) & (self.peak > self.base)
+        if not bad.any():
+            return None
+        idx = np.flatnonzero(bad)
+        return int(idx[np.argmax(util[idx])])
+
+
 @dataclass(frozen=True, slots=True)
 class BytesStats:
     tolerance: float
@@ -46,11 +70,40 @@ class BytesStats:
     before: np.ndarray  # (n,) bytes per broker of B now
     after: np.ndarray  # (n,) once the plan is done
     ids: np.ndarray  # (n,) broker ids
+    # (n,) each broker's goal: the mean bytes, or with capacities its share of the bytes (utilization)
+    goal: np.ndarray | None = None
+    disks: DiskStats | None = None  # None: some broker of B has no known capacity (raw bytes balanced)
 
     def max_dev(self, loads: np.ndarray) -> float:
+        if self.goal is not None and self.disks is not None:
+            if not len(loads) or self.mean <= 0:
+                return 0.0
+            return float((np.abs(loads - self.goal) / self.goal).max())
         return float(np.abs(loads - self.mean).max() / self.mean) if self.mean > 0 and len(loads) else 0.0
 
     def as_dict(self) -> dict[str, object]:
+        out = self._bytes_dict()
+        if self.disks is not None:
+            out.update(self._disk_dict(self.disks))
+        return out
+
+    def _disk_dict(self, d: DiskStats) -> dict[str, object]:
+        ids = list(map(str, self.ids.tolist()))
+
+        def per(values: np.ndarray) -> dict[str, float]:
+            return dict(zip(ids, [round(float(x), 4) for x in values / d.total], strict=True))
+
+        return {
+            "bytes_balanced_by": "utilization",
+            "disk_capacity_per_broker": dict(zip(ids, d.total.tolist(), strict=True)),
+            "disk_utilization_mean": round(float(self.before.sum() / d.total.sum()), 4),
+            "disk_utilization_before": per(self.before),
+            "disk_utilization_after": per(self.after),
+            "disk_peak_utilization": per(d.peak),
+            "max_disk_utilization": d.limit,
+        }
+
+    def _bytes_dict(self) -> dict[str, object]:
         return {
             "bytes_lower_bound": self.lower_bound,
             "bytes_max_dev_before": round(self.max_dev(self.before), 4),
@@ -66,6 +119,31 @@ class BytesStats:
         }
 
 
+def _shares(share: np.ndarray, total: int) -> np.ndarray:
+    """`total` units split in proportion to `share` (largest remainders first, then the lower index)."""
+    raw = share * (total / float(share.sum()))
+    out = np.floor(raw).astype(np.int64)
+    left = total - int(out.sum())
+    if left > 0:
+        order = np.lexsort((np.arange(len(raw)), -(raw - out)))
+        out[order[:left]] += 1
+    return out
+
+
+def disks(
+    capacities: Mapping[int, Capacity], ids: np.ndarray, before: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(capacity, bytes in use now) of each broker of `ids`, or None unless every one has a known capacity
+    above zero. In use now: its partitions' bytes (`before`), or what its volumes report in use (total -
+    usable) when that is more (other data on the disk counts against the limit too)."""
+    caps = [capacities.get(b) for b in ids.tolist()]
+    if not caps or any(c is None or c.total <= 0 for c in caps):
+        return None
+    total = np.array([c.total for c in caps if c is not None], dtype=np.int64)
+    used = np.array([c.total - c.usable for c in caps if c is not None], dtype=np.int64)
+    return total, np.maximum(before.astype(np.int64), used)
+
+
 def unknown_sizes(topics: Mapping[str, Topic], names: Sequence[str]) -> int:
     """How many partitions of the selected topics have no known size."""
     return sum(sum(1 for p in topics[n].replicas if p not in topics[n].sizes) for n in names)
@@ -78,38 +156,75 @@ def unknown_sizes(topics: Mapping[str, Topic], names: Sequence[str]) -> int:
 
 @dataclass(slots=True)
 class _Bytes:
+    """The bytes problem. Each broker has its own goal (`mean`): the mean bytes, or with capacities known
+    its share of the bytes (mean utilization x its capacity), and its band around it; without capacities
+    every broker's is the same, and the plan is the plain bytes one."""
+
     size: np.ndarray  # (P,) bytes of each row
     load: np.ndarray  # (n,) bytes per broker of B, all topics (kept current as replicas move)
-    lo: float  # mean × (1 - tolerance)
-    hi: float
+    lo: np.ndarray  # (n,) goal × (1 - tolerance)
+    hi: np.ndarray
     cmin: np.ndarray  # (n,) the replica count band of each broker
     cmax: np.ndarray
     fixed: np.ndarray  # (n,) bytes of the unselected topics
-    # The contract's outer band, mean ± max(tolerance × mean, the largest partition): a broker beyond it
+    # The contract's outer band, goal ± max(tolerance × goal, the largest partition): a broker beyond it
     # takes any move that brings it closer and cuts the bytes outside [lo, hi] (ALPHA aside).
-    hard: tuple[float, float] = (-np.inf, np.inf)
-    mean: float = 0.0
+    hard: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
+    mean: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    weighted: bool = False  # goals differ (capacities): partners are ranked by bytes over their goal
+    # --max-disk-utilization: (P, W0) the current replicas and (n,) the bytes each broker may still
+    # receive before its peak reaches the limit; None: no limit (no capacities).
+    old: np.ndarray | None = None
+    room: np.ndarray | None = None
+    limit: np.ndarray | None = None  # (n,) limit x capacity - bytes in use now
 
     def refresh(self, w: Work) -> None:
         self.load = _loads(w.rep, self.size, self.fixed)
+        if self.old is not None and self.limit is not None:
+            self.room = self.limit - received(w.rep, self.old, self.size, w.n)
+
+    def key(self) -> np.ndarray:
+        """What ranks brokers from the emptiest to the fullest: bytes, or bytes over the goal."""
+        return self.load - self.mean if self.weighted else self.load
+
+    def fits(self, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Whether each replica of `rows` may go to the broker `v` under the peak limit: v held it before
+        the plan (no copy), or it still has room for the partition's bytes."""
+        if self.room is None or self.old is None:
+            return np.ones(len(rows), dtype=bool)
+        back = (self.old[rows] == np.asarray(v)[:, None]).any(axis=1)
+        return back | (self.size[rows] <= self.room[v])
+
+    def moved(self, rows: np.ndarray, u: np.ndarray, v: np.ndarray) -> None:
+        """Keep the room current after replicas of `rows` moved from u (-1: a hole filled) to v."""
+        if self.room is None or self.old is None:
+            return
+        for r, a, b in zip(rows.tolist(), np.asarray(u).tolist(), np.asarray(v).tolist(), strict=True):
+            held = self.old[r].tolist()
+            if a >= 0 and a not in held:
+                self.room[a] += self.size[r]
+            if b not in held:
+                self.room[b] -= self.size[r]
 
     def gain(self, u: np.ndarray, v: np.ndarray, s: np.ndarray) -> np.ndarray:
         """How much moving s bytes from u to v cuts the bytes outside [lo, hi] (u, v distinct)."""
         lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
-        return self.out(lu) - self.out(lu - s) + self.out(lv) - self.out(lv + s)
+        return self.out(lu, u) - self.out(lu - s, u) + self.out(lv, v) - self.out(lv + s, v)
 
-    def out(self, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x - self.hi, 0) + np.maximum(self.lo - x, 0)
+    def out(self, x: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+        """The bytes outside the band of x, the loads of the brokers `at` (default: every broker)."""
+        lo, hi = (self.lo, self.hi) if at is None else (self.lo[at], self.hi[at])
+        return np.maximum(x - hi, 0) + np.maximum(lo - x, 0)
 
     def hard_gain(self, u: np.ndarray, v: np.ndarray, s: np.ndarray) -> np.ndarray:
         """How much the move cuts the bytes outside the outer band."""
         lo, hi = self.hard
         lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
 
-        def out(x: np.ndarray) -> np.ndarray:
-            return np.maximum(x - hi, 0) + np.maximum(lo - x, 0)
+        def out(x: np.ndarray, at: np.ndarray) -> np.ndarray:
+            return np.maximum(x - hi[at], 0) + np.maximum(lo[at] - x, 0)
 
-        return out(lu) - out(lu - s) + out(lv) - out(lv + s)
+        return out(lu, u) - out(lu - s, u) + out(lv, v) - out(lv + s, v)
 
     def worth(
         self, u: np.ndarray, v: np.ndarray, net: np.ndarray, copied: np.ndarray
@@ -122,13 +237,14 @@ class _Bytes:
         out of the outer band. Ranked by the bytes it takes out of the outer band, then
         out of [lo, hi] net of ALPHA x the bytes copied."""
         lu, lv = self.load[u].astype(np.float64), self.load[v].astype(np.float64)
-        ou, ov = self.out(lu), self.out(lv)
-        gu, gv = ou - self.out(lu - net), ov - self.out(lv + net)
+        ou, ov = self.out(lu, u), self.out(lv, v)
+        gu, gv = ou - self.out(lu - net, u), ov - self.out(lv + net, v)
         gain, hard = gu + gv, self.hard_gain(u, v, net)
         score = gain - ALPHA * copied
         half = ((ou > 0) & (2 * gu >= ou)) | ((ov > 0) & (2 * gv >= ov))
         into = ((ou > 0) & (gu == ou)) | ((ov > 0) & (gv == ov))
-        edge = (gu >= 0) & (gv >= 0) & (gain > 0) & into & (copied <= self.hi - self.mean)
+        step = np.minimum((self.hi - self.mean)[u], (self.hi - self.mean)[v])
+        edge = (gu >= 0) & (gv >= 0) & (gain > 0) & into & (copied <= step)
         ok = (score > 0) | ((hard > 0) & (gain > 0)) | (half & (gain > ALPHA_HALF * copied)) | edge
         return ok, hard * 4.0 + score
 
@@ -158,6 +274,13 @@ def fixed_bytes(topics: Mapping[str, Topic], selected: set[str], ids: np.ndarray
     return out
 
 
+def received(rep: np.ndarray, old: np.ndarray, size: np.ndarray, n: int) -> np.ndarray:
+    """(n,) the bytes each broker receives: the sizes of the rows it holds in `rep` and not in `old`."""
+    new = (rep >= 0) & ~(rep[:, :, None] == old[:, None, :]).any(axis=2)
+    rows = np.broadcast_to(np.arange(len(rep))[:, None], rep.shape)[new]
+    return np.bincount(rep[new], weights=size[rows], minlength=n).astype(np.int64)
+
+
 def _loads(rep: np.ndarray, size: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     load = fixed.astype(np.int64).copy()
     on = rep >= 0
@@ -165,16 +288,31 @@ def _loads(rep: np.ndarray, size: np.ndarray, fixed: np.ndarray) -> np.ndarray:
     return load
 
 
-def _band(prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, tolerance: float) -> tuple[float, ...]:
+def _band(
+    prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, share: np.ndarray | None = None
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """(the mean bytes, each broker's count band). The band is mean count ± COUNT_BAND; with capacities
+    (`share`: each broker's capacity over the mean capacity), its share of the count ± COUNT_BAND."""
     n = len(prob.ids)
     mean = (float(fixed.sum()) + float((size * prob.rf).sum())) / n
     mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
-    cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
-    cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
-    return mean, mean * (1 - tolerance), mean * (1 + tolerance), cmin, cmax
+    if share is None:
+        cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
+        cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
+        return mean, np.full(n, cmin), np.full(n, cmax)
+    m = mc * share
+    low = np.minimum(np.ceil(m * (1 - COUNT_BAND) - 1e-9), np.floor(m)).astype(np.int64)
+    high = np.maximum(np.floor(m * (1 + COUNT_BAND) + 1e-9), np.ceil(m)).astype(np.int64)
+    return mean, low, high
 
 
-def lower_bound(prob: planner._Problem, size: np.ndarray, before: np.ndarray, lo: float, hi: float) -> int:
+def lower_bound(
+    prob: planner._Problem,
+    size: np.ndarray,
+    before: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
+) -> int:
     """The fewest bytes any plan within the band copies: the larger of (a) what must leave brokers above
     hi, plus what each partition must gain (replicas off B, RF increases) net of what RF decreases drop;
     (b) what must enter brokers below lo; (c) per partition, its size times the slots it must gain or
@@ -201,22 +339,41 @@ def plan_bytes(
     tolerance: float = 0.05,
     others: planner.OtherCounts | None = None,
     other_bytes: np.ndarray | None = None,
+    capacities: Mapping[int, Capacity] | None = None,
+    max_utilization: float = MAX_DISK_UTILIZATION,
 ) -> tuple[planner.Balanced, BytesStats]:
     """The --balance bytes plan of the topics of `specs` over `brokers` (see plan_balanced for `topics`
     and `others`; `other_bytes`: the unselected topics' bytes per broker of B, sorted by id, when
-    `topics` holds only the selected ones). Every selected partition must have a known size."""
+    `topics` holds only the selected ones). Every selected partition must have a known size.
+    `capacities`: when every broker of B has one, utilization (bytes / capacity) is balanced instead of
+    bytes, and no broker receives a copy that would take its peak (bytes in use now + every byte it
+    receives) above `max_utilization` of its capacity, where any plan can avoid it; the stats' `disks`
+    say whether the plan kept within it."""
     prob = planner._problem(topics, brokers, specs, others)
     size = _row_sizes(prob, topics)
     fixed = other_bytes if other_bytes is not None else fixed_bytes(topics, set(prob.names), prob.ids)
-    mean, lo, hi, cmin, cmax = _band(prob, size, fixed, tolerance)
-    before = _loads(planner._dedup(prob.old), size, fixed)
+    old = planner._dedup(prob.old)
+    before = _loads(old, size, fixed)
+    disk = disks(capacities or {}, prob.ids, before)
+    # Each broker's capacity over the mean capacity (exactly 1.0 when all are equal: the raw bytes plan).
+    share = None if disk is None else disk[0] / (float(disk[0].sum()) / len(prob.ids))
+    mean, cmin, cmax = _band(prob, size, fixed, share)
+    goal = np.full(len(prob.ids), mean) if share is None else mean * share
+    lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
     w = planner._work(prob, seed)
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
+    if share is not None and np.ptp(share) > 0:
+        # Disks of different sizes: the seeded bulk rounds of --balance replicas aim at each one's share
+        # of the count, not at even counts (which the later steps would then have to undo, copy by copy).
+        w.target = _shares(share, int(target.sum()))
     bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
-    slack = max(hi - mean, float(size.max()) if len(size) else 0.0)
-    bx.hard, bx.mean = (mean - slack, mean + slack), mean
-    _trim(w, bx, mean)
+    slack = np.maximum(hi - goal, float(size.max()) if len(size) else 0.0)
+    bx.hard, bx.mean, bx.weighted = (goal - slack, goal + slack), goal, disk is not None
+    if disk is not None:
+        bx.old, bx.limit = old, np.floor(max_utilization * disk[0]) - disk[1]
+        bx.room = bx.limit.copy()
+    _trim(w, bx, goal)
     w.cap = w.caps[2]
     _fill(w, bx)
     w.cap, w.tight = w.caps[2], False
@@ -228,10 +385,15 @@ def plan_bytes(
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
     result = planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
     lb = lower_bound(prob, size, before, lo, hi)
-    return result, BytesStats(tolerance, mean, lb, before, _loads(w.rep, size, fixed), prob.ids)
+    after = _loads(w.rep, size, fixed)
+    if disk is None:
+        return result, BytesStats(tolerance, mean, lb, before, after, prob.ids)
+    peak = disk[1] + received(w.rep, old, size, w.n)
+    on_disk = DiskStats(disk[0], disk[1], peak, max_utilization)
+    return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk)
 
 
-def _trim(w: Work, bx: _Bytes, mean: float) -> None:
+def _trim(w: Work, bx: _Bytes, mean: np.ndarray) -> None:
     rows = balance_replicas.rows_to_trim(w)
     if len(rows):
         bx.refresh(w)
@@ -251,12 +413,22 @@ def _fill(w: Work, bx: _Bytes) -> None:
     for r in rows[np.lexsort((rows, -bx.size[rows]))].tolist():
         for _ in range(int(holes[r])):
             valid, capped = balance_replicas.can_add(w, np.full(w.n, r), every)
-            order = np.lexsort((every, bx.load))
-            for ok in (valid & capped & (w.count < bx.cmax), valid & capped):
+            order = np.lexsort((every, bx.key()))
+            room = bx.fits(np.full(w.n, r), every)
+            banded = w.count < bx.cmax
+            # Within the peak limit first; beyond it only when no broker has room (the plan is refused).
+            tries = (
+                valid & capped & room & banded,
+                valid & capped & room,
+                valid & capped & banded,
+                valid & capped,
+            )
+            for ok in tries:
                 fits = order[ok[order]]
                 if len(fits):
                     balance_replicas._add(w, np.array([r]), fits[:1])
                     bx.load[fits[0]] += bx.size[r]
+                    bx.moved(np.array([r]), np.array([-1]), fits[:1])
                     break
             else:  # every broker that fits is at the topic's cap: a chain of moves passes one on
                 balance_replicas._fill_one(w, r)
@@ -285,6 +457,7 @@ def _bulk_counts(w: Work, bx: _Bytes) -> None:
                         break
                     followers = False
         w.cap, w.tight = w.caps[2], False
+        bx.refresh(w)
 
 
 def _settle(w: Work, bx: _Bytes) -> None:
@@ -310,11 +483,11 @@ def _count_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
     for x in every[np.lexsort((every, -viol))][: int((viol > 0).sum())].tolist():
         if count[x] > bx.cmax[x]:
             vs = every[(count < bx.cmax) & (count <= count[x] - 2)]
-            vs = vs[np.lexsort((vs, bx.load[vs], count[vs]))][:PARTNERS]
+            vs = vs[np.lexsort((vs, bx.key()[vs], count[vs]))][:PARTNERS]
             found = _best_single(w, bx, slots, [x], vs, need_gain=False)
         else:
             us = every[(count > bx.cmin) & (count >= count[x] + 2)]
-            us = us[np.lexsort((us, -bx.load[us], -count[us]))][:PARTNERS]
+            us = us[np.lexsort((us, -bx.key()[us], -count[us]))][:PARTNERS]
             found = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=False)
         if found:
             return True
@@ -326,12 +499,13 @@ def _bytes_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
     out = bx.out(bx.load.astype(np.float64))
     for x in every[np.lexsort((every, -out))][: int((out > 0).sum())].tolist():
         rest = every[every != x]
-        if bx.load[x] > bx.hi:
-            vs = rest[np.lexsort((rest, bx.load[rest]))][:PARTNERS]
+        key = bx.key()
+        if bx.load[x] > bx.hi[x]:
+            vs = rest[np.lexsort((rest, key[rest]))][:PARTNERS]
             moves = _best_single(w, bx, slots, [x], vs, need_gain=True)
             pairs = [(x, int(v)) for v in vs[: PARTNERS // 4].tolist()]
         else:
-            us = rest[np.lexsort((rest, -bx.load[rest]))][:PARTNERS]
+            us = rest[np.lexsort((rest, -key[rest]))][:PARTNERS]
             moves = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=True)
             pairs = [(int(u), x) for u in us[: PARTNERS // 4].tolist()]
         if moves or _best_swap(w, bx, slots, pairs):
@@ -383,6 +557,9 @@ def _best_single(
         cu, cv = w.count[u], w.count[v]
         keep = ((cu - 1 >= bx.cmin[u]) | (cu > bx.cmax[u])) & ((cv + 1 <= bx.cmax[v]) | (cv < bx.cmin[v]))
         rows, cols, u, v = rows[keep], cols[keep], u[keep], v[keep]
+    if bx.room is not None:
+        keep = bx.fits(rows, v)
+        rows, cols, u, v = rows[keep], cols[keep], u[keep], v[keep]
     s = bx.size[rows]
     ok, score = bx.worth(u, v, s.astype(np.float64), s)
     if need_gain:
@@ -394,6 +571,7 @@ def _best_single(
     slots.move(rows[i : i + 1], cols[i : i + 1], v[i : i + 1])
     bx.load[u[i]] -= s[i]
     bx.load[v[i]] += s[i]
+    bx.moved(rows[i : i + 1], u[i : i + 1], v[i : i + 1])
     return True
 
 
@@ -406,6 +584,9 @@ def _movable(
     to = np.full(len(rows), b)
     ok = balance_replicas.can_move(w, rows, cols, to, capped=False) if len(rows) else np.zeros(0, dtype=bool)
     rows, cols, to = rows[ok], cols[ok], to[ok]
+    if bx.room is not None:
+        keep = bx.fits(rows, to)  # each side within the peak limit on its own (the other's bytes aside)
+        rows, cols, to = rows[keep], cols[keep], to[keep]
     s = bx.size[rows]
     order = np.lexsort((np.arange(len(rows)), cols == 0, -s if largest else s))[:SWAP_SIDE]
     return rows[order], cols[order], balance_replicas.under_cap(w, rows[order], to[order])
@@ -434,6 +615,7 @@ def _best_swap(w: Work, bx: _Bytes, slots: balance_replicas._Slots, pairs: list[
     _, a, b, r1, c1, r2, c2 = best
     slots.move(np.array([r1]), np.array([c1]), np.array([b]))
     slots.move(np.array([r2]), np.array([c2]), np.array([a]))
+    bx.moved(np.array([r1, r2]), np.array([a, b]), np.array([b, a]))
     net_bytes = int(bx.size[r1] - bx.size[r2])
     bx.load[a] -= net_bytes
     bx.load[b] += net_bytes

@@ -1,0 +1,230 @@
+"""`--balance bytes` with the brokers' disk capacity (issue 18, point 8): utilization balanced within the
+tolerance, and no broker's peak during the move above --max-disk-utilization.
+
+Every expected value is computed here from the definitions, independently of the code under test:
+- a broker's goal is its share of all the bytes: (bytes over B) x its capacity / (capacity over B);
+- a broker's peak is what it holds now (its partitions' bytes, or what its volume reports in use when
+  that is more) plus the size of every partition it holds in the plan and did not hold before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from reassign_cli.core.model import Assignment, Broker, Capacity, Topic
+from reassign_cli.planning.balanced.bytes import plan_bytes
+from tests.unit.test_balance import Case, assignment, exact, specs_of
+from tests.unit.test_balance_bytes import SETTINGS, TOL, Sized, largest, loads, sized
+
+
+def _plan(case: Case, caps: Mapping[int, Capacity], limit: float) -> tuple[Assignment, object]:
+    result, stats = plan_bytes(
+        case.topics,
+        case.brokers,
+        specs_of(case.topics, case.selected, case.rf),
+        case.seed,
+        TOL,
+        capacities=caps,
+        max_utilization=limit,
+    )
+    return assignment(result), stats
+
+
+def received_by_hand(case: Case, after: Assignment) -> dict[int, int]:
+    got: dict[int, int] = {b.id: 0 for b in case.brokers}
+    for t, parts in after.items():
+        topic = case.topics[t]
+        for p, row in parts.items():
+            for b in set(row) - set(topic.replicas[p]):
+                got[b] += topic.sizes[p]
+    return got
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-worked
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_disk_three_times_larger_takes_three_times_the_bytes() -> None:
+    """RF 1, eight partitions of 100 bytes on broker 1 (1000-byte disk); broker 2 has 3000 bytes. The
+    mean utilization is 800 / 4000 = 20%: broker 1's goal is 200 bytes, broker 2's 600 (band +-5%: both
+    exact with 100-byte partitions). Broker 2 receives 600 bytes: its peak is 600 of 3000 (20%)."""
+    topics = {"t": Topic("t", {p: [1] for p in range(8)}, sizes=dict.fromkeys(range(8), 100))}
+    case = Case(topics, [Broker(1), Broker(2)], ["t"], None, "none", 1)
+    caps = {1: Capacity(1000, 1000), 2: Capacity(3000, 3000)}
+    after, stats = _plan(case, caps, 0.85)
+    assert loads(topics, after, [1, 2]) == {1: 200, 2: 600}
+    assert stats.disks is not None and stats.disks.peak.tolist() == [800, 600]  # type: ignore[attr-defined]
+    assert stats.disks.worst() is None  # type: ignore[attr-defined]
+
+
+def test_the_peak_limit_steers_the_copies() -> None:
+    """Broker 1 (rack a) holds four 100-byte partitions, RF 1; brokers 2 and 3 are empty with 1000-byte
+    disks, but broker 2's volume already has 750 bytes in use by something else. With the limit at 85%
+    broker 2 may receive at most 850 - 750 = 100 bytes: one partition. Utilization goal per broker
+    400 x 1000 / 3000 = 133.3, so without the limit brokers 2 and 3 would take one or two each."""
+    topics = {"t": Topic("t", {p: [1] for p in range(4)}, sizes=dict.fromkeys(range(4), 100))}
+    case = Case(topics, [Broker(1), Broker(2), Broker(3)], ["t"], None, "none", 5)
+    caps = {1: Capacity(1000, 600), 2: Capacity(1000, 250), 3: Capacity(1000, 1000)}
+    after, stats = _plan(case, caps, 0.85)
+    got = received_by_hand(case, after)
+    assert got[2] <= 100
+    assert stats.disks.worst() is None  # type: ignore[attr-defined]
+    # At 80% broker 2 may receive nothing (800 - 750 < 100): broker 3 takes what moves.
+    after, stats = _plan(case, caps, 0.80)
+    assert received_by_hand(case, after)[2] == 0 and stats.disks.worst() is None  # type: ignore[attr-defined]
+
+
+def test_impossible_is_reported() -> None:
+    """RF 2 asked of a topic on broker 1 alone: the new replica must go to broker 2 (the only other),
+    whose volume is full beyond the limit: the plan breaks it, and the stats say where."""
+    topics = {"t": Topic("t", {0: [1]}, sizes={0: 500})}
+    case = Case(topics, [Broker(1), Broker(2)], ["t"], 2, "none", 1)
+    caps = {1: Capacity(1000, 500), 2: Capacity(1000, 400)}
+    _, stats = _plan(case, caps, 0.85)
+    d = stats.disks  # type: ignore[attr-defined]
+    # broker 2: in use 600 (1000 - 400), receives 500: peak 1100 of 1000.
+    assert d.worst() == 1 and d.peak.tolist() == [500, 1100]
+
+
+# ---------------------------------------------------------------------------------------------
+# Random clusters
+# ---------------------------------------------------------------------------------------------
+
+
+def _total(case: Case) -> int:
+    return sum(sum(t.sizes.values()) * 3 for t in case.topics.values()) + 1
+
+
+@st.composite
+def roomy(draw: st.DrawFn) -> tuple[Sized, dict[int, Capacity]]:
+    """Capacities of 2 to 8 times all the bytes of the cluster (three replicas a partition at most
+    counted): the peak limit (100%) can never bind, so only the balance is at stake. With racks, every
+    rack gets the same disks (the j-th broker of each rack the same size): "racks of equal size" in
+    capacity, as point 2 asks (a rack rule forcing one replica of each partition into a rack of small
+    disks could not be met otherwise)."""
+    s = draw(sized())
+    total = _total(s.case)
+    n = len(s.case.brokers)
+    ks = draw(st.lists(st.sampled_from([2, 3, 4, 6, 8]), min_size=n, max_size=n))
+    position: dict[int, int] = {}
+    seen: dict[str | None, int] = {}
+    for b in s.case.brokers:
+        rack = b.rack if s.case.racks == "equal" else f"own-{b.id}"
+        position[b.id] = seen.get(rack, 0) if s.case.racks == "equal" else len(position)
+        seen[rack] = seen.get(rack, 0) + 1
+    return s, {b.id: Capacity(ks[position[b.id]] * total, ks[position[b.id]] * total) for b in s.case.brokers}
+
+
+@SETTINGS
+@given(roomy())
+def test_utilization_within_the_band(x: tuple[Sized, dict[int, Capacity]]) -> None:
+    """Point 2 in utilization terms: with every topic selected and racks equal or none, every broker of
+    B within goal +- max(tolerance x goal, the largest partition), its goal being its capacity's share of
+    the bytes, whenever the count rules can be met."""
+    s, caps = x
+    case = s.case
+    assume(set(case.selected) == set(case.topics) and case.racks in ("none", "equal", "ignored"))
+    assume(exact(case))
+    after, stats = _plan(case, caps, 1.0)
+    ids = [b.id for b in case.brokers]
+    got = loads(case.topics, after, ids)
+    cap_total = sum(caps[b].total for b in ids)
+    # A broker holds each partition once at most: a goal above half of all the distinct bytes may be out
+    # of reach (RF near the broker count), whatever the planner does.
+    distinct = sum(sum(t.sizes.values()) for t in case.topics.values())
+    assume(all(sum(got.values()) * caps[b].total / cap_total <= distinct / 2 for b in ids))
+    for b in ids:
+        goal = sum(got.values()) * caps[b].total / cap_total
+        assert abs(got[b] - goal) <= max(TOL * goal, largest(case)) + 1e-6, (got, b, goal)
+    assert stats.after.tolist() == [got[b] for b in ids]  # type: ignore[attr-defined]
+
+
+@SETTINGS
+@given(roomy())
+def test_equal_capacities_plan_as_raw_bytes(x: tuple[Sized, dict[int, Capacity]]) -> None:
+    """Brokers with disks of one size: utilization is bytes over the same number, so the plan is the
+    raw bytes plan, byte for byte."""
+    s, caps = x
+    one = next(iter(caps.values()))
+    same = dict.fromkeys(caps, one)
+    with_caps, _ = _plan(s.case, same, 1.0)
+    raw, _ = plan_bytes(
+        s.case.topics, s.case.brokers, specs_of(s.case.topics, s.case.selected, s.case.rf), s.case.seed, TOL
+    )
+    assert with_caps == assignment(raw)
+
+
+@st.composite
+def tight(draw: st.DrawFn) -> tuple[Sized, dict[int, Capacity], float]:
+    """Capacities near the bytes the brokers hold, volumes with other data on them, and a limit: the
+    limit often binds."""
+    s = draw(sized())
+    ids = [b.id for b in s.case.brokers]
+    now = loads(s.case.topics, {}, ids)
+    mean = max(1, sum(now.values()) // max(1, len(ids)))
+    caps = {}
+    for b in ids:
+        total = int(max(now[b], mean) * draw(st.sampled_from([1.05, 1.3, 2.0, 4.0])))
+        other = draw(st.sampled_from([0, 0.1, 0.5]))
+        caps[b] = Capacity(total + 1, max(0, total + 1 - now[b] - int(other * total)))
+    return s, caps, draw(st.sampled_from([0.5, 0.85, 0.95, 1.0]))
+
+
+@SETTINGS
+@given(tight())
+def test_the_peak_never_breaks_the_limit(x: tuple[Sized, dict[int, Capacity], float]) -> None:
+    """No broker receiving anything ends the move above the limit, computed by hand: what it holds now
+    (its bytes, or its volume's used bytes when more) plus every byte it receives. When the planner
+    cannot keep within it, it says so (the CLI refuses), and the broker it names does break it."""
+    s, caps, limit = x
+    case = s.case
+    after, stats = _plan(case, caps, limit)
+    ids = [b.id for b in case.brokers]
+    now = loads(case.topics, {}, ids)
+    got = received_by_hand(case, after)
+    peak = {b: max(now[b], caps[b].total - caps[b].usable) + got[b] for b in ids}
+    d = stats.disks  # type: ignore[attr-defined]
+    assert d.peak.tolist() == [peak[b] for b in ids]
+    broken = [b for b in ids if got[b] > 0 and peak[b] > limit * caps[b].total]
+    worst = d.worst()
+    if worst is None:
+        assert broken == []
+    else:
+        assert ids[worst] in broken
+        assert max(peak[b] / caps[b].total for b in broken) == peak[ids[worst]] / caps[ids[worst]].total
+
+
+@SETTINGS
+@given(tight())
+def test_deterministic_with_capacities(x: tuple[Sized, dict[int, Capacity], float]) -> None:
+    s, caps, limit = x
+    a, sa = _plan(s.case, caps, limit)
+    b, sb = _plan(s.case, caps, limit)
+    assert a == b
+    assert np.array_equal(sa.disks.peak, sb.disks.peak)  # type: ignore[attr-defined]
+
+
+def test_log_dirs_on_one_volume_count_once() -> None:
+    """DescribeLogDirs answers (kafka-python's dicts): two dirs on one 1000-byte volume read a moment
+    apart (usable 400 and 400.5 of 1000: within 0.1%) count once; a second disk of the same size with
+    other usable bytes counts; an offline dir and a v3 answer (-1) count nothing."""
+    from reassign_cli.backends.admin.log_dirs import capacity_of
+
+    def d(total: int, usable: int, error: int = 0) -> dict[str, object]:
+        return {
+            "error_code": error,
+            "log_dir": "/x",
+            "topics": [],
+            "total_bytes": total,
+            "usable_bytes": usable,
+        }
+
+    assert capacity_of([d(10**6, 400_000), d(10**6, 400_500)]) == Capacity(10**6, 400_000)
+    assert capacity_of([d(10**6, 400_000), d(10**6, 700_000)]) == Capacity(2 * 10**6, 1_100_000)
+    assert capacity_of([d(10**6, 400_000), d(5 * 10**6, 5 * 10**6, error=57)]) == Capacity(10**6, 400_000)
+    assert capacity_of([d(-1, -1)]) is None and capacity_of([]) is None
