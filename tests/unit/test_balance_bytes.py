@@ -411,8 +411,7 @@ def optimum(case: Case, sizes: list[int]) -> tuple[float, int] | None:
     return (best_dev, fewest) if fewest is not None else None
 
 
-# Most tiny clusters have no placement within the band (the assume below); that filtering is the point.
-@settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@SETTINGS
 @given(tiny())
 def test_tiny_clusters_against_the_exact_optimum(t: tuple[Case, list[int]]) -> None:
     """Where some placement is within the band: ours is within max(band, largest), and copies at most
