@@ -308,7 +308,8 @@ class AdminBackend:
                 rf, configs = topic_spec(len(self._live_brokers()))
                 spec = {"partitions": 1, "replication_factor": rf, "configs": configs}
                 self._plan("CreateTopics", TOPIC, _json(spec))
-            self._plan("Produce", f"{TOPIC}-0", data)
+            for message in data:
+                self._plan("Produce", f"{TOPIC}-0", message)
             self._record = th.load_record(th.dump_record(new))
         return new
 
