@@ -45,6 +45,10 @@ def cancel_all(
     result = CancelAllOutcome(sorted(targets))
     if not targets and not dirs:
         return result
+    # The partitions of the log-dir moves join the "plan" (not reassigning: nothing to cancel for them), so
+    # that the throttle lines name their topics as cancel with the plan would.
+    plan = {(t, p): list(state.topics[t].replicas.get(p, [])) for t, p, _ in dirs if t in state.topics}
+    plan.update(targets)
 
     def save(active: list[TopicPartition]) -> None:
         path = rollback_file or default_rollback_path()
@@ -56,7 +60,7 @@ def cancel_all(
 
     result.outcome = cancel(
         backend,
-        targets,
+        plan,
         preserve_throttles=preserve_throttles or bool(silent),
         timeout=timeout,
         dirs=dirs or None,
