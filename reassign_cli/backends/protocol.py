@@ -195,3 +195,12 @@ class LogDirMoves(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class LogDirScan(LogDirMoves, Protocol):
+    """LogDirMoves that can also list every move in flight (cancel --all has no plan to name them)."""
+
+    def futures(self, brokers: Sequence[int]) -> dict[ReplicaKey, str]:
+        """Every replica with a future copy (a move between log dirs in flight) on `brokers`: the future
+        copy's log dir. The brokers that did not answer are kept in `unanswered`."""
+        ...

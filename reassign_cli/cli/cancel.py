@@ -54,17 +54,18 @@ def command(
 ) -> int:
     """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
 
-    Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
-    --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4). Refused (exit 3, nothing done) when a partition's original
-    replicas are all offline or out of the ISR, which would leave it without a leader. The file's replica
-    moves between log dirs that are still copying are stopped, as Kafka's --cancel does (each replica stays
-    in its current log dir). Then, unless --preserve-throttles, the throttles come off as verify removes
-    them (kept while a log-dir copy still runs or cannot be seen).
+        Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
+        --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4). Refused (exit 3, nothing done) when a partition's original
+        replicas are all offline or out of the ISR, which would leave it without a leader. The file's replica
+        moves between log dirs that are still copying are stopped, as Kafka's --cancel does (each replica stays
+        in its current log dir). Then, unless --preserve-throttles, the throttles come off as verify removes
+        them (kept while a log-dir copy still runs or cannot be seen).
 
-    With --all instead of the file: every partition reassignment in flight is cancelled the same way
-    (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
-    its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
-    flight: one line, nothing written. Log-dir moves are not known without the plan and are not stopped.
+        With --all instead of the file: every partition reassignment in flight is cancelled the same way
+        (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
+        its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
+        flight: one line, nothing written. Replica moves between log dirs in flight (a future copy on any live
+    broker) are stopped too; a broker that does not answer keeps the throttles.
     """
     from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.cli.inputs import read_input_file
@@ -107,13 +108,23 @@ def command(
 def _cancel_all(
     opts: Options, out: Any, rollback_file: str | None, preserve_throttles: bool, timeout: float
 ) -> int:
+    from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.core.in_flight import not_cancelled_line
     from reassign_cli.ops.cancel_all import cancel_all
 
     with open_backend(opts, admin_too=True) as backend:
-        done = cancel_all(
-            backend, rollback_file=rollback_file, preserve_throttles=preserve_throttles, timeout=timeout
-        )
+        mover = log_dir_mover(backend)
+        try:
+            done = cancel_all(
+                backend,
+                rollback_file=rollback_file,
+                preserve_throttles=preserve_throttles,
+                timeout=timeout,
+                log_dirs=mover,
+            )
+        finally:
+            if mover is not None:
+                mover.close()
     if done.outcome is None:
         if opts.json:
             out.result_json({"cancelled": [], "rollback_file": None, "throttles_cleared": None})
@@ -125,7 +136,7 @@ def _cancel_all(
         out.warn(missed)
     if done.rollback_file is not None and not opts.json:
         out.result(f"Saved the targets of the reassignments cancelled to {done.rollback_file}")
-    return _report(out, opts, done.outcome, False, {"rollback_file": done.rollback_file})
+    return _report(out, opts, done.outcome, bool(done.outcome.stopped), {"rollback_file": done.rollback_file})
 
 
 def _report(

@@ -1,24 +1,38 @@
 """The prior-values record (throttle.py's format) kept as a log in a Kafka topic, for the admin-API backend.
 Pure: the messages' bytes and the replay; backends/admin/record_topic.py produces and consumes them.
 
-Each message holds a whole record and the offset of the record state it was computed from:
+A write is one message, or, when the record does not fit in one (messages are limited to about 1 MB),
+`n` chunk messages and then a commit message:
 
-    {"base":41,"id":"<random hex>","record":{"brokers":{...},"topics":{...},"version":1}}
+    {"base":41,"id":"<hex>","record":{...},"v":2}                 one message
+    {"chunk":0,"id":"<hex>","part":"<the record's JSON, cut>","v":2}  ... chunk n-1, then
+    {"base":41,"chunks":n,"id":"<hex>","v":2}                     the commit
 
-Reading replays the log from its start: a write counts only if its base is the offset of the last write
-that counted (-1 before the first); any other lost a race and is ignored. A writer produces (acks=all),
-replays up to its own message and checks that it counted; if not, it reads again and recomputes: a
-read-modify-write with an optimistic check, as the ZooKeeper record's version check. A late duplicate or
-a write that arrives after others (a retried send) has a stale base, so it can never count twice or
-out of order.
+A write's END is its commit or its one message. `base` is the offset of the last write's end the writer
+had read (counted or not; -1 when it read none). A write COUNTS when no other write ends between its base
+and its own end, and all its chunks are there; any other lost a race: its writer reads again and computes
+again. Other messages between (chunks of other writes, messages not ours) do not matter, so of writers
+racing, the first to end wins: no livelock. The record is the last counted write's. The rule looks only at
+the messages between a write's base and its end, never at which earlier write counted, so removing a
+prefix of the log (DeleteRecords, retention) can never turn a write that lost into one that counts: two
+writers can never both believe they won.
 
-A message may also carry a lease, `"lease":{"kind":"setup"|"clear","run":"<hex>","since":<unix seconds>}`:
+A prefix removed after a write's base leaves its outcome unknown (the message removed may have been
+another write's end), and a log whose start offset is above 0 says nothing of the record until a write that
+counts follows. Until then the record is unknown, and reading it is refused (OperationalError) rather than
+guessed. The tool itself only removes the messages up to the base of a write that counted (compaction,
+record_topic.py), so its own log is always known.
+
+Messages of the first format (no "v"; `base` = the offset of the last write that counted) replay by their
+own rule: they count when their base is the last counted write's offset and the log has been read from its
+start. A message of ours that this version does not understand is refused, never guessed from.
+
+A write may also carry a lease, `"lease":{"kind":"setup"|"clear","run":"<hex>","since":<unix seconds>}`:
 an execute between its throttle writes and its reassignment ("setup"), or a clear taking throttles off
 ("clear"), holds it so that no other run changes the same throttles meanwhile (the admin API has no
 ephemeral node and no multi-key transaction). A lease older than LEASE_SECONDS is over (its holder was
 killed). Each write carries the lease as it found it unless it takes or ends one, so taking a lease is a
-read-modify-write like any other: of two runs, one wins. If the log was truncated (its start offset above 0, say after someone lowered its
-retention), the first message left counts whatever its base: every message holds the whole record.
+read-modify-write like any other: of two runs, one wins.
 """
 
 from __future__ import annotations
@@ -34,6 +48,9 @@ from reassign_cli.errors import OperationalError
 
 TOPIC = "__reassign_cli_throttles"
 NO_BASE = -1
+FORMAT = 2  # the "v" of the messages this version writes
+CHUNK_BYTES = 512 * 1024  # largest message written: half the broker's default message.max.bytes (1048588)
+COMPACT_AFTER = 20  # messages before the last counted write that trigger a compaction
 
 
 def topic_spec(brokers: int) -> tuple[int, dict[str, str]]:
@@ -50,55 +67,112 @@ LEASE_SECONDS = 60.0  # a lease older than this is over: its holder was killed (
 Lease = dict[str, Any]  # {"kind": "setup"|"clear", "run": str, "since": float}
 
 
-def encode_write(
-    base: int, record: Mapping[str, Any], write_id: str, lease: Mapping[str, Any] | None = None
-) -> bytes:
-    """One message's value: compact JSON, keys sorted (the record as throttle.dump_record has it)."""
-    body = orjson.loads(th.dump_record(record))
-    doc: dict[str, Any] = {"base": base, "id": write_id, "record": body}
-    if lease is not None:
-        doc["lease"] = dict(lease)
+def _dumps(doc: Mapping[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
-def decode_write(value: bytes | None) -> tuple[int, str, dict[str, Any]] | None:
-    """(base, id, record), or None for a message that is not one of ours (it never counts); see
-    decode_message for what is refused."""
-    full = decode_message(value)
-    return None if full is None else full[:3]
+def encode_write(
+    base: int,
+    record: Mapping[str, Any],
+    write_id: str,
+    lease: Mapping[str, Any] | None = None,
+    *,
+    limit: int | None = None,
+) -> list[bytes]:
+    """The messages of one write, in order: one message when it fits in `limit` bytes (CHUNK_BYTES by
+    default), else chunks and a commit. Compact JSON, keys sorted (the record as throttle.dump_record has it)."""
+    limit = CHUNK_BYTES if limit is None else limit
+    text = th.dump_record(record).decode()
+    head: dict[str, Any] = {"base": base, "id": write_id, "v": FORMAT}
+    if lease is not None:
+        head["lease"] = dict(lease)
+    single = _dumps({**head, "record": orjson.loads(text)})
+    if len(single) <= limit:
+        return [single]
+    parts = _cut(text, write_id, limit)
+    chunks = [_dumps({"chunk": i, "id": write_id, "part": p, "v": FORMAT}) for i, p in enumerate(parts)]
+    return [*chunks, _dumps({**head, "chunks": len(parts)})]
 
 
-KNOWN_FIELDS = frozenset({"base", "id", "record", "lease"})
+def _cut(text: str, write_id: str, limit: int) -> list[str]:
+    """`text` cut into pieces whose chunk messages are at most `limit` bytes (JSON escapes included)."""
+    size = max(1, limit // 2)
+    while True:
+        parts = [text[i : i + size] for i in range(0, len(text), size)]
+        overhead = len(_dumps({"chunk": len(parts), "id": write_id, "part": "", "v": FORMAT}))
+        if size == 1 or all(len(orjson.dumps(p)) - 2 + overhead <= limit for p in parts):
+            return parts
+        size //= 2
 
 
-def decode_message(value: bytes | None) -> tuple[int, str, dict[str, Any], Lease | None] | None:
-    """(base, id, record, lease); None for a message that is not one of ours (not a JSON object with a
-    "base" and an "id": it never counts). A message of ours that this version does not understand (another
-    field, another record version, a malformed lease or record) is refused (OperationalError): a newer
-    writer's rules may differ, and guessing could let two writers both believe they won."""
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of ours: a chunk (`index` set) or a write (`record` set, or `chunks` > 0 to assemble)."""
+
+    write_id: str
+    version: int  # 1: the first format (no "v"), 2: this one
+    base: int = NO_BASE
+    index: int | None = None  # a chunk: its index
+    part: str = ""  # a chunk: its piece of the record's JSON
+    chunks: int = 0  # a commit of chunks: how many precede it
+    record: dict[str, Any] | None = None
+    lease: Lease | None = None
+
+
+FIELDS = {
+    1: frozenset({"base", "id", "record", "lease"}),
+    2: frozenset({"base", "id", "record", "lease", "v"}),
+}
+CHUNK_FIELDS = frozenset({"chunk", "id", "part", "v"})
+COMMIT_FIELDS = frozenset({"base", "chunks", "id", "lease", "v"})
+
+
+def decode_message(value: bytes | None) -> Message | None:
+    """The message; None for one that is not ours (not a JSON object with an "id" and a "base" or a
+    "chunk": it never counts, and breaks any write it lands in). A message of ours that this version does
+    not understand (another field, another "v", another record version, a malformed lease or record) is
+    refused (OperationalError): a newer writer's rules may differ, and guessing could let two writers both
+    believe they won."""
     if not value:
         return None
     try:
         doc = orjson.loads(value)
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(doc, dict) or "base" not in doc or "id" not in doc:
+    if not isinstance(doc, dict) or "id" not in doc or ("base" not in doc and "chunk" not in doc):
         return None
-    base, write_id, lease = doc["base"], doc["id"], doc.get("lease")
-    if (
-        set(doc) - KNOWN_FIELDS
-        or not isinstance(base, int)
-        or isinstance(base, bool)
-        or not isinstance(write_id, str)
-        or "record" not in doc
-        or (lease is not None and not _is_lease(lease))
-    ):
-        raise OperationalError(_refusal(value))
     try:
-        record = th.load_record(orjson.dumps(doc["record"]), TOPIC)
-    except OperationalError:
+        return _message(doc)
+    except (ValueError, TypeError, KeyError, OperationalError):
         raise OperationalError(_refusal(value)) from None
-    return base, write_id, record, lease
+
+
+def _message(doc: dict[str, Any]) -> Message:
+    version = doc.get("v", 1)
+    write_id = doc["id"]
+    if version not in FIELDS or not isinstance(write_id, str) or (version == 1 and "v" in doc):
+        raise ValueError
+    if "chunk" in doc:
+        if version != FORMAT or set(doc) != CHUNK_FIELDS or not _is_int(doc["chunk"]) or doc["chunk"] < 0:
+            raise ValueError
+        if not isinstance(doc["part"], str):
+            raise ValueError
+        return Message(write_id, version, index=doc["chunk"], part=doc["part"])
+    base, lease = doc["base"], doc.get("lease")
+    if not _is_int(base) or (lease is not None and not _is_lease(lease)):
+        raise ValueError
+    if "chunks" in doc:
+        if version != FORMAT or set(doc) - COMMIT_FIELDS or not _is_int(doc["chunks"]) or doc["chunks"] < 1:
+            raise ValueError
+        return Message(write_id, version, base, chunks=doc["chunks"], lease=lease)
+    if set(doc) - FIELDS[version] or "record" not in doc:
+        raise ValueError
+    record = th.load_record(orjson.dumps(doc["record"]), TOPIC)
+    return Message(write_id, version, base, record=record, lease=lease)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _refusal(value: bytes) -> str:
@@ -131,28 +205,74 @@ class Replay:
     """The record as the log says so far: feed it every message in offset order."""
 
     record: dict[str, Any] = field(default_factory=th.empty_record)
-    last: int = NO_BASE  # offset of the last write that counted
+    last: int = NO_BASE  # offset of the commit (or single message) of the last write that counted
+    cut: int = 0  # where a compaction may cut: the first offset after the base of the last counted write
+    last_end: int = NO_BASE  # offset of the last write's end (commit or single message), counted or not
     position: int = 0  # next offset to feed
-    outcome: dict[str, bool] = field(default_factory=dict)  # write id -> whether it counted
-    first_counts: bool = False  # the log was truncated: the first message fed counts
+    seen_from: int = 0  # every message from this offset on was fed (the log's start, or after a gap)
+    known: bool = True  # the record is the log's (False: a prefix was removed and no write counted since)
+    outcome: dict[str, bool | None] = field(default_factory=dict)  # write id -> counted (None: unknown)
     lease: Lease | None = None  # the lease of the last write that counted
+    chunks: dict[str, dict[int, str]] = field(default_factory=dict)  # since the last write's end
 
     def start_at(self, offset: int) -> None:
-        """The log starts at `offset` (its start offset, above the position when it was truncated)."""
+        """The log starts at `offset` (its start offset, above the position when a prefix was removed)."""
         if offset > self.position:
-            self.first_counts = True
-            self.position = offset
+            self._gap(offset)
+
+    def _gap(self, offset: int) -> None:
+        self.position = self.seen_from = offset
+        self.known = False
+        self.chunks = {}
 
     def feed(self, offset: int, value: bytes | None) -> None:
         if offset < self.position:
             return  # already seen (a consumer may hand a message back after a seek)
+        if offset > self.position:
+            self._gap(offset)  # messages removed meanwhile (a consumer reset to the new start)
         self.position = offset + 1
-        write = decode_message(value)
-        if write is None:
+        msg = decode_message(value)
+        if msg is None:
             return
-        base, write_id, record, lease = write
-        counts = base == self.last or self.first_counts
-        self.first_counts = False
-        self.outcome[write_id] = counts
-        if counts:
-            self.record, self.last, self.lease = record, offset, lease
+        if msg.index is not None:
+            self.chunks.setdefault(msg.write_id, {}).setdefault(msg.index, msg.part)
+            return
+        counted = self._counts(msg)
+        parts, self.chunks, self.last_end = self.chunks.get(msg.write_id, {}), {}, offset
+        if counted and msg.chunks and sorted(parts) != list(range(msg.chunks)):
+            counted = False  # a chunk missing (or late): it cannot be assembled
+        # A write's outcome is its first end's: a late duplicate of that end never counts, yet says nothing
+        # of the write.
+        self.outcome.setdefault(msg.write_id, counted)
+        if counted is None:
+            self.known = False
+        elif counted:
+            record = msg.record if msg.record is not None else _assemble(parts)
+            self.record, self.lease, self.known = record, msg.lease, True
+            self.last, self.cut = offset, (offset if msg.version == 1 else msg.base + 1)
+
+    def _counts(self, msg: Message) -> bool | None:
+        """Whether the write ending here counts; None when the log no longer says."""
+        if msg.version == 1:
+            return (msg.base == self.last) if self.known else None
+        if self.last_end > msg.base:
+            return False  # another write ended after the one this write was computed from
+        if msg.base + 1 < self.seen_from:
+            return None  # messages after its base were removed: one of them may have been a write's end
+        return True
+
+
+def _assemble(parts: dict[int, str]) -> dict[str, Any]:
+    text = "".join(parts[i] for i in range(len(parts))).encode()
+    try:
+        return th.load_record(text, TOPIC)
+    except OperationalError:
+        raise OperationalError(_refusal(text)) from None
+
+
+def unknown_record(start: int) -> str:
+    """Why the record cannot be read: a prefix of the log was removed under the last write."""
+    return (
+        f"cannot tell the record of prior throttle values: {TOPIC} starts at offset {start}, and no whole "
+        "write that counted follows (messages were deleted from it by hand or by a retention setting)"
+    )

@@ -135,24 +135,51 @@ class Admin:
 
     def record_end(self) -> int:
         """The end offset of our record topic (0 when it does not exist)."""
+        from kafka import KafkaConsumer, TopicPartition
+
         meta = self.client.describe_topics([RECORD_TOPIC])[0]
         if meta["error_code"]:
             return 0
-        return len(record_messages(self.bootstrap))
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False)
+        try:
+            tp = TopicPartition(RECORD_TOPIC, 0)
+            return int(consumer.end_offsets([tp])[tp])
+        finally:
+            consumer.close()
 
 
-def record_messages(bootstrap: str) -> list[bytes]:
-    return [value for _, _, _, value in consume_records(bootstrap, RECORD_TOPIC, timeout=30)]
+def record_messages(bootstrap: str) -> list[tuple[int, bytes]]:
+    """(offset, value) of every message left in our record topic (a compaction removes a prefix)."""
+    return [(offset, value) for _, offset, _, value in consume_records(bootstrap, RECORD_TOPIC, timeout=30)]
 
 
-def replayed_record(values: list[bytes]) -> dict[str, Any]:
-    """The record the log holds, read by the rule of docs/kraft.md, written out here independently: a message
-    counts when its "base" is the offset of the last message that counted (-1 before the first)."""
-    last, record = -1, {"brokers": {}, "topics": {}}
-    for offset, value in enumerate(values):
+def replayed_record(messages: list[tuple[int, bytes]]) -> dict[str, Any]:
+    """The record the log holds, read by the rules of docs/kraft.md, written out here independently. A write
+    ends with a message holding "base" (its one message, or the commit after its chunks). Such a message
+    with "v" 2 counts when no other write ended after its base (the offset of the last write end its writer
+    had read) and, with "chunks": n, its chunks 0..n-1 came before it; one without "v" (the first format)
+    counts when its base is the offset of the last write that counted. The log may start above offset 0
+    (a compaction): the first write that counts must then have its base at or after the start - 1."""
+    start = messages[0][0] if messages else 0
+    last_end = last_counted = -1
+    record: dict[str, Any] | None = {"brokers": {}, "topics": {}} if start == 0 else None
+    chunks: dict[str, dict[int, str]] = {}
+    for offset, value in messages:
         doc = json.loads(value)
-        if doc["base"] == last:
-            last, record = offset, {"brokers": doc["record"]["brokers"], "topics": doc["record"]["topics"]}
+        if "chunk" in doc:
+            chunks.setdefault(doc["id"], {})[doc["chunk"]] = doc["part"]
+            continue
+        if doc.get("v") == 2:
+            parts = chunks.get(doc["id"], {})
+            whole = sorted(parts) == list(range(doc.get("chunks", 0)))
+            counts = last_end <= doc["base"] and doc["base"] + 1 >= start and whole
+            body = json.loads("".join(parts[i] for i in sorted(parts))) if "chunks" in doc else doc["record"]
+        else:
+            counts, body = record is not None and doc["base"] == last_counted, doc["record"]
+        if counts:
+            last_counted, record = offset, {"brokers": body["brokers"], "topics": body["topics"]}
+        last_end, chunks = offset, {}
+    assert record is not None, f"no write that counts after the start offset {start}"
     return record
 
 

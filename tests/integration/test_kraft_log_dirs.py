@@ -117,6 +117,30 @@ def test_cancel_stops_a_log_dir_copy_before_it_clears_the_throttles(
     assert consume_all(kc.bootstrap, topic) == values
 
 
+def test_cancel_all_stops_a_log_dir_copy_without_the_plan(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path
+) -> None:
+    topic, values, p, src, target = _slow_dir_move(kc, ka, tmp_path, "ldall")
+    assert _future_dirs(kc, topic, 1) == [str(target)]
+    c = cli(kc.bootstrap, "cancel", "--all", cwd=tmp_path)  # no plan: the future copy is found on broker 1
+    assert c.returncode == 0, c.stderr
+    assert c.stdout.splitlines() == [
+        "None of the specified partition reassignments are active.",
+        f"Successfully started moving log directory to {src} for replica {topic}-0 with broker 1 ",
+        "Clearing broker-level throttles on brokers 1,2,3",
+        f"Clearing topic-level throttles on topic {topic}",
+    ]
+    assert not list(tmp_path.glob("rollback-*"))  # no partition reassignment to give up
+    assert _future_dirs(kc, topic, 1) == []
+    eventually(lambda: ka.throttles([1, 2, 3], []), {f"broker {b}": {} for b in (1, 2, 3)}, "no rates")
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+    theirs = kafka_tool(kc.bootstrap, "--verify", "--reassignment-json-file", p, "--preserve-throttles")
+    stopped = f"Partition {topic}-0 on broker 1 is not being moved from log dir {src} to {target}."
+    assert stopped in theirs.stdout.splitlines()
+    wait_until(lambda: not list(target.glob(f"{topic}-0.*-future")), timeout=60, message="future dir gone")
+    assert consume_all(kc.bootstrap, topic) == values
+
+
 def test_verify_keeps_the_log_dir_throttle_while_the_broker_does_not_answer(
     kc: ExtraCluster, ka: Admin, tmp_path: Path
 ) -> None:

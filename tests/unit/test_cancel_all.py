@@ -184,3 +184,44 @@ def test_what_was_listed_but_not_cancelled_is_named(tmp_path: Path) -> None:
         "finished meanwhile): u-0; see kafka-reassign list, and run cancel --all again if they still move"
     )
     assert not_cancelled_line([("t", 0)], [("t", 0)]) is None
+
+
+def test_retriable_errors_are_retried_too_and_others_fail_at_once() -> None:
+    from kafka.errors import ClusterAuthorizationFailedError, NotControllerError
+
+    admin, slept = FakeAdmin([NotControllerError(), {("t", 0): NotControllerError}, {}]), []
+    assert client.cancel_reassignments(admin, [("t", 0)], sleep=slept.append) == [("t", 0)]
+    assert (len(admin.calls), slept) == (3, [0.5, 1.0])
+    with pytest.raises(OperationalError, match="AlterPartitionReassignments failed"):
+        client.cancel_reassignments(
+            FakeAdmin([ClusterAuthorizationFailedError()]), [("t", 0)], sleep=slept.append
+        )
+
+
+class FakeLister:
+    """ListPartitionReassignments answering from a script: an exception to raise, or the answer."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.script, self.calls = script, 0
+
+    def list_partition_reassignments(self) -> Any:
+        self.calls += 1
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+
+def test_listing_is_retried_with_a_bounded_backoff() -> None:
+    from kafka.errors import ClusterAuthorizationFailedError, KafkaConnectionError, NotControllerError
+
+    slept: list[float] = []
+    lister = FakeLister([KafkaTimeoutError(), NotControllerError(), KafkaConnectionError(), {"x": 1}])
+    assert client.list_reassignments(lister, sleep=slept.append) == {"x": 1}
+    assert (lister.calls, slept) == (4, [0.5, 1.0, 2.0])
+    slept.clear()
+    with pytest.raises(OperationalError, match="ListPartitionReassignments failed 6 times"):
+        client.list_reassignments(FakeLister([KafkaTimeoutError()] * 10), sleep=slept.append)
+    assert slept == [0.5, 1.0, 2.0, 4.0, 8.0]
+    with pytest.raises(OperationalError, match="ListPartitionReassignments failed: "):
+        client.list_reassignments(FakeLister([ClusterAuthorizationFailedError()]), sleep=slept.append)

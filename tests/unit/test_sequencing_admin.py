@@ -271,3 +271,45 @@ def test_cancel_keeps_the_throttles_while_a_copy_it_did_not_stop_runs() -> None:
     assert outcome.stopped == {} and outcome.cleared is None
     assert outcome.kept == "Throttles kept: these replicas still copy between log dirs: t-0 on broker 1."
     assert c.writes() == []
+
+
+class ScannedDirs(StoppableDirs):
+    """StoppableDirs that also lists every future copy (cancel --all's scan); `silent` brokers do not answer."""
+
+    def __init__(self, silent: list[int] | None = None) -> None:
+        super().__init__()
+        self.silent = silent or []
+
+    def futures(self, brokers: Any) -> dict[tuple[str, int, int], str]:
+        self.unanswered = [b for b in brokers if b in self.silent]
+        return {k: f for k, (_, f) in self.dirs.items() if f is not None and k[2] not in self.silent}
+
+
+def test_cancel_all_stops_the_log_dir_moves_in_flight_then_clears() -> None:
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    c = _ldr_cluster()
+    dirs = ScannedDirs()
+    done = cancel_all(FakeBackend(c), log_dirs=dirs, timeout=5)
+    # No partition reassignment: nothing cancelled, no rollback file; the copy into /d1 stopped.
+    assert (done.in_flight, done.rollback_file) == ([], None)
+    assert done.outcome is not None and done.outcome.cancelled == []
+    assert dirs.altered == [{("t", 0, 1): "/d0"}]
+    assert done.outcome.stopped == {("t", 0, 1): "/d0"}
+    assert done.outcome.kept is None and done.outcome.cleared is not None
+    assert c.configs[("brokers", "1")] == {} and c.record is None
+
+
+def test_cancel_all_keeps_the_throttles_when_a_broker_cannot_be_seen() -> None:
+    from reassign_cli.ops.cancel_all import cancel_all
+
+    c = _ldr_cluster()
+    dirs = ScannedDirs(silent=[2])
+    done = cancel_all(FakeBackend(c), log_dirs=dirs, timeout=5)
+    assert done.outcome is not None and done.outcome.stopped == {("t", 0, 1): "/d0"}
+    assert done.outcome.cleared is None
+    assert done.outcome.kept == (
+        "Throttles kept: broker 2 did not answer DescribeLogDirs, so whether its replicas still move "
+        "between log dirs is unknown."
+    )
+    assert c.configs[("brokers", "1")] == {"replica.alter.log.dirs.io.max.bytes.per.second": "1000"}

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from reassign_cli.backends.admin.client import cancel_reassignments, connect
+from reassign_cli.backends.admin.client import cancel_reassignments, connect, list_reassignments
 from reassign_cli.backends.admin.record_topic import RecordLog
 from reassign_cli.backends.protocol import (
     ConfigChange,
@@ -139,7 +139,7 @@ class AdminBackend:
         )
         self._live = {b.id for b in brokers}
         wanted = None if topics is None else sorted(set(topics))
-        moving = self._call("ListPartitionReassignments", self.admin.list_partition_reassignments)
+        moving = list_reassignments(self.admin)
         topic_map = self._describe(wanted, partition_state)
         self._settle(topic_map, {(tp.topic, tp.partition) for tp in moving}, partition_state)
         elsewhere: set[TopicPartition] = set()
@@ -308,7 +308,8 @@ class AdminBackend:
                 rf, configs = topic_spec(len(self._live_brokers()))
                 spec = {"partitions": 1, "replication_factor": rf, "configs": configs}
                 self._plan("CreateTopics", TOPIC, _json(spec))
-            self._plan("Produce", f"{TOPIC}-0", data)
+            for message in data:
+                self._plan("Produce", f"{TOPIC}-0", message)
             self._record = th.load_record(th.dump_record(new))
         return new
 
@@ -422,7 +423,7 @@ class AdminBackend:
 
     def _create(self, entries: Sequence[PlanEntry]) -> bool:
 
-        if self._call("ListPartitionReassignments", self.admin.list_partition_reassignments):
+        if list_reassignments(self.admin):
             return False
         self.add_reassignment(entries)
         return True

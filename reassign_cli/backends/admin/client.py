@@ -39,8 +39,36 @@ def admin_client(options: AdminOptions) -> Iterator[Any]:
 
 
 CANCEL_CHUNK = 1000  # partitions per AlterPartitionReassignments request (cancel --all may hold thousands)
-TIMEOUT_TRIES = 6  # per chunk: a controller busy with thousands of partitions may time out for a while
+TIMEOUT_TRIES = 6  # per request: a controller busy with thousands of partitions may time out for a while
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 8.0  # seconds, doubled after each timeout
+
+
+def _backoff(attempt: int) -> float:
+    return min(BACKOFF_FIRST * 2 ** (attempt - 1), BACKOFF_MAX)
+
+
+def _retriable(error: Any) -> bool:
+    """A timeout, or an error Kafka marks retriable (NotController, a connection lost, ...): the request may
+    be sent again."""
+    return bool(getattr(error, "retriable", False))
+
+
+def list_reassignments(admin: Any, *, sleep: Callable[[float], None] = time.sleep) -> Any:
+    """ListPartitionReassignments (every reassignment of the cluster, in one response: the request has no
+    paging), retried on timeouts and retriable errors with a bounded backoff (TIMEOUT_TRIES times)."""
+    from kafka.errors import KafkaError
+
+    last: Exception | None = None
+    for attempt in range(TIMEOUT_TRIES):
+        if attempt:
+            sleep(_backoff(attempt))
+        try:
+            return admin.list_partition_reassignments()
+        except KafkaError as e:
+            if not _retriable(e):
+                raise OperationalError(f"ListPartitionReassignments failed: {e}") from None
+            last = e
+    raise OperationalError(f"ListPartitionReassignments failed {TIMEOUT_TRIES} times, the last with: {last}")
 
 
 def cancel_reassignments(
@@ -52,8 +80,8 @@ def cancel_reassignments(
 ) -> list[TopicPartition]:
     """AlterPartitionReassignments with no target for each partition, `chunk` partitions per request;
     returns those cancelled. A partition the controller reports as not reassigning is simply not cancelled;
-    a timeout (the whole request's or a partition's) is retried with a bounded backoff; any other error
-    fails."""
+    a timeout or a retriable error (the whole request's or a partition's) is retried with a bounded backoff;
+    any other error fails."""
     done: list[TopicPartition] = []
     ordered = sorted(set(tps))
     for i in range(0, len(ordered), chunk):
@@ -65,30 +93,25 @@ def _cancel_chunk(
     admin: Any, tps: list[TopicPartition], sleep: Callable[[float], None]
 ) -> list[TopicPartition]:
     from kafka import TopicPartition as KafkaTP
-    from kafka.errors import (
-        KafkaError,
-        KafkaTimeoutError,
-        NoReassignmentInProgressError,
-        RequestTimedOutError,
-    )
+    from kafka.errors import KafkaError, NoReassignmentInProgressError
 
     pending, done, retried = list(tps), [], set()
     for attempt in range(TIMEOUT_TRIES):
         if attempt:
-            sleep(min(BACKOFF_FIRST * 2 ** (attempt - 1), BACKOFF_MAX))
+            sleep(_backoff(attempt))
         try:
             results = admin.alter_partition_reassignments({KafkaTP(t, p): None for t, p in pending})
-        except (KafkaTimeoutError, RequestTimedOutError):
+        except KafkaError as e:
+            if not _retriable(e):
+                raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
             retried |= set(pending)
             continue
-        except KafkaError as e:
-            raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
         again: list[TopicPartition] = []
         for tp, err in sorted(results.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
             key = (tp.topic, tp.partition)
             if err is None or (err is NoReassignmentInProgressError and key in retried):
                 done.append(key)  # after a timeout, "not reassigning" may be our own earlier cancel
-            elif err is RequestTimedOutError:
+            elif _retriable(err):
                 again.append(key)
             elif err is not NoReassignmentInProgressError:
                 name = getattr(err, "__name__", str(err))

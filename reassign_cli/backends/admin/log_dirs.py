@@ -61,6 +61,26 @@ class LogDirMover:
             _note_dirs(seen, broker, dirs)
         return {k: replica_dirs(seen[k], target) for k, target in moves.items() if k in seen}
 
+    def futures(self, brokers: Sequence[int]) -> dict[ReplicaKey, str]:
+        """DescribeLogDirs of every partition on each of `brokers`: each replica with a future copy (a
+        move between log dirs in flight) and that copy's log dir; the brokers that did not answer are kept
+        in `unanswered`."""
+        from kafka.errors import KafkaError
+
+        out: dict[ReplicaKey, str] = {}
+        self.unanswered = []
+        for broker in sorted(brokers):
+            try:
+                answers = self._client().describe_log_dirs(None, brokers=[broker])
+            except KafkaError:
+                self.unanswered.append(broker)
+                continue
+            seen: dict[ReplicaKey, list[tuple[str, bool]]] = {}
+            for answer in answers:
+                _note_dirs(seen, broker, answer["log_dirs"])
+            out.update({k: d for k, copies in seen.items() for d, future in copies if future})
+        return dict(sorted(out.items()))
+
     def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]:
         """The size in bytes of each replica (its current log, not a future one being moved between log
         dirs), as its broker reports it to DescribeLogDirs; and the brokers that did not answer. Replicas

@@ -9,18 +9,22 @@ closed by `close`. The replay is kept between calls: a later read only consumes 
 from __future__ import annotations
 
 import contextlib
+import random
 import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
 from reassign_cli.backends.protocol import RecordFn
+from reassign_cli.core import record_log
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
-from reassign_cli.core.record_log import TOPIC, Lease, Replay, encode_write, topic_spec
+from reassign_cli.core.record_log import TOPIC, Lease, Replay, encode_write, topic_spec, unknown_record
 from reassign_cli.errors import OperationalError
 
 MAX_ATTEMPTS = 25
+BACKOFF_FIRST, BACKOFF_MAX = 0.02, 1.0  # seconds: the pause before a write after a lost race, at most
+_JITTER = random.SystemRandom()
 LeaseFn = Callable[[dict[str, Any], "Lease | None"], "tuple[dict[str, Any], Lease | None] | None"]
 POLL_MS = 200
 
@@ -33,6 +37,7 @@ class RecordLog:
         self._exists = False
         self._consumer: Any = None
         self._producer: Any = None
+        self._start = 0  # the log's start offset, as last read
 
     # -- reading ---------------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -50,6 +55,12 @@ class RecordLog:
         """The record: the log replayed from where the last read stopped to its current end."""
         if self.exists():
             self._consume_to_end()
+            if not self.replay.known:
+                raise OperationalError(
+                    unknown_record(self._start),
+                    hint=f"Check the throttles by hand (kafka-configs), then delete the topic {TOPIC} to "
+                    "start a new record (docs/kraft.md).",
+                )
         return th.load_record(th.dump_record(self.replay.record))
 
     def _consume_to_end(self, at_least: int = 0) -> None:
@@ -59,7 +70,7 @@ class RecordLog:
         tp = TopicPartition(TOPIC, 0)
         try:
             consumer = self._consumer_for(tp)
-            start = consumer.beginning_offsets([tp])[tp]
+            start = self._start = consumer.beginning_offsets([tp])[tp]
             end = max(consumer.end_offsets([tp])[tp], at_least)
             self.replay.start_at(start)
             if self.replay.position >= end:
@@ -102,7 +113,9 @@ class RecordLog:
         """Read-modify-write of the record and its lease: `fn(record, lease)` gives the new pair (or None:
         write nothing, return None; or raises), appended if it changes either, until the append counts:
         when another run wrote first, `fn` is called again on what it wrote."""
-        for _ in range(MAX_ATTEMPTS):
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:  # lost a race: a random pause, so that two writers do not race again in lockstep
+                time.sleep(_JITTER.uniform(0, min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX)))
             current = self.read()
             lease = self.replay.lease
             out = fn(th.load_record(th.dump_record(current)), None if lease is None else dict(lease))
@@ -112,22 +125,44 @@ class RecordLog:
             if th.dump_record(new) == th.dump_record(current) and new_lease == lease:
                 return new, new_lease
             self.ensure_topic()
-            write_id = secrets.token_hex(8)
-            offset = self._produce(encode_write(self.replay.last, new, write_id, new_lease))
-            # Replay through our own message (or, if the send's outcome is unknown, to the end).
-            self._consume_to_end(at_least=0 if offset is None else offset + 1)
-            if self.replay.outcome.get(write_id):
+            if self._write(new, new_lease):
+                self._compact()
                 return new, new_lease
         raise OperationalError(f"{TOPIC} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+
+    def _write(self, record: dict[str, Any], lease: Lease | None) -> bool:
+        """Append one write (its chunks, then its commit) after what was read; whether it counted."""
+        write_id = secrets.token_hex(8)
+        offset = None
+        for message in encode_write(self.replay.last_end, record, write_id, lease):
+            offset = self._produce(message)
+        # Replay through our own commit (or, if the send's outcome is unknown, to the end).
+        self._consume_to_end(at_least=0 if offset is None else offset + 1)
+        return self.replay.outcome.get(write_id) is True
+
+    def _compact(self) -> None:
+        """Remove the messages up to the base of the last write that counted (DeleteRecords), once there
+        are COMPACT_AFTER of them: whether it or a later write counts never depends on them
+        (core/record_log.py).
+        Best effort: without the permission (or on a compacted topic) the log keeps growing, as before."""
+        cut = self.replay.cut
+        if cut - self._start < record_log.COMPACT_AFTER:
+            return
+        from kafka import TopicPartition
+        from kafka.errors import KafkaError
+
+        with contextlib.suppress(KafkaError):
+            self.admin.delete_records({TopicPartition(TOPIC, 0): cut})
+            self._start = cut
 
     def lease(self) -> Lease | None:
         """The lease as the log says now."""
         self.read()
         return None if self.replay.lease is None else dict(self.replay.lease)
 
-    def planned(self, record: dict[str, Any]) -> tuple[bytes, bool]:
-        """Dry run: the message a write of `record` would append now, and whether the topic must be made."""
-        return encode_write(self.replay.last, record, "dry-run"), not self.exists()
+    def planned(self, record: dict[str, Any]) -> tuple[list[bytes], bool]:
+        """Dry run: the messages a write of `record` would append now, and whether the topic must be made."""
+        return encode_write(self.replay.last_end, record, "dry-run"), not self.exists()
 
     def ensure_topic(self) -> None:
         """Create the record topic if it does not exist (another run creating it meanwhile is fine)."""
