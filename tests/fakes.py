@@ -117,6 +117,9 @@ class FakeBackend:
         self.planned.append(PlannedWrite("delete" if op == "delete" else "set", path, data))
 
     # -- reads ---------------------------------------------------------------------------------
+    def expect(self, targets: Any) -> None:
+        self._log("expect", len(targets))
+
     def read_state(
         self, topics: Iterable[str] | None = None, *, partition_state: bool = False
     ) -> ClusterState:

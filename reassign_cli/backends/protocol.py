@@ -18,7 +18,7 @@ Contract, for every implementation:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -121,6 +121,13 @@ class Backend(Protocol):
     ) -> ClusterState:
         """Brokers, topics (all, or those named that exist), deletions, the running reassignment; with
         partition_state, leader and ISR per partition."""
+        ...
+
+    def expect(self, targets: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """The replicas the caller expects these partitions to reach (verify: the plan's). A backend whose
+        reads may trail the controller waits, on its next read, a bounded time for a partition that no
+        longer moves to show them before reporting another set; one that reads the source of truth
+        (ZooKeeper) ignores it."""
         ...
 
     def ensure_writable(self) -> None:

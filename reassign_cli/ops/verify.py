@@ -50,6 +50,7 @@ def verify(
     log_dirs: LogDirMoves | None = None,
 ) -> VerifyOutcome:
     """`dirs`: the plan's replica moves between log dirs, checked through `log_dirs` when given."""
+    backend.expect(targets)
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
     moves = replica_moves(dirs, log_dirs) if dirs and log_dirs is not None else []

@@ -202,3 +202,25 @@ def test_dry_run_lists_requests_and_reads_its_own_writes(admin: FakeAdmin) -> No
     ]
     assert dry.read_config("topics", "t") == {"follower.replication.throttled.replicas": "0:3"}
     assert not [c for c in admin.calls if c[0] in ("alter", "alter_reassignments", "list")]
+
+
+def test_a_fresh_read_waits_for_the_expected_replicas(admin: FakeAdmin) -> None:
+    # A new verify process: the controller lists nothing, a broker's metadata still shows RS [3,2,1].
+    stale = [topic_meta("t", [part(0, [3, 2, 1])])]
+    fresh = [topic_meta("t", [part(0, [3, 2])])]
+    admin.topics = [stale, stale, fresh]
+    b = backend(admin)
+    b.expect({("t", 0): [3, 2]})
+    assert dict(b.read_state(["t"]).topics["t"].replicas) == {0: [3, 2]}
+    assert admin.calls.count(("describe_topics", ("t",))) == 3
+
+
+def test_expected_replicas_never_shown_are_reported_as_read(
+    admin: FakeAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Not as planned for real (say, cancelled): after SETTLE_SECONDS the read reports what brokers show.
+    monkeypatch.setattr(ab, "SETTLE_SECONDS", 0.0)
+    admin.topics = [[topic_meta("t", [part(0, [1, 2])])]]
+    b = backend(admin)
+    b.expect({("t", 0): [3, 2]})
+    assert dict(b.read_state(["t"]).topics["t"].replicas) == {0: [1, 2]}

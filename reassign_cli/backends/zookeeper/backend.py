@@ -4,7 +4,7 @@ and writes them (pipelined state reads, versioned config writes with change noti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from reassign_cli.backends.protocol import ConfigChange, Guard, PlannedWrite, ThrottlePlan
@@ -47,6 +47,9 @@ class ZkBackend:
         self, topics: Iterable[str] | None = None, *, partition_state: bool = False
     ) -> ClusterState:
         return read_state(self.session, topics=topics, partition_state=partition_state)
+
+    def expect(self, targets: Mapping[TopicPartition, Sequence[int]]) -> None:
+        """ZooKeeper is what the controller writes: nothing trails it."""
 
     def ensure_writable(self) -> None:
         self.store.ensure_zk_controller()
