@@ -226,7 +226,7 @@ def move(w: Work) -> None:
     # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
     # need. Leaders' replicas move only once followers cannot do the job.
     for _ in phases(w):
-        followers = True
+        followers = w.size is None  # with sizes, the smaller partitions matter more than leaders kept
         for _ in range(ROUNDS):
             if _move_round(w, followers) == 0:
                 if not followers:
@@ -269,19 +269,43 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
         rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
     ok = first_of(rows)
     rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
-    ok = first_of(token)
-    rows, cols, v = rows[ok], cols[ok], v[ok]
+    if w.size is None:
+        ok = first_of(token)
+        rows, cols, v = rows[ok], cols[ok], v[ok]
+        rows, cols, v = _excess_room(w, rows, cols, v, excess)
+        rows, cols, v = _topic_room(w, rows, cols, v)
+    else:
+        # Smallest first through every budget: the topic caps before the counts, so that a small
+        # candidate a cap turns away uses up no giver's excess; a receiver's units are alike, so it
+        # takes its smallest candidates whichever unit drew them.
+        rows, cols, v = _topic_room(w, rows, cols, v)
+        ok = group_rank(v) < np.bincount(offer, minlength=w.n)[v]
+        rows, cols, v = _excess_room(w, rows[ok], cols[ok], v[ok], excess)
+    _move(w, rows, cols, v)
+    return len(rows)
+
+
+def _excess_room(
+    w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray, excess: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Among candidate moves (in order), those within each giver's excess."""
     u = w.rep[rows, cols]
     ok = group_rank(u) < excess[u]
-    rows, cols, v = rows[ok], cols[ok], v[ok]
+    return rows[ok], cols[ok], v[ok]
+
+
+def _topic_room(
+    w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Among candidate moves (in order), those within the receivers' topic caps and, under the share
+    (`tight`), each beyond the giver's share of the topic."""
     ok = _cap_room(w, rows, v)
     rows, cols, v = rows[ok], cols[ok], v[ok]
     if w.tight:  # several moves of one round from one (topic, broker): each beyond the share
         key = w.tix[rows] * w.stride + w.rep[rows, cols]
         ok = w.pairs.get(key) - group_rank(key) > w.cap[w.tix[rows], w.rack[w.rep[rows, cols]]]
         rows, cols, v = rows[ok], cols[ok], v[ok]
-    _move(w, rows, cols, v)
-    return len(rows)
+    return rows, cols, v
 
 
 def _smallest_first(
