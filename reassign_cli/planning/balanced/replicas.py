@@ -23,9 +23,8 @@ from reassign_cli.planning.balanced.state import Work, first_of, group_rank, spa
 ROUNDS = 64  # bulk rounds before the scalar pass takes over
 Node = int | tuple[int, int]  # a broker, or (topic, broker): the broker must pass on a replica of the topic
 HOLE = -1  # the node a chain that fills a hole starts from
-CHAIN_CHUNK = (
-    256  # replicas of a broker a chain search tries at once (the next ones only while brokers remain)
-)
+# Replicas of a broker a chain search tries at once (the next ones only while brokers remain unreached).
+CHAIN_CHUNK = 256
 SMALLEST = 4  # with sizes: candidates per deficit unit among the smallest replicas of over-full brokers
 
 
@@ -224,7 +223,8 @@ def _fill_one(w: Work, r: int, slots: _Slots | None = None) -> None:
 
 def move(w: Work) -> None:
     # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
-    # need. Leaders' replicas move only once followers cannot do the job.
+    # need. Leaders' replicas move only once followers cannot do the job. With sizes, both from the
+    # start: a smaller partition is worth a preferred leader change (which costs no copy).
     for _ in phases(w):
         followers = w.size is None  # with sizes, the smaller partitions matter more than leaders kept
         for _ in range(ROUNDS):
