@@ -39,6 +39,36 @@ def test_the_two_smallest_partitions_move_to_the_added_broker() -> None:
         assert result.stats.copies == 2
 
 
+def test_adding_brokers_with_the_sizes_measured_on_the_real_cluster() -> None:
+    # scripts/example_adding_brokers, with the sizes its snapshot recorded (2026-11-25). Broker 3 must
+    # take each topic's even share: 4 of the 12 `orders` replicas, 2 of 6 `clicks`, 2 of 6 `metrics`,
+    # 8 copies whatever it picks; brokers 1 and 2 give 4 each. By hand, the smallest that can go:
+    # orders 4, 0, 2 (9.30, 9.30, 9.31 MB) and 3 (10.92), clicks 0 and 2 (4.02, 4.05), metrics 4 (on
+    # broker 1, 3.98) and 3 (on broker 2, 4.02): 54,913,834 bytes. The smaller `orders` replicas are the
+    # leaders' on broker 1 (slot 0), so the plan must move leaders' replicas to reach it.
+    sizes = {
+        "orders": [9301685, 10954595, 9312849, 10922191, 9301673, 10975936],
+        "clicks": [4018840, 4083662, 4051250],
+        "metrics": [4051250, 4083660, 4083660, 4021943, 3983403, 4083660],
+    }
+    rows = {
+        "orders": [[1, 2], [2, 1]] * 3,
+        "clicks": [[2, 1], [1, 2], [2, 1]],
+        "metrics": [[1], [2]] * 3,
+    }
+    topics = {
+        t: Topic(t, dict(enumerate(rows[t])), sizes=dict(enumerate(sizes[t])))
+        for t in ("orders", "clicks", "metrics")
+    }
+    brokers = [Broker(b) for b in (1, 2, 3)]
+    size = {t: dict(enumerate(sizes[t])) for t in topics}
+    for seed in (1, 42):
+        result = plan_balanced(topics, brokers, specs_of(topics, sorted(topics)), seed)
+        after = assignment(result)
+        assert result.stats.copies == 8
+        assert copied_bytes(topics, after, size) == 54_913_834
+
+
 def test_with_a_size_missing_the_plan_is_the_sizeless_one() -> None:
     rows = {p: [1, 2] for p in range(6)} | {p: [2, 3] for p in range(6, 9)}
     bare = Topic("t", rows)

@@ -7,13 +7,14 @@ Order of work on a `Work` whose rows hold the current replicas on B (replicas of
 3. `move`: replicas go from brokers over their target to brokers under it, in rows where the move keeps
    the rack spread and the per-topic cap.
 Steps 2 and 3 run in seeded random rounds over whole arrays first (the bulk of the work at any size),
-then a scalar pass handles what the rounds could not place (including chains of moves through brokers at
-their target, for small clusters).
+then a scalar pass handles what the rounds could not place, including chains of moves through brokers at
+their target, at any size: a chain search expands a broker CHAIN_CHUNK replicas at a time and stops once
+every broker is reached, so its cost follows what it must look at, not brokers x slots.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -22,7 +23,8 @@ from reassign_cli.planning.balanced.state import Work, first_of, group_rank, spa
 ROUNDS = 64  # bulk rounds before the scalar pass takes over
 Node = int | tuple[int, int]  # a broker, or (topic, broker): the broker must pass on a replica of the topic
 HOLE = -1  # the node a chain that fills a hole starts from
-CHAIN_BUDGET = 20_000_000  # chains of moves are searched only when brokers x slots stays below this
+# Replicas of a broker a chain search tries at once (the next ones only while brokers remain unreached).
+CHAIN_CHUNK = 256
 SMALLEST = 4  # with sizes: candidates per deficit unit among the smallest replicas of over-full brokers
 
 
@@ -168,9 +170,10 @@ def fill_holes(w: Work) -> None:
         for _ in range(ROUNDS):
             if _fill_round(w) == 0:
                 break
+    slots = _Slots(w)  # built on first use, shared by the holes' chain searches
     for r in np.flatnonzero(w.holes()).tolist():
         for _ in range(int(w.holes(np.array([r]))[0])):
-            _fill_one(w, r)
+            _fill_one(w, r, slots)
 
 
 def _fill_round(w: Work) -> int:
@@ -190,26 +193,27 @@ def _fill_round(w: Work) -> int:
     return len(rows)
 
 
-def _fill_one(w: Work, r: int) -> None:
+def _fill_one(w: Work, r: int, slots: _Slots | None = None) -> None:
     """A hole filled with the most under-full broker that fits; when every broker that fits is at the
     topic's cap, through a chain of moves that passes a replica of the topic on (over the cap only if no
-    chain exists)."""
+    chain exists: the topic's replica sets allow nothing else). The search moves only replicas of the
+    topic, so it stays small at any size. `slots`: an index shared by several calls (one is made if not)."""
+    slots = _Slots(w) if slots is None else slots
     every = np.arange(w.n)
     rows = np.full(w.n, r)
     valid, capped = can_add(w, rows, every)
     order = np.lexsort((every, w.count, w.count - w.target))
     fits = order[(valid & capped)[order]]
-    if len(fits):
-        _add(w, np.array([r]), fits[:1])
-        return
-    fits = order[valid[order]]
-    if w.n * w.rep.size <= CHAIN_BUDGET:
+    if len(fits) == 0:
+        fits = order[valid[order]]
         t = int(w.tix[r])
         start: dict[Node, tuple[Node, int, int] | None] = {(t, y): (HOLE, r, -1) for y in fits.tolist()}
-        end = _search(w, _Slots(w), start, lambda y: True)
-        if end is not None and _apply_chain(w, None, start, end):
+        end = _search(w, slots, start, lambda y: True)
+        if end is not None and _apply_chain(w, slots, start, end):
             return
     _add(w, np.array([r]), fits[:1])
+    if len(fits):
+        slots.added(r, int(fits[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,9 +223,10 @@ def _fill_one(w: Work, r: int) -> None:
 
 def move(w: Work) -> None:
     # Followers first: moving a leader's replica also moves its leadership, a change balancing may not
-    # need. Leaders' replicas move only once followers cannot do the job.
+    # need. Leaders' replicas move only once followers cannot do the job. With sizes, both from the
+    # start: a smaller partition is worth a preferred leader change (which costs no copy).
     for _ in phases(w):
-        followers = True
+        followers = w.size is None  # with sizes, the smaller partitions matter more than leaders kept
         for _ in range(ROUNDS):
             if _move_round(w, followers) == 0:
                 if not followers:
@@ -264,19 +269,43 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
         rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
     ok = first_of(rows)
     rows, cols, v, token = rows[ok], cols[ok], v[ok], token[ok]
-    ok = first_of(token)
-    rows, cols, v = rows[ok], cols[ok], v[ok]
+    if w.size is None:
+        ok = first_of(token)
+        rows, cols, v = rows[ok], cols[ok], v[ok]
+        rows, cols, v = _excess_room(w, rows, cols, v, excess)
+        rows, cols, v = _topic_room(w, rows, cols, v)
+    else:
+        # Smallest first through every budget: the topic caps before the counts, so that a small
+        # candidate a cap turns away uses up no giver's excess; a receiver's units are alike, so it
+        # takes its smallest candidates whichever unit drew them.
+        rows, cols, v = _topic_room(w, rows, cols, v)
+        ok = group_rank(v) < np.bincount(offer, minlength=w.n)[v]
+        rows, cols, v = _excess_room(w, rows[ok], cols[ok], v[ok], excess)
+    _move(w, rows, cols, v)
+    return len(rows)
+
+
+def _excess_room(
+    w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray, excess: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Among candidate moves (in order), those within each giver's excess."""
     u = w.rep[rows, cols]
     ok = group_rank(u) < excess[u]
-    rows, cols, v = rows[ok], cols[ok], v[ok]
+    return rows[ok], cols[ok], v[ok]
+
+
+def _topic_room(
+    w: Work, rows: np.ndarray, cols: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Among candidate moves (in order), those within the receivers' topic caps and, under the share
+    (`tight`), each beyond the giver's share of the topic."""
     ok = _cap_room(w, rows, v)
     rows, cols, v = rows[ok], cols[ok], v[ok]
     if w.tight:  # several moves of one round from one (topic, broker): each beyond the share
         key = w.tix[rows] * w.stride + w.rep[rows, cols]
         ok = w.pairs.get(key) - group_rank(key) > w.cap[w.tix[rows], w.rack[w.rep[rows, cols]]]
         rows, cols, v = rows[ok], cols[ok], v[ok]
-    _move(w, rows, cols, v)
-    return len(rows)
+    return rows, cols, v
 
 
 def _smallest_first(
@@ -299,18 +328,22 @@ def _smallest_first(
 
 
 class _Slots:
-    """Where each broker's replicas are: an index made once, kept current as replicas move."""
+    """Where each broker's replicas are: an index made on first use, kept current as replicas move."""
 
     def __init__(self, w: Work) -> None:
         self.w = w
-        flat = w.rep.ravel()
-        self.order = np.argsort(flat, kind="stable")
-        self.bounds = np.searchsorted(flat[self.order], np.arange(w.n + 1))
+        self.order = self.bounds = np.zeros(0, dtype=np.int64)
+        self.built = False
         self.gained: dict[int, list[int]] = {}
 
     def of(self, u: int) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cols) of broker u's replicas, in a seeded random order."""
         w = self.w
+        if not self.built:
+            flat = w.rep.ravel()
+            self.order = np.argsort(flat, kind="stable")
+            self.bounds = np.searchsorted(flat[self.order], np.arange(w.n + 1))
+            self.built = True
         flat = np.concatenate(
             [
                 self.order[self.bounds[u] : self.bounds[u + 1]],
@@ -325,6 +358,12 @@ class _Slots:
         _move(self.w, rows, cols, v)
         width = self.w.rep.shape[1]
         for r, c, b in zip(rows.tolist(), cols.tolist(), v.tolist(), strict=True):
+            self.gained.setdefault(b, []).append(r * width + c)
+
+    def added(self, r: int, b: int) -> None:
+        """Broker b was just put into a hole of row r."""
+        width = self.w.rep.shape[1]
+        for c in np.flatnonzero(self.w.rep[r] == b).tolist():
             self.gained.setdefault(b, []).append(r * width + c)
 
 
@@ -373,10 +412,8 @@ def _best(w: Work, rows: np.ndarray, rank: np.ndarray) -> int:
 def _even_chain(w: Work, slots: _Slots) -> bool:
     """A chain of moves u0 -> u1 -> ... -> uk, each in its own row, from a broker holding L replicas to
     one holding L - 2 or fewer through brokers whose counts do not change; found breadth first, from the
-    fullest brokers down. Small clusters only (its cost grows with brokers x slots)."""
+    fullest brokers down."""
     count = w.count
-    if w.n * w.rep.size > CHAIN_BUDGET:
-        return False
     low = int(count.min())
     for level in sorted(set(count.tolist()), reverse=True):
         if level < low + 2:
@@ -399,39 +436,47 @@ def _search(
     """Breadth first over the moves' residual graph from the nodes of `parent` (filled in as it goes)
     to a broker for which `goal` holds. From a broker node any of its replicas may move; a move onto a
     broker already at the topic's cap leads to the node (topic, broker), from which only a replica of that
-    topic may move on (the broker's count of the topic is then unchanged)."""
+    topic may move on (the broker's count of the topic is then unchanged). A (topic, broker) node can reach
+    no more than the broker's own node, so once every broker is reached as a broker node, the rest of a
+    node's replicas need not be tried: the search finds a chain exactly when trying them all would."""
+    reached = np.zeros(w.n, dtype=bool)
+    reached[[x for x in parent if isinstance(x, int)]] = True
     frontier: list[Node] = list(parent)
     while frontier:
         nxt: list[Node] = []
         for node in frontier:
-            for r, c, y, capped in _steps(w, slots, node, parent):
+            for r, c, y, capped in _steps(w, slots, node, reached):
                 child: Node = y if capped else (int(w.tix[r]), y)
                 if child in parent:
                     continue
                 parent[child] = (node, r, c)
-                if capped and goal(y):
-                    return child
+                if capped:
+                    reached[y] = True
+                    if goal(y):
+                        return child
                 nxt.append(child)
         frontier = nxt
     return None
 
 
-def _steps(
-    w: Work, slots: _Slots, node: Node, seen: dict[Node, tuple[Node, int, int] | None]
-) -> list[tuple[int, int, int, bool]]:
-    """The moves out of a node: (row, col, to broker, under the topic's cap there)."""
+def _steps(w: Work, slots: _Slots, node: Node, reached: np.ndarray) -> Iterable[tuple[int, int, int, bool]]:
+    """The moves out of a node, CHAIN_CHUNK of its replicas at a time, to the brokers not yet reached as
+    broker nodes when the chunk starts: (row, col, to broker, under the topic's cap there)."""
     x = node if isinstance(node, int) else node[1]
     rows, cols = slots.of(x)
     if not isinstance(node, int):
         keep = w.tix[rows] == node[0]
         rows, cols = rows[keep], cols[keep]
-    rest = np.array([b for b in range(w.n) if b not in seen], dtype=np.int64)
-    if len(rows) == 0 or len(rest) == 0:
-        return []
-    rr, cc, vv = np.repeat(rows, len(rest)), np.repeat(cols, len(rest)), np.tile(rest, len(rows))
-    ok = can_move(w, rr, cc, vv, capped=False)
-    rr, cc, vv = rr[ok], cc[ok], vv[ok]
-    return list(zip(rr.tolist(), cc.tolist(), vv.tolist(), under_cap(w, rr, vv).tolist(), strict=True))
+    for lo in range(0, len(rows), CHAIN_CHUNK):
+        rest = np.flatnonzero(~reached)
+        if len(rest) == 0:
+            return
+        part_r, part_c = rows[lo : lo + CHAIN_CHUNK], cols[lo : lo + CHAIN_CHUNK]
+        rr, cc = np.repeat(part_r, len(rest)), np.repeat(part_c, len(rest))
+        vv = np.tile(rest, len(part_r))
+        ok = can_move(w, rr, cc, vv, capped=False)
+        rr, cc, vv = rr[ok], cc[ok], vv[ok]
+        yield from zip(rr.tolist(), cc.tolist(), vv.tolist(), under_cap(w, rr, vv).tolist(), strict=True)
 
 
 def _apply_chain(
@@ -452,6 +497,8 @@ def _apply_chain(
         rows, cols, v = np.array([r]), np.array([c]), np.array([y])
         if c < 0:
             _add(w, rows, v)
+            if slots is not None:
+                slots.added(r, y)
             done.append((r, -1, y))
             continue
         if not can_move(w, rows, cols, v, capped=False)[0]:
