@@ -93,10 +93,17 @@ def steady(ka: Admin, fn: Callable[[], T], what: str, timeout: float = 60) -> T:
             return True
         except KafkaError:
             ka.client._controller_id = None
+            ka.client._client.cluster.request_update()
             raise
 
     wait_until(once, timeout=timeout, interval=0.5, message=what, ignore=(KafkaError,))
     return out[0]
+
+
+def fenced(ka: Admin, node: int) -> bool:
+    """The controller no longer counts `node` as a live broker (its session expired, or it shut down)."""
+    brokers = steady(ka, lambda: ka.client.describe_cluster()["brokers"], "DescribeCluster")
+    return all(b["is_fenced"] for b in brokers if b["broker_id"] == node)
 
 
 def plan_topics(planned: Mapping[tuple[str, int], list[int]]) -> list[str]:
@@ -117,7 +124,11 @@ def assert_clean(
     steady(ka, lambda: ka.reassignments() == {} or None, "nothing reassigning")
     expected = {f"broker {b}": dict(operator.get(f"broker {b}", {})) for b in kc.broker_ids}
     expected.update({f"topic {t}": dict(operator.get(f"topic {t}", {})) for t in plan_topics(planned)})
-    eventually(lambda: ka.throttles(kc.broker_ids, plan_topics(planned)), expected, "throttle keys")
+    eventually(
+        lambda: steady(ka, lambda: ka.throttles(kc.broker_ids, plan_topics(planned)), "configs"),
+        expected,
+        "throttle keys",
+    )
     assert not set().union(*(set(v) for v in expected.values())) - set(THROTTLE_KEYS)
     assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
     for t in plan_topics(planned):
