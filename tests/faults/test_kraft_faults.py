@@ -47,7 +47,8 @@ from tests.integration.kraft_support import (
     replayed_record,
 )
 
-OPERATOR_BROKER, OPERATOR_RATE = 2, "4242424"  # an operator's own leader rate, set before each test
+OPERATOR_BROKER, OPERATOR_RATE = 2, "4242424"
+SLOWER = "400000"  # B/s: about 25 s for a move  # an operator's own leader rate, set before each test
 
 
 @pytest.fixture(scope="module")
@@ -280,7 +281,7 @@ def test_5_the_active_controller_killed_in_mid_move(
     topic, values = _moving(ka, "quorum", [a])
     planned = {(topic, 0): [b]}
     p = plan(tmp_path / "move.json", planned)
-    child = _waiting(kc, tmp_path, children, p)
+    child = _waiting(kc, tmp_path, children, p, rate=SLOWER)  # still moving once the killed node is fenced
     kill9_node(kc, controller)
     try:
         # The two voters left elect a leader among themselves and carry on from the metadata log.
