@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import PYTHON, wait_until
+from tests.helpers import PYTHON, REPO, wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -32,10 +32,27 @@ RECORDS = 3000  # 1 KB records into a moving partition (about 1 MB is copied at 
 class Child:
     """`kafka-reassign ARGS` running in the background; its stderr is read line by line as it comes."""
 
-    def __init__(self, zookeeper: str, cwd: Path, *args: str | os.PathLike[str]) -> None:
-        env = dict(os.environ, KAFKA_REASSIGN_ZOOKEEPER=zookeeper, PYTHONUNBUFFERED="1")
+    def __init__(
+        self,
+        zookeeper: str | None,
+        cwd: Path,
+        *args: str | os.PathLike[str],
+        bootstrap: str | None = None,
+        module: str = "reassign_cli",
+    ) -> None:
+        """With `bootstrap` (and no zookeeper) the child talks to the admin API only; `module` runs
+        another entry point (a test runner wrapping the CLI, importable from the repository root)."""
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if zookeeper is not None:
+            env["KAFKA_REASSIGN_ZOOKEEPER"] = zookeeper
+        if bootstrap is not None:
+            for name in ("KAFKA_REASSIGN_ZOOKEEPER", "KAFKA_REASSIGN_COMMAND_CONFIG"):
+                env.pop(name, None)
+            env["KAFKA_REASSIGN_BOOTSTRAP"] = bootstrap
+        if module != "reassign_cli":
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "reassign_cli", *map(str, args)],
+            [PYTHON, "-m", module, *map(str, args)],
             env=env,
             cwd=cwd,
             stdin=subprocess.DEVNULL,

@@ -224,3 +224,67 @@ def test_expected_replicas_never_shown_are_reported_as_read(
     b = backend(admin)
     b.expect({("t", 0): [3, 2]})
     assert dict(b.read_state(["t"]).topics["t"].replicas) == {0: [1, 2]}
+
+
+class ControllerGone(FakeAdmin):
+    """kafka-python's routing of controller requests: the node a Metadata answer named is kept in
+    `_controller_id` (None: ask again). Node 3 is down: calls sent to it fail to connect."""
+
+    def __init__(self, comes_back: bool = True) -> None:
+        super().__init__()
+        self._controller_id: int | None = 3
+        self.comes_back = comes_back
+
+    def list_partition_reassignments(self) -> dict[Any, dict[str, list[int]]]:
+        from kafka.errors import KafkaConnectionError
+
+        if self._controller_id is None and self.comes_back:
+            self._controller_id = 1  # asked again: a live node
+        self.calls.append(("list", self._controller_id))
+        if self._controller_id == 3 or self._controller_id is None:
+            raise KafkaConnectionError("111 ECONNREFUSED")
+        return self._next(self.moving)
+
+
+def test_a_call_to_a_node_that_went_down_asks_for_a_live_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found by tests/faults/test_kraft_faults.py::test_5: the node kill -9'd was the one kafka-python sent
+    # ListPartitionReassignments to, and `execute --wait` failed (exit 1) where the move went on.
+    monkeypatch.setattr(ab, "NODE_GONE_POLL", 0.0)
+    admin = ControllerGone()
+    admin.topics = [[]]
+    state = backend(admin).read_state([])
+    assert [b.id for b in state.brokers] == [1, 2, 3] and not state.reassigning_elsewhere
+    assert [c for c in admin.calls if c[0] == "list"] == [("list", 3), ("list", 1)]
+
+
+def test_a_node_that_stays_down_fails_the_call_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ab, "NODE_GONE_POLL", 0.0)
+    monkeypatch.setattr(ab, "NODE_GONE_SECONDS", 0.0)
+    admin = ControllerGone(comes_back=False)
+    with pytest.raises(OperationalError, match=r"ListPartitionReassignments failed: .*ECONNREFUSED"):
+        backend(admin).read_state([])
+
+
+def test_an_old_write_of_ours_changed_since_is_not_waited_for(
+    admin: FakeAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found by tests/faults/test_kraft_faults.py::test_3: an `execute --wait` whose rates another run changed
+    # (and then cleared) while it waited for the move spent SETTLE_SECONDS per broker in its final clear,
+    # waiting for its own first write to show.
+    def cfg(values: dict[str, str]) -> dict[str, Any]:
+        keys = {k: {"value": v, "config_source": "DYNAMIC_BROKER_CONFIG"} for k, v in values.items()}
+        return {"broker": {"1": keys}}
+
+    now = [1000.0]
+
+    def clock() -> float:
+        now[0] += 0.01
+        return now[0]
+
+    monkeypatch.setattr(ab.time, "monotonic", clock)
+    admin.configs = [cfg({}), cfg({})]
+    b = backend(admin)
+    b.update_configs([("brokers", "1", lambda c: {**c, LR: "700000"})])
+    now[0] += ab.SETTLE_SECONDS  # the move ran meanwhile; another run changed the rate and cleared it
+    assert b.read_config("brokers", "1") is None
+    assert admin.calls.count(("describe_configs", "1")) == 2  # the read before the write, and this one

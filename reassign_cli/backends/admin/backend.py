@@ -53,6 +53,8 @@ OWN_SOURCE = {"topics": "DYNAMIC_TOPIC_CONFIG", "brokers": "DYNAMIC_BROKER_CONFI
 RESOURCE = {"topics": "TOPIC", "brokers": "BROKER"}
 SETTLE_SECONDS = 10.0  # how long a broker's metadata may trail the controller's after a move ended
 SETTLE_POLL = 0.1
+NODE_GONE_SECONDS = 30.0  # how long a call retries while the node it was sent to is down
+NODE_GONE_POLL = 0.5
 MAX_RECORD_ROUNDS = 25
 SETUP_BUSY = (
     "another kafka-reassign run holds the record's lease right now (an execute between its throttle writes "
@@ -91,8 +93,9 @@ class AdminBackend:
         # Moves this backend saw or started: partition -> the replica lists it can end with (target; origin
         # if cancelled), to tell its end from a broker's metadata that has not caught up yet.
         self._moving: dict[TopicPartition, list[list[int]]] = {}
-        # Config keys this backend wrote and has not read back since: entity -> {key: value, None: deleted}.
-        self._wrote: dict[tuple[Entity, str], dict[str, str | None]] = {}
+        # Config keys this backend wrote and has not read back since: entity -> (when, {key: value, None:
+        # deleted}).
+        self._wrote: dict[tuple[Entity, str], tuple[float, dict[str, str | None]]] = {}
         self.run = secrets.token_hex(8)  # this run's name in the record's lease
         self.holding = False  # this run holds the setup lease
 
@@ -106,12 +109,21 @@ class AdminBackend:
         self.planned.append(PlannedWrite(op, what, data, kind="admin"))
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        from kafka.errors import KafkaError, UnknownBrokerIdError
+        from kafka.errors import KafkaConnectionError, KafkaError, NodeNotReadyError, UnknownBrokerIdError
 
         deadline = time.monotonic() + SETTLE_SECONDS
+        node_deadline = time.monotonic() + NODE_GONE_SECONDS
         while True:
             try:
                 return fn(*args, **kwargs)
+            except (KafkaConnectionError, NodeNotReadyError) as e:
+                # kafka-python sends the controller's requests to the node a Metadata answer named once (in
+                # KRaft any live broker) and asks again only on NOT_CONTROLLER: when that node is down, every
+                # later call fails. Forget it, so the next call asks a live node (docs/faults.md, KRaft).
+                if time.monotonic() >= node_deadline:
+                    raise OperationalError(f"{what} failed: {e}") from None
+                self.admin._controller_id = None
+                time.sleep(NODE_GONE_POLL)
             except UnknownBrokerIdError as e:
                 # A broker that has just registered again, before the client's metadata names it: nothing
                 # was sent; ask for fresh metadata and try again for a moment.
@@ -211,9 +223,10 @@ class AdminBackend:
             return None  # out of reach (see offline_broker_configs)
         own = self._describe_config(entity, name)
         # After our own write, a broker's view may trail the controller's for a moment: until it shows
-        # what we wrote, ask again (for up to SETTLE_SECONDS; someone else may have changed it since).
-        wrote = self._wrote.pop((entity, name), None)
-        deadline = time.monotonic() + SETTLE_SECONDS
+        # what we wrote, ask again (until SETTLE_SECONDS after the write: past that, a difference is someone
+        # else's change since, e.g. a faster rate set by another run while this one waited for the move).
+        wrote_at, wrote = self._wrote.pop((entity, name), (0.0, None))
+        deadline = wrote_at + SETTLE_SECONDS
         while wrote and any(own.get(k) != v for k, v in wrote.items()) and time.monotonic() < deadline:
             time.sleep(SETTLE_POLL)
             own = self._describe_config(entity, name)
@@ -295,7 +308,7 @@ class AdminBackend:
                 raise OperationalError(
                     f"IncrementalAlterConfigs on {ch.entity[:-1]} {ch.name} failed: {outcome}"
                 )
-            self._wrote[(ch.entity, ch.name)] = {k: ch.after.get(k) for k in ch.before}
+            self._wrote[(ch.entity, ch.name)] = (time.monotonic(), {k: ch.after.get(k) for k in ch.before})
 
     # -- the record of prior values --------------------------------------------------------------
     def read_priors(self) -> dict[str, Any]:

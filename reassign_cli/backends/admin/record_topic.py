@@ -27,6 +27,7 @@ BACKOFF_FIRST, BACKOFF_MAX = 0.02, 1.0  # seconds: the pause before a write afte
 _JITTER = random.SystemRandom()
 LeaseFn = Callable[[dict[str, Any], "Lease | None"], "tuple[dict[str, Any], Lease | None] | None"]
 POLL_MS = 200
+OFFSETS_TRY_MS = 2000  # one try of a ListOffsets lookup (see _offsets)
 
 
 class RecordLog:
@@ -70,8 +71,9 @@ class RecordLog:
         tp = TopicPartition(TOPIC, 0)
         try:
             consumer = self._consumer_for(tp)
-            start = self._start = consumer.beginning_offsets([tp])[tp]
-            end = max(consumer.end_offsets([tp])[tp], at_least)
+            start, end = self._offsets(consumer, tp)
+            self._start = start
+            end = max(end, at_least)
             self.replay.start_at(start)
             if self.replay.position >= end:
                 return
@@ -87,6 +89,23 @@ class RecordLog:
                         self.replay.feed(r.offset, r.value)
         except KafkaError as e:
             raise OperationalError(f"cannot read {TOPIC}: {e}") from None
+
+    def _offsets(self, consumer: Any, tp: Any) -> tuple[int, int]:
+        """(first, end) offset of the record's partition. kafka-python 3.0.12 asks the leader its metadata
+        names again and again, without refreshing the metadata on NOT_LEADER (the leader moved while its node
+        was down), until the timeout: each try is short, and after one that times out the metadata is read
+        afresh (found by tests/faults/test_kraft_faults.py::test_3)."""
+        from kafka.errors import KafkaTimeoutError
+
+        deadline = time.monotonic() + self.options.client_settings()["request_timeout_ms"] / 1000
+        while True:
+            try:
+                first = consumer.beginning_offsets([tp], OFFSETS_TRY_MS)[tp]
+                return first, consumer.end_offsets([tp], OFFSETS_TRY_MS)[tp]
+            except KafkaTimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+                consumer.topics()  # a Metadata request: the partition's leader now
 
     def _consumer_for(self, tp: Any) -> Any:
         if self._consumer is None:
