@@ -218,6 +218,12 @@ def plan(path: Path, targets: Mapping[tuple[str, int], list[int]], **kw: Any) ->
     return write_plan(path, targets, **kw)
 
 
+def replica_sizes(bootstrap: str, topic: str) -> dict[int, int]:
+    """broker -> the size of its current replica of topic-0 (DescribeLogDirs, through kafka-python)."""
+    with admin(bootstrap) as a:
+        return a.sizes(topic)
+
+
 @contextlib.contextmanager
 def admin(bootstrap: str) -> Iterator[Admin]:
     a = Admin(bootstrap)

@@ -16,8 +16,8 @@ import pytest
 
 from tests.clusters import KAFKA4_VERSION, ExtraCluster
 from tests.helpers import consume_all, wait_until
-from tests.integration.kraft_support import Admin, admin, cli, eventually, idle, plan
-from tests.integration.test_verify_metrics import RECORDS, SLOW, _sizes
+from tests.integration.kraft_support import Admin, admin, cli, eventually, idle, plan, replica_sizes
+from tests.integration.test_verify_metrics import RECORDS, SLOW
 
 FAST = "1000000000"
 
@@ -49,7 +49,7 @@ def test_bytes_copied_in_progress_then_complete(kc: ExtraCluster, ka: Admin, tmp
         return doc, doc["partitions"][0]
 
     doc, first = copied()
-    sizes = _sizes(kc.bootstrap, topic)  # read after verify: the new replica can only have grown
+    sizes = replica_sizes(kc.bootstrap, topic)  # read after verify: the new replica can only have grown
     full = sizes[1]  # nothing is produced meanwhile: the leader's log stays this size
     assert first["bytes_to_copy"] == full > 4_000_000
     assert 0 <= first["bytes_copied"] <= sizes.get(2, 0) < full

@@ -11,8 +11,9 @@ import re
 from typing import Any
 
 from tests.helpers import wait_until
+from tests.integration.kraft_support import replica_sizes
 from tests.integration.reassign_support import FAST, Mover, await_idle, produce, reassigning
-from tests.integration.test_verify_metrics import RECORDS, SLOW, _sizes
+from tests.integration.test_verify_metrics import RECORDS, SLOW
 
 
 def test_bytes_copied_in_progress_then_complete(
@@ -36,7 +37,7 @@ def test_bytes_copied_in_progress_then_complete(
 
     wait_until(lambda: reassigning(zk, topic), timeout=30, message="the controller started the move")
     doc, first = copied(env=beside)
-    sizes = _sizes(cluster.bootstrap, topic)
+    sizes = replica_sizes(cluster.bootstrap, topic)
     full = max(sizes[1], sizes[2])  # nothing is produced meanwhile: the leader's log stays this size
     assert first["bytes_to_copy"] == full > 1_000_000
     assert 0 <= first["bytes_copied"] <= sizes.get(3, 0) < full

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from tests.helpers import wait_until
-from tests.integration.kraft_support import admin
+from tests.integration.kraft_support import replica_sizes
 from tests.integration.reassign_support import FAST, Mover, await_idle, produce, reassigning
 from tests.unit.test_metrics import assert_complete, parse, rates, statuses
 
@@ -37,8 +37,7 @@ def test_metrics_in_progress_then_complete(
     wait_until(lambda: reassigning(zk, topic), timeout=30, message="the controller started the move")
     before = time.time()
     v = verify()
-    with admin(cluster.bootstrap) as a:
-        after_sizes = a.sizes(topic)
+    after_sizes = replica_sizes(cluster.bootstrap, topic)
     assert v.returncode == 4, v.stdout + v.stderr
     got = parse(prom.read_text())
     key = (("plan", "move.json"),)
