@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import consume_all
 from tests.integration.kraft_support import (
     EMPTY,
@@ -19,29 +16,13 @@ from tests.integration.kraft_support import (
     LR,
     LREP,
     Admin,
-    admin,
     cli,
     eventually,
-    idle,
     kafka_tool,
     plan,
     record_messages,
     replayed_record,
 )
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    assert c.mode == "kraft"
-    return c
-
-
-@pytest.fixture
-def ka(kc: ExtraCluster) -> Any:
-    with admin(kc.bootstrap) as a:
-        idle(a)
-        yield a
 
 
 def test_cancel_all_on_kraft(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import consume_all, wait_until
 from tests.integration.kraft_support import (
     EMPTY,
@@ -28,12 +27,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    return c
 
 
 @pytest.fixture

@@ -9,22 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import consume_all
 from tests.integration.kraft_support import admin, cli, eventually, idle, plan
 from tests.unit.test_metrics import assert_complete, parse, rates, statuses
 
 SLOW = "20000"  # B/s: the 2.5 MB below take minutes, so the move is seen in progress
 FAST = "100000000"
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    assert c.mode == "kraft"
-    return c
 
 
 def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:

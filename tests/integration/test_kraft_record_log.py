@@ -14,21 +14,18 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reassign_cli.core import record_log
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import PYTHON, REPO, unique_name, wait_until
 from tests.integration.kraft_support import (
     EMPTY,
     FREP,
     LREP,
     Admin,
-    admin,
     cli,
     eventually,
     idle,
@@ -45,28 +42,6 @@ SMALL = {
     "RECORD_STEP_COMPACT_AFTER": "0",
     "RECORD_STEP_LEASE_SECONDS": "10",
 }
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    return c
-
-
-@pytest.fixture
-def ka(kc: ExtraCluster, tmp_path: Path) -> Iterator[Admin]:
-    with admin(kc.bootstrap) as a:
-        idle(a)
-        if a.record_end() and replayed_record(record_messages(kc.bootstrap)) != EMPTY:
-            r = cli(kc.bootstrap, "verify", "--reassignment-json-file", _empty(tmp_path))
-            assert r.returncode == 0, r.stderr
-        yield a
-
-
-def _empty(tmp_path: Path) -> Path:
-    f = tmp_path / "none.json"
-    f.write_text('{"version":1,"partitions":[]}')
-    return f
 
 
 def stepped(bootstrap: str, step: str, *args: str | Path, cwd: Path) -> subprocess.Popen[str]:

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,13 @@ from reassign_cli.backends.admin.backend import open_admin_backend
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.ops.unthrottle import clear_throttles
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import PYTHON, consume_all, wait_until
 from tests.integration.kraft_support import (
     EMPTY,
     FREP,
     LREP,
     Admin,
-    admin,
     cli,
     eventually,
     idle,
@@ -40,23 +38,6 @@ from tests.integration.kraft_support import (
     record_messages,
     replayed_record,
 )
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    return c
-
-
-@pytest.fixture
-def ka(kc: ExtraCluster, tmp_path: Path) -> Iterator[Admin]:
-    with admin(kc.bootstrap) as a:
-        idle(a)
-        if a.record_end() and replayed_record(record_messages(kc.bootstrap)) != EMPTY:
-            (tmp_path / "none.json").write_text('{"version":1,"partitions":[]}')
-            r = cli(kc.bootstrap, "verify", "--reassignment-json-file", tmp_path / "none.json")
-            assert r.returncode == 0, r.stderr
-        yield a
 
 
 def _throttle_topic(topic: str) -> Any:

@@ -8,31 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
+from tests.clusters import ExtraCluster
 from tests.helpers import consume_all, wait_until
-from tests.integration.kraft_support import Admin, admin, cli, eventually, idle, plan, replica_sizes
+from tests.integration.kraft_support import Admin, cli, eventually, plan, replica_sizes
 from tests.integration.test_verify_metrics import RECORDS, SLOW
 
 FAST = "1000000000"
-
-
-@pytest.fixture(scope="module")
-def kc(kraft_cluster: Any) -> ExtraCluster:
-    c: ExtraCluster = kraft_cluster(KAFKA4_VERSION)
-    return c
-
-
-@pytest.fixture
-def ka(kc: ExtraCluster) -> Iterator[Admin]:
-    with admin(kc.bootstrap) as a:
-        idle(a)
-        yield a
 
 
 def test_bytes_copied_in_progress_then_complete(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:

@@ -222,13 +222,7 @@ def sized_snaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     rnd = random.Random(11)
     for t in state.topics.values():
         t.sizes = {p: int(rnd.lognormvariate(18, 1.5)) for p in t.replicas}
-    d = tmp_path_factory.mktemp("sized")
-    doc, lines, every = d / "snap.json", d / "snap.jsonl", d / "all.json"
-    doc.write_bytes(snapshot.dumps(state))
-    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
-    names = sorted(t for t in state.topics if t != "going")
-    every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
-    return {"doc": doc, "lines": lines, "all": every}
+    return _snapshots(state, tmp_path_factory.mktemp("sized"))
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -269,13 +263,7 @@ def capacity_snaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     state.capacities = {
         b.id: Capacity(held * (1 + b.id % 4), held * (1 + b.id % 4) - held // 10) for b in state.brokers
     }
-    d = tmp_path_factory.mktemp("capacity")
-    doc, lines, every = d / "snap.json", d / "snap.jsonl", d / "all.json"
-    doc.write_bytes(snapshot.dumps(state))
-    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
-    names = sorted(t for t in state.topics if t != "going")
-    every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
-    return {"doc": doc, "lines": lines, "all": every}
+    return _snapshots(state, tmp_path_factory.mktemp("capacity"))
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -298,3 +286,13 @@ def test_balance_utilization_refusal_same(spark_sc: Any, capacity_snaps: dict[st
     assert all(r.exit_code == 2 and r.stdout == "" for r in runs), [r.stderr for r in runs]
     assert "--max-disk-utilization 0.01: broker" in runs[0].stderr
     assert runs[1].stderr == runs[2].stderr == runs[0].stderr
+
+
+def _snapshots(state: Any, d: Path) -> dict[str, Path]:
+    """The state as a snapshot document, as JSON lines, and a topics file naming every topic but `going`."""
+    doc, lines, every = d / "snap.json", d / "snap.jsonl", d / "all.json"
+    doc.write_bytes(snapshot.dumps(state))
+    lines.write_bytes(b"".join(snapshot_lines.dump_lines(state)))
+    names = sorted(t for t in state.topics if t != "going")
+    every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
+    return {"doc": doc, "lines": lines, "all": every}
