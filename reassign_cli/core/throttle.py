@@ -86,6 +86,23 @@ def topic_throttles(moves: Mapping[TopicPartition, Move]) -> dict[str, dict[str,
     }
 
 
+# Kafka's request parser refuses a string field longer than 0x7fff bytes, in every request version
+# (flexible ones too: "string field value had invalid length", and the connection is closed).
+MAX_REQUEST_STRING = 0x7FFF
+
+
+def fit_replica_lists(config: Mapping[str, str]) -> dict[str, str]:
+    """Over the admin API: a throttled-replica list longer than a request's string field can carry (about
+    2,400 partitions of RF 2 in one topic) becomes "*", every replica of the topic throttled, the one value
+    that says at least as much and fits. Kafka's own tool fails there; ZooKeeper has no such limit."""
+    out = dict(config)
+    for key in (LEADER_REPLICAS, FOLLOWER_REPLICAS):
+        value = out.get(key)
+        if value is not None and len(value.encode()) > MAX_REQUEST_STRING:
+            out[key] = "*"
+    return out
+
+
 def throttled_brokers(moves: Mapping[TopicPartition, Move]) -> list[int]:
     """Brokers that get the rate keys: every source and every destination, sorted."""
     ids: set[int] = set()

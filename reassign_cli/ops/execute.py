@@ -43,7 +43,7 @@ from reassign_cli.core.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.core.names import NAMES_SHOWN, shorten
+from reassign_cli.core.names import NAMES_SHOWN, listed, shorten
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -636,6 +636,15 @@ def submit_batch(
         report.info(
             f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
             f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
+        )
+    widened = sorted({ch.name for ch in writes.changes if ch.entity == "topics" and "*" in ch.after.values()})
+    if widened:
+        report.warn(
+            listed(
+                "Every replica of {} is throttled ('*'): the list of this plan's replicas is longer than the "
+                f"{th.MAX_REQUEST_STRING} bytes a request carries",
+                widened,
+            )
         )
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")

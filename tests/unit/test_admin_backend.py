@@ -13,6 +13,7 @@ import pytest
 from kafka import TopicPartition as KTP
 
 import reassign_cli.backends.admin.backend as ab
+import reassign_cli.backends.admin.client as admin_client
 from reassign_cli.backends.admin.backend import AdminBackend, kafka_uuid
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.model import PlanEntry
@@ -250,6 +251,7 @@ def test_a_call_to_a_node_that_went_down_asks_for_a_live_one(monkeypatch: pytest
     # Found by tests/faults/test_kraft_faults.py::test_5: the node kill -9'd was the one kafka-python sent
     # ListPartitionReassignments to, and `execute --wait` failed (exit 1) where the move went on.
     monkeypatch.setattr(ab, "NODE_GONE_POLL", 0.0)
+    monkeypatch.setattr(admin_client, "BACKOFF_FIRST", 0.0)
     admin = ControllerGone()
     admin.topics = [[]]
     state = backend(admin).read_state([])
@@ -259,9 +261,10 @@ def test_a_call_to_a_node_that_went_down_asks_for_a_live_one(monkeypatch: pytest
 
 def test_a_node_that_stays_down_fails_the_call_after_a_while(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ab, "NODE_GONE_POLL", 0.0)
+    monkeypatch.setattr(admin_client, "BACKOFF_FIRST", 0.0)
     monkeypatch.setattr(ab, "NODE_GONE_SECONDS", 0.0)
     admin = ControllerGone(comes_back=False)
-    with pytest.raises(OperationalError, match=r"ListPartitionReassignments failed: .*ECONNREFUSED"):
+    with pytest.raises(OperationalError, match=r"ListPartitionReassignments failed .*ECONNREFUSED"):
         backend(admin).read_state([])
 
 
@@ -288,3 +291,17 @@ def test_an_old_write_of_ours_changed_since_is_not_waited_for(
     now[0] += ab.SETTLE_SECONDS  # the move ran meanwhile; another run changed the rate and cleared it
     assert b.read_config("brokers", "1") is None
     assert admin.calls.count(("describe_configs", "1")) == 2  # the read before the write, and this one
+
+
+def test_a_replica_list_over_a_request_string_is_sent_as_the_wildcard(admin: FakeAdmin) -> None:
+    from kafka.admin import AlterConfigOp
+
+    lrep, frep = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+    long = ",".join(f"{p}:1" for p in range(5000))  # 33,889 bytes: Kafka's parser would close the socket
+    admin.configs = [{"topic": {"t": {}}}]
+    b = backend(admin)
+    b.update_configs([("topics", "t", lambda c: {**c, lrep: long, frep: "0:2"})])
+    assert admin.calls[-1] == (
+        "alter",
+        [("TOPIC", "t", {lrep: (AlterConfigOp.SET, "*"), frep: (AlterConfigOp.SET, "0:2")})],
+    )

@@ -340,3 +340,19 @@ def test_restore_after_any_number_of_applies_gives_back_the_original(
     # ...and clearing every broker key (what verify does) differs from it only by the keys we never wrote.
     cleared = restore_config(current, BROKER_KEYS, priors)
     assert cleared == {k: v for k, v in original.items() if k in written or k not in BROKER_KEYS}
+
+
+def test_replica_lists_too_long_for_a_request_become_the_wildcard() -> None:
+    from reassign_cli.core.throttle import MAX_REQUEST_STRING, fit_replica_lists
+
+    assert MAX_REQUEST_STRING == 32767  # Kafka's generated request readers: 0x7fff
+    fits = "1" * 32767
+    over = ",".join(f"{p}:1" for p in range(5000))  # 5,000 x "p:1" is 33,889 bytes with the commas
+    assert len(over) == 33889
+    lr, fr = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+    assert fit_replica_lists({lr: fits, fr: over, "retention.ms": over}) == {
+        lr: fits,
+        fr: "*",
+        "retention.ms": over,
+    }
+    assert fit_replica_lists({}) == {}

@@ -259,6 +259,8 @@ class AdminBackend:
                 continue
             current = stored or {}
             new = fn(dict(current))
+            if entity == "topics":
+                new = th.fit_replica_lists(new)
             keys = [k for k in new if current.get(k) != new[k]] + [k for k in current if k not in new]
             if keys:
                 changes.append(

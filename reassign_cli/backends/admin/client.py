@@ -53,6 +53,16 @@ def _retriable(error: Any) -> bool:
     return bool(getattr(error, "retriable", False))
 
 
+def _forget_controller(admin: Any, error: Exception) -> None:
+    """kafka-python sends the controller's requests to the node a Metadata answer once named and asks again
+    only on NOT_CONTROLLER: when that node is gone, forget it so that the retry asks a live node (as
+    AdminBackend._call does; docs/faults.md, KRaft)."""
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError
+
+    if isinstance(error, (KafkaConnectionError, NodeNotReadyError)) and hasattr(admin, "_controller_id"):
+        admin._controller_id = None
+
+
 def list_reassignments(admin: Any, *, sleep: Callable[[float], None] = time.sleep) -> Any:
     """ListPartitionReassignments (every reassignment of the cluster, in one response: the request has no
     paging), retried on timeouts and retriable errors with a bounded backoff (TIMEOUT_TRIES times)."""
@@ -67,6 +77,7 @@ def list_reassignments(admin: Any, *, sleep: Callable[[float], None] = time.slee
         except KafkaError as e:
             if not _retriable(e):
                 raise OperationalError(f"ListPartitionReassignments failed: {e}") from None
+            _forget_controller(admin, e)
             last = e
     raise OperationalError(f"ListPartitionReassignments failed {TIMEOUT_TRIES} times, the last with: {last}")
 
@@ -104,6 +115,7 @@ def _cancel_chunk(
         except KafkaError as e:
             if not _retriable(e):
                 raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
+            _forget_controller(admin, e)
             retried |= set(pending)
             continue
         again: list[TopicPartition] = []
