@@ -79,6 +79,10 @@ def _workflow(kc: ExtraCluster, ka: Admin, topic: str, tmp: Path) -> None:
     snap = cli(kc.bootstrap, "snapshot", "--topic", topic, "-o", tmp / "snap.json")
     assert snap.returncode == 0, snap.stderr
     doc = json.loads((tmp / "snap.json").read_text())
+    # Each broker's disk (DescribeLogDirs' total and usable bytes, KIP-827, both versions here have it);
+    # checked against statvfs in test_capacity.py.
+    disks = [(b.pop("disk_total_bytes"), b.pop("disk_usable_bytes")) for b in doc["brokers"]]
+    assert all(type(t) is int and type(u) is int and 0 < u <= t for t, u in disks), disks
     assert doc["brokers"] == [{"id": 1, "rack": "r1"}, {"id": 2, "rack": "r2"}, {"id": 3, "rack": "r3"}]
     parts = [p for t in doc["topics"] for p in t["partitions"]]
     # Each partition's size (DescribeLogDirs): 100 records went in, so every partition holds some bytes.
