@@ -619,6 +619,19 @@ def _run_batches(
     return results
 
 
+def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
+    """A topic whose throttled-replica list went as "*" (over a request's string: admin backend)."""
+    widened = sorted({ch.name for ch in changes if ch.entity == "topics" and "*" in ch.after.values()})
+    if widened:
+        report.warn(
+            listed(
+                "Every replica of {} is throttled ('*'): the list of this plan's replicas is longer than the "
+                f"{th.MAX_REQUEST_STRING} bytes a request carries",
+                widened,
+            )
+        )
+
+
 def submit_batch(
     backend: Backend,
     state: ClusterState,
@@ -637,15 +650,7 @@ def submit_batch(
             f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
             f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
         )
-    widened = sorted({ch.name for ch in writes.changes if ch.entity == "topics" and "*" in ch.after.values()})
-    if widened:
-        report.warn(
-            listed(
-                "Every replica of {} is throttled ('*'): the list of this plan's replicas is longer than the "
-                f"{th.MAX_REQUEST_STRING} bytes a request carries",
-                widened,
-            )
-        )
+    _warn_widened(writes.changes, report)
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:
