@@ -16,6 +16,16 @@ from tests.conftest import Cluster, cluster_dir
 from tests.integration.reassign_support import Mover
 
 
+FAULT_TEST_TIMEOUT = 1200  # a fault test moves data slowly on purpose (up to ~450 s quiet, twice that loaded)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(FAULT_TEST_TIMEOUT))
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     extra = clusters.start_extra(Path(f"{cluster_dir().resolve()}-faults"))
