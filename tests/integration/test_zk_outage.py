@@ -25,17 +25,27 @@ def test_read_waits_out_a_zookeeper_restart(cluster: Any) -> None:
             def restart() -> None:
                 time.sleep(4)  # the read below starts while ZooKeeper is down
                 seen["down"] = not client.connected
-                cluster.start_zookeeper()
+                restarted(cluster, seen)
 
             t = threading.Thread(target=restart)
             t.start()
             state = read_state(session, retry_for=120)
-            t.join()
+            t.join(420)
+            assert "restart failed" not in seen, seen["restart failed"]
         finally:
             if not client.connected:
                 cluster.start_zookeeper()
     assert seen["down"] is True  # the read really ran into the outage
     assert state.broker_ids == before.broker_ids == cluster.broker_ids
+
+
+def restarted(cluster: Any, seen: dict[str, Any]) -> None:
+    """Start ZooKeeper again from a helper thread, noting a failure (a thread's exception is otherwise lost,
+    and the test then waited on a connection that never came: the hang of issue 30, item 28)."""
+    try:
+        cluster.start_zookeeper()
+    except Exception as e:  # reported by the test's own thread
+        seen["restart failed"] = f"scripts/cluster start-zookeeper failed: {e!r}"
 
 
 class Deadlines:
@@ -103,7 +113,7 @@ def test_requests_outlast_their_deadline_during_an_outage(cluster: Any, zk_chroo
         def restart() -> None:
             # ZooKeeper comes back only once both requests have waited past their deadline.
             got["late"] = read_late.wait(60) and write_late.wait(60)
-            cluster.start_zookeeper()
+            restarted(cluster, got)
 
         writer = ZkSession(CommitsIntoAnOutage(real_writer.client, outage), real_writer.options)
         Deadlines(writer, "a write", write_late)
@@ -113,8 +123,11 @@ def test_requests_outlast_their_deadline_during_an_outage(cluster: Any, zk_chroo
             changes = fenced_write(writer, [("brokers", "1", lambda c: {**c, "b": "2"})])[0]
         finally:
             write_late.set()  # whatever happened, ZooKeeper is started again
-            restarting.join(180)
+            restarting.join(420)
             reading.join(180)
+        # A ZooKeeper that did not come back would block the reads below for good (kazoo's calls wait
+        # for a connection): the restart's own failure is the one to report.
+        assert "restart failed" not in got, got["restart failed"]
         notes = real_writer.client.get_children("/config/changes")
         config = real_writer.client.get("/config/brokers/1")[0]
     assert got["late"] is True  # both really outlasted their deadline
