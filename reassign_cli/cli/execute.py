@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    connection_options,
+    log_dir_mover,
+    open_backend,
+    pasted_connection,
+)
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.errors import UsageError
 
@@ -161,6 +167,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         resume=kw["resume"],
         stuck_after=kw["stuck_after"],
         max_moves=kw["max_moves"],
+        connection=pasted_connection(opts),
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
@@ -189,4 +196,19 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
     if pace is None:
         return None
     req.max_moves = pace.cap
+    if req.resume:
+        _kept_rates(req, pace, report)
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
+
+
+def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
+    """A resume that leaves a rate out throttles the moves it starts at the rate the plan started with."""
+    kept = []
+    if req.throttle is None and pace.throttle is not None:
+        req.throttle = pace.throttle
+        kept.append(f"--throttle {pace.throttle}")
+    if req.log_dir_throttle is None and pace.log_dir_throttle is not None:
+        req.log_dir_throttle = pace.log_dir_throttle
+        kept.append(f"--replica-alter-log-dirs-throttle {pace.log_dir_throttle}")
+    if kept:
+        report.info(f"Resuming with {' '.join(kept)}, as kept with the cap")

@@ -84,6 +84,7 @@ def test_textfile_parsed_back(tmp_path: Path) -> None:
         (plan, ("status", "complete")): 1,
         (plan, ("status", "in_progress")): 2,
         (plan, ("status", "not_as_planned")): 1,
+        (plan, ("status", "queued")): 0,
     }
     assert got["kafka_reassign_verify_bytes_remaining"] == {(plan,): 700}
     assert got["kafka_reassign_verify_throttle_rate_bytes"] == {
