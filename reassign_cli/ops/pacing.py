@@ -176,6 +176,16 @@ def work_left(file_name: str, plan: bytes) -> pc.Pace | None:
     return PaceFile.beside(file_name, plan).read()
 
 
+def forget_run(file_name: str, plan: bytes) -> bool:
+    """The run of this plan is over (cancelled): nothing of it is queued or to resume any more. True when
+    a pace was kept for it (and is now gone)."""
+    keep = PaceFile.beside(file_name, plan)
+    if keep.read() is None:
+        return False
+    keep.forget()
+    return True
+
+
 @dataclass(slots=True)
 class Pacer:
     """execute's batch runner for --max-moves-per-broker (ops.execute.execute(..., pacer=))."""

@@ -148,3 +148,15 @@ def test_work_left_is_the_pace_kept_for_this_very_plan(tmp_path: Path) -> None:
     assert work_left(name, PLAN + b" ") is None  # another plan's: not this one's run
     PaceFile.beside(name, PLAN).forget()
     assert work_left(name, PLAN) is None
+
+
+def test_a_cancelled_run_is_forgotten_only_when_the_pace_is_this_plans(tmp_path: Path) -> None:
+    from reassign_cli.ops.pacing import forget_run, work_left
+
+    name = str(tmp_path / "plan.json")
+    assert forget_run(name, PLAN) is False  # nothing kept
+    PaceFile.beside(name, PLAN).save(pc.Pace(2, None), _report())
+    assert forget_run(name, PLAN + b" ") is False  # another plan's pace: left alone
+    assert work_left(name, PLAN) is not None
+    assert forget_run(name, PLAN) is True
+    assert work_left(name, PLAN) is None
