@@ -18,7 +18,7 @@ from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from reassign_cli.ops.execute import ExecuteRequest
-    from reassign_cli.ops.pacing import Pacer
+    from reassign_cli.ops.pacing import BatchKeeper, Pacer
     from reassign_cli.render.progress import ExecuteReport
 
 
@@ -112,7 +112,8 @@ def _rate(value: int | None) -> int | None:
     is_flag=True,
     help="Run the file again after an interruption: skip the partitions already at their target, wait for "
     "its own batch still moving, then do the rest (implied by --batch-size; implies --wait). A paced run "
-    "continues with the cap kept beside the file (FILE.pacing.json) unless --max-moves-per-broker is given.",
+    "continues with the cap kept beside the file (FILE.pacing.json) unless --max-moves-per-broker is given; "
+    "a --batch-size run with its batch size.",
 )
 @click.option(
     "--stuck-after",
@@ -185,19 +186,25 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
                 mover.close()
 
 
-def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | None:
-    """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept."""
-    if req.max_moves is None and not (req.resume and req.batch_size is None):
+def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:
+    """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept; the
+    batches' runner that keeps a --batch-size run beside the plan (given, or kept and resumed)."""
+    if req.max_moves is None and not req.resume and req.batch_size is None:
         return None
-    from reassign_cli.ops.pacing import PaceFile, Pacer, resumed_pace
+    from reassign_cli.ops.pacing import BatchKeeper, PaceFile, Pacer, resumed_pace
 
     keep = PaceFile.beside(req.file_name, req.data)
+    if req.batch_size is not None:  # given anew: the size given holds, whatever was kept
+        return BatchKeeper(keep)
     pace = resumed_pace(keep, req.max_moves, order, req.resume, report)
     if pace is None:
         return None
-    req.max_moves = pace.cap
     if req.resume:
         _kept_rates(req, pace, report)
+    if pace.cap is None:
+        req.batch_size = pace.batch_size
+        return BatchKeeper(keep)
+    req.max_moves = pace.cap
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
 
 

@@ -101,19 +101,21 @@ def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
     """Why throttles stay although nothing may move right now, and how the run goes on."""
     from reassign_cli.cli.common import pasted_connection
     from reassign_cli.ops.execute import resume_command
-    from reassign_cli.ops.pacing import PACE_SUFFIX
+    from reassign_cli.ops.pacing import PACE_SUFFIX, run_option
 
     again = resume_command(
         file_name,
         pasted_connection(opts),
         cap=pace.cap,
+        batch_size=pace.batch_size,
         throttle=pace.throttle,
         log_dir_throttle=pace.log_dir_throttle,
     )
+    kind = "paced" if pace.cap is not None else "batched"
     return (
-        f"Throttles kept: {n} partition{' is' if n == 1 else 's are'} queued, not started yet by the paced run "
-        f"of this plan (--max-moves-per-broker {pace.cap}, kept in {file_name}{PACE_SUFFIX}), which has not "
-        f"ended. If no execute runs it any more, continue with: {again}"
+        f"Throttles kept: {n} partition{' is' if n == 1 else 's are'} queued, not started yet by the {kind} "
+        f"run of this plan ({run_option(pace)}, kept in {file_name}{PACE_SUFFIX}), which has not ended. If no "
+        f"execute runs it any more, continue with: {again}"
     )
 
 

@@ -123,9 +123,9 @@ class PaceFile:
             tmp.write_bytes(pc.dump_pace(pace, self.plan))
             os.replace(tmp, self.path)
         except OSError as e:
+            again = run_option(pace)
             report.warn(
-                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need "
-                f"--max-moves-per-broker {pace.cap} again"
+                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need {again} again"
             )
 
     def forget(self) -> None:
@@ -155,23 +155,38 @@ def resumed_pace(
         return None
     if cap is None:
         assert kept is not None
+        if kept.cap is None:  # a --batch-size run
+            if order is not None:
+                raise UsageError(
+                    f"--order needs --max-moves-per-broker ({keep.path} keeps a --batch-size run)"
+                )
+            report.info(f"Resuming with {run_option(kept)}, as kept in {keep.path}")
+            return kept
         pace = dataclasses.replace(kept, order=order or kept.order)
         how = f" --order {pace.order}" if pace.order else ""
         report.info(f"Resuming with --max-moves-per-broker {pace.cap}{how}, as kept in {keep.path}")
         return pace
     if kept is not None and kept.cap != cap:
+        was = kept.cap if kept.cap is not None else run_option(kept)
         report.info(
-            f"Resuming with --max-moves-per-broker {cap} instead of the {kept.cap} this plan started with "
+            f"Resuming with --max-moves-per-broker {cap} instead of the {was} this plan started with "
             f"(kept in {keep.path}): the new cap holds from now on"
         )
     if kept is not None:
-        return dataclasses.replace(kept, cap=cap, order=order or kept.order)
+        return dataclasses.replace(kept, cap=cap, order=order or kept.order, batch_size=None)
     return pc.Pace(cap, order)
 
 
+def run_option(pace: pc.Pace) -> str:
+    """The option a kept run goes with: `--max-moves-per-broker N` or `--batch-size N`."""
+    if pace.cap is not None:
+        return f"--max-moves-per-broker {pace.cap}"
+    return f"--batch-size {pace.batch_size}"
+
+
 def work_left(file_name: str, plan: bytes) -> pc.Pace | None:
-    """THE test of whether a run of this plan has not ended (a paced run, interrupted or between two
-    moves): its pace, or None. verify then calls what is not started "queued" and keeps the throttles.
+    """THE test of whether a run of this plan has not ended (a paced or --batch-size run, interrupted or
+    between two moves or batches): its pace, or None. verify then calls what is not started "queued" and keeps the throttles.
     Today the pace file beside the plan (kept from before the first move until the run ends)."""
     return PaceFile.beside(file_name, plan).read()
 
@@ -184,6 +199,30 @@ def forget_run(file_name: str, plan: bytes) -> bool:
         return False
     keep.forget()
     return True
+
+
+@dataclass(slots=True)
+class BatchKeeper:
+    """execute's batch runner for --batch-size: `_run_batches`, with the run kept beside the plan before its
+    first batch starts (as a paced run keeps its cap): verify then calls the batches not started queued, and
+    `execute --resume` goes on with the same size."""
+
+    keep: PaceFile
+
+    def __call__(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        batches: list[list[PlanEntry]],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        wait: bool,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]:
+        if batches and not req.dry_run and req.batch_size is not None:
+            kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
+            self.keep.save(kept, report)
+        return _run_batches(backend, state, batches, req, report, wait, mover)
 
 
 @dataclass(slots=True)

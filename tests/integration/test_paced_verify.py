@@ -29,6 +29,7 @@ from tests.integration.reassign_support import (
     get_raw,
     produce,
 )
+from tests.unit.test_metrics import parse, statuses
 
 RATE = "100000"  # B/s: after the first ~2 MB a follower gets at once, 2 MB more take about 20 s
 BIG = 4000  # 1 KB records into partition 0: its move is still running when the test interrupts it
@@ -47,8 +48,11 @@ def _pasted(stderr: str, after: str) -> list[str]:
     return [PYTHON, "-m", "reassign_cli", *words[1:]]
 
 
+@pytest.mark.parametrize(
+    ("option", "kind"), [(["--max-moves-per-broker", "1"], "paced"), (["--batch-size", "1"], "batched")]
+)
 def test_ctrl_c_in_a_batched_paced_run_then_verify_then_its_pasted_resume(
-    cluster: Any, make_topic: Any, zk: Any, mover: Mover
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, option: list[str], kind: str
 ) -> None:
     topic = make_topic({0: [1], 1: [1], 2: [1]})
     produce(cluster.bootstrap, topic, 0, BIG)
@@ -60,10 +64,11 @@ def test_ctrl_c_in_a_batched_paced_run_then_verify_then_its_pasted_resume(
     mover.plans.append((plan, [topic]))
     await_idle(zk)
     zk_flags = ["--zookeeper", cluster.zookeeper]
-    # Through ZooKeeper alone, one move per broker: three batches of one (broker 1 leads all three).
+    # Through ZooKeeper alone, one move per broker: three batches of one (broker 1 leads all three); or
+    # --batch-size 1, the same batches.
     child = Child(
-        cluster.zookeeper, mover.tmp, "execute", "--reassignment-json-file", plan, *zk_flags,
-        "--max-moves-per-broker", "1", "--throttle", RATE, "--poll-interval", "0.5",
+        cluster.zookeeper, mover.tmp, "execute", "--reassignment-json-file", plan, *zk_flags, *option,
+        "--throttle", RATE, "--poll-interval", "0.5",
     )  # fmt: skip
     try:
         child.wait_for_line("Batch 1/3")
@@ -76,13 +81,14 @@ def test_ctrl_c_in_a_batched_paced_run_then_verify_then_its_pasted_resume(
             "(2 partitions) not started"
         ) in err
         resume = (
-            f"kafka-reassign execute --resume --reassignment-json-file {plan} --max-moves-per-broker 1 "
+            f"kafka-reassign execute --resume --reassignment-json-file {plan} {' '.join(option)} "
             f"--throttle {RATE} --zookeeper {cluster.zookeeper}"
         )
         assert f"Continue with: {resume} (or check with: " in err, err
         assert kept.exists()
 
-        v = mover.cli("verify", "--reassignment-json-file", plan, *zk_flags)
+        prom = mover.tmp / "verify.prom"
+        v = mover.cli("verify", "--reassignment-json-file", plan, *zk_flags, "--metrics-file", prom)
         assert v.returncode == 4, v.stdout + v.stderr
         lines = [x for x in v.stdout.splitlines() if x.startswith("Reassignment of partition")]
         assert lines[0] in (
@@ -94,7 +100,9 @@ def test_ctrl_c_in_a_batched_paced_run_then_verify_then_its_pasted_resume(
             for p in (1, 2)
         ], v.stdout
         assert "Clearing" not in v.stdout and "orphan" not in v.stderr.lower()
-        assert "Throttles kept: 2 partitions are queued, not started yet by the paced run" in v.stderr
+        assert f"Throttles kept: 2 partitions are queued, not started yet by the {kind} run" in v.stderr
+        got = statuses(parse(prom.read_text()))  # item 10b: queued, not not_as_planned
+        assert got["queued"] == 2 and got["not_as_planned"] == 0, got
         assert f"continue with: {resume}" in v.stderr, v.stderr
         # the throttles of the run stay: the broker rates and the list of the partition that moves
         for b in (1, 3):

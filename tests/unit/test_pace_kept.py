@@ -160,3 +160,33 @@ def test_a_cancelled_run_is_forgotten_only_when_the_pace_is_this_plans(tmp_path:
     assert work_left(name, PLAN) is not None
     assert forget_run(name, PLAN) is True
     assert work_left(name, PLAN) is None
+
+
+def test_a_batch_size_run_is_kept_and_resumed_the_same_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 30 item 10b: a --batch-size run is kept too, so that verify can tell its batches not started
+    # (queued) from partitions not as planned.
+    batched = pc.Pace(None, None, 5000, batch_size=2)
+    doc = orjson.loads(pc.dump_pace(batched, PLAN))
+    assert doc == {
+        "version": 1,
+        "batch_size": 2,
+        "throttle": 5000,
+        "plan_sha256": __import__("hashlib").sha256(PLAN).hexdigest(),
+    }
+    assert pc.load_pace(pc.dump_pace(batched, PLAN), PLAN) == batched
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), PLAN)
+    keep.save(batched, _report())
+    assert resumed_pace(keep, None, None, True, _report()) == batched
+    assert f"Resuming with --batch-size 2, as kept in {keep.path}" in capsys.readouterr().err
+    # a cap given instead paces the rest, and says what it replaces
+    assert resumed_pace(keep, 3, None, True, _report()) == pc.Pace(3, None, 5000)
+    assert "--max-moves-per-broker 3 instead of the --batch-size 2 this plan started with" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(UsageError, match="keeps a --batch-size run"):
+        resumed_pace(keep, None, "as-planned", True, _report())
+    # both, or neither: not a kept run
+    both = pc.dump_pace(pc.Pace(2, None), PLAN).replace(b'"version"', b'"batch_size":2,"version"')
+    assert pc.load_pace(both, PLAN) is None

@@ -147,3 +147,31 @@ def test_ctrl_c_between_batches_names_what_was_never_started_and_how_to_go_on(
         "--batch-size 1 --throttle 5000 --zookeeper zk:2181/kafka (or check with: kafka-reassign verify "
         "--reassignment-json-file 'my plan.json' --zookeeper zk:2181/kafka)"
     )
+
+
+def test_a_batch_size_run_is_kept_before_its_first_batch_and_forgotten_by_the_cli_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reassign_cli.core.pacing import Pace, load_pace
+    from reassign_cli.ops.pacing import BatchKeeper, PaceFile
+
+    monkeypatch.setattr(executor, "THROTTLE_SETTLE_SECONDS", 0.0)
+    plan = (
+        b'{"version":1,"partitions":['
+        + b",".join(b'{"topic":"t","partition":%d,"replicas":[3]}' % p for p in range(3))
+        + b"]}"
+    )
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), plan)
+    seen: list[Any] = []
+
+    class Watching(FakeBackend):
+        def create_reassignment(self, entries: Any) -> bool:
+            seen.append(load_pace(keep.path.read_bytes(), plan))
+            return super().create_reassignment(entries)
+
+    c = FakeCluster(make_state({"t": {0: [1], 1: [1], 2: [1]}}))
+    req = ExecuteRequest(
+        "plan.json", plan, rollback_file=str(tmp_path / "rb.json"), batch_size=2, throttle=5000
+    )
+    assert execute(Watching(c), req, ExecuteReport(Output(color=False)), pacer=BatchKeeper(keep)) == 0
+    assert seen == [Pace(None, None, 5000, batch_size=2)] * 2
