@@ -354,8 +354,8 @@ class _Window:
             results = self._settled(clock)
         except KeyboardInterrupt:
             raise WaitInterrupted(
-                f"Interrupted while pacing; the {len(self.running)} moves started keep running in the "
-                f"cluster, {len(self.queue)} are not started",
+                f"Interrupted while pacing; {_moves(len(self.running), 'started keep', 'started keeps')} "
+                f"running in the cluster, {_moves(len(self.queue), 'are', 'is')} not started",
                 hint=f"Continue with: {request_resume_command(self.req)} (or check with: "
                 f"{verify_command(self.req.file_name, self.req.connection)})",
             ) from None
@@ -582,6 +582,11 @@ class _Window:
             if need is not None:
                 self.told.add(tp_str(tp))
                 self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
+
+
+def _moves(n: int, many: str, one: str) -> str:
+    """ "2 moves started keep", "1 move started keeps"."""
+    return f"{n} move {one}" if n == 1 else f"{n} moves {many}"
 
 
 def grows_line(name: str, growth: float, limit: float, need: int) -> str:

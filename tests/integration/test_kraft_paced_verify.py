@@ -52,7 +52,7 @@ def test_ctrl_c_in_a_paced_window_then_verify_then_its_pasted_resume(
         assert child.finish(timeout=60) == 130, "".join(child.err)
         err = "".join(child.err)
         assert (
-            "Interrupted while pacing; the 1 moves started keep running in the cluster, 2 are not started"
+            "Interrupted while pacing; 1 move started keeps running in the cluster, 2 moves are not started"
             in err
         )
         resume = shlex.join(

@@ -175,3 +175,10 @@ def test_a_batch_size_run_is_kept_before_its_first_batch_and_forgotten_by_the_cl
     )
     assert execute(Watching(c), req, ExecuteReport(Output(color=False)), pacer=BatchKeeper(keep)) == 0
     assert seen == [Pace(None, None, 5000, batch_size=2)] * 2
+
+
+def test_the_window_interrupted_counts_its_moves_in_words() -> None:
+    from reassign_cli.ops.pacing import _moves
+
+    assert _moves(1, "started keep", "started keeps") == "1 move started keeps"
+    assert _moves(2, "are", "is") == "2 moves are"
