@@ -102,7 +102,20 @@ def command(
         finally:
             if mover is not None:
                 mover.close()
+    _forget_run(out, reassignment_file)
     return _report(out, opts, outcome, bool(dirs))
+
+
+def _forget_run(out: Any, file_name: str | None) -> None:
+    """A paced run of the plan is over once it is cancelled: verify no longer calls its moves queued."""
+    from reassign_cli.cli.inputs import read_input_file
+    from reassign_cli.ops.pacing import PACE_SUFFIX, forget_run
+
+    if file_name is not None and forget_run(file_name, read_input_file(file_name)):
+        out.info(
+            f"Removed {file_name}{PACE_SUFFIX}: the paced run of this plan is over (execute --resume "
+            "would need --max-moves-per-broker again)"
+        )
 
 
 def _cancel_all(

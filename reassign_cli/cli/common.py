@@ -112,7 +112,7 @@ def _option_decorators() -> list[Callable[[Any], Any]]:
 
 def _pop_options(kwargs: dict[str, Any]) -> Options:
     ctx = click.get_current_context()
-    names = ("zookeeper", "zk_timeout", "bootstrap", "command_config")
+    names = ("zookeeper", "zk_timeout", "bootstrap", "command_config", "zk_jaas_file", "zk_tls_config_file")
     explicit = frozenset(
         n for n in names if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE
     )
@@ -129,6 +129,26 @@ def _pop_options(kwargs: dict[str, Any]) -> Options:
         zk_tls_config_file=kwargs.pop("zk_tls_config_file"),
         explicit=explicit,
     )
+
+
+PASTED_FLAGS = (
+    ("zookeeper", "--zookeeper"),
+    ("bootstrap", "--bootstrap-server"),
+    ("command_config", "--command-config"),
+    ("zk_jaas_file", "--zk-jaas-file"),
+    ("zk_tls_config_file", "--zk-tls-config-file"),
+)
+
+
+def pasted_connection(opts: Options) -> tuple[str, ...]:
+    """The connection options given as flags, as words for a command line we suggest (those from the
+    environment are still there for the pasted one). Never a secret: the files are named, not read."""
+    words: list[str] = []
+    for name, flag in PASTED_FLAGS:
+        value = getattr(opts, name)
+        if name in opts.explicit and value:
+            words += [flag, str(value)]
+    return tuple(words)
 
 
 def connection_options(f: F) -> F:

@@ -6,13 +6,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from reassign_cli.cli.common import Options, connection_options, log_dir_mover, open_backend
+from reassign_cli.cli.common import (
+    Options,
+    connection_options,
+    log_dir_mover,
+    open_backend,
+    pasted_connection,
+)
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from reassign_cli.ops.execute import ExecuteRequest
-    from reassign_cli.ops.pacing import Pacer
+    from reassign_cli.ops.pacing import BatchKeeper, Pacer
     from reassign_cli.render.progress import ExecuteReport
 
 
@@ -106,7 +112,8 @@ def _rate(value: int | None) -> int | None:
     is_flag=True,
     help="Run the file again after an interruption: skip the partitions already at their target, wait for "
     "its own batch still moving, then do the rest (implied by --batch-size; implies --wait). A paced run "
-    "continues with the cap kept beside the file (FILE.pacing.json) unless --max-moves-per-broker is given.",
+    "continues with the cap kept beside the file (FILE.pacing.json) unless --max-moves-per-broker is given; "
+    "a --batch-size run with its batch size.",
 )
 @click.option(
     "--stuck-after",
@@ -161,6 +168,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         resume=kw["resume"],
         stuck_after=kw["stuck_after"],
         max_moves=kw["max_moves"],
+        connection=pasted_connection(opts),
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
@@ -178,15 +186,36 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
                 mover.close()
 
 
-def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | None:
-    """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept."""
-    if req.max_moves is None and not (req.resume and req.batch_size is None):
+def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:
+    """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept; the
+    batches' runner that keeps a --batch-size run beside the plan (given, or kept and resumed)."""
+    if req.max_moves is None and not req.resume and req.batch_size is None:
         return None
-    from reassign_cli.ops.pacing import PaceFile, Pacer, resumed_pace
+    from reassign_cli.ops.pacing import BatchKeeper, PaceFile, Pacer, resumed_pace
 
     keep = PaceFile.beside(req.file_name, req.data)
+    if req.batch_size is not None:  # given anew: the size given holds, whatever was kept
+        return BatchKeeper(keep)
     pace = resumed_pace(keep, req.max_moves, order, req.resume, report)
     if pace is None:
         return None
+    if req.resume:
+        _kept_rates(req, pace, report)
+    if pace.cap is None:
+        req.batch_size = pace.batch_size
+        return BatchKeeper(keep)
     req.max_moves = pace.cap
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
+
+
+def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
+    """A resume that leaves a rate out throttles the moves it starts at the rate the plan started with."""
+    kept = []
+    if req.throttle is None and pace.throttle is not None:
+        req.throttle = pace.throttle
+        kept.append(f"--throttle {pace.throttle}")
+    if req.log_dir_throttle is None and pace.log_dir_throttle is not None:
+        req.log_dir_throttle = pace.log_dir_throttle
+        kept.append(f"--replica-alter-log-dirs-throttle {pace.log_dir_throttle}")
+    if kept:
+        report.info(f"Resuming with {' '.join(kept)}, as kept with the cap")

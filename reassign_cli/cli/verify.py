@@ -59,17 +59,25 @@ def _verify(
 ) -> int:
     """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code."""
     from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops.pacing import work_left
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
 
-    plan = parse_reassignment(read_input_file(reassignment_file))
+    data = read_input_file(reassignment_file)
+    plan = parse_reassignment(data)
+    pace = work_left(reassignment_file, data)
     dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         mover = log_dir_mover(backend)
         try:
             outcome = verify(
-                backend, plan.targets(), preserve_throttles=preserve_throttles, dirs=dirs, log_dirs=mover
+                backend,
+                plan.targets(),
+                preserve_throttles=preserve_throttles,
+                dirs=dirs,
+                log_dirs=mover,
+                work_left=pace is not None,
             )
             sizes = _moving_sizes(out, outcome.results, mover)
             if facts is not None:
@@ -81,8 +89,33 @@ def _verify(
         out.info(
             "Log-dir moves not checked: they need the admin API (--bootstrap-server, also beside --zookeeper)."
         )
-    return _report(
+    code = _report(
         out, opts, outcome, preserve_throttles, checked_dirs=bool(dirs and mover is not None), sizes=sizes
+    )
+    if outcome.queued:
+        out.info(_queued_line(opts, reassignment_file, pace, outcome.queued))
+    return code
+
+
+def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
+    """Why throttles stay although nothing may move right now, and how the run goes on."""
+    from reassign_cli.cli.common import pasted_connection
+    from reassign_cli.ops.execute import resume_command
+    from reassign_cli.ops.pacing import PACE_SUFFIX, run_option
+
+    again = resume_command(
+        file_name,
+        pasted_connection(opts),
+        cap=pace.cap,
+        batch_size=pace.batch_size,
+        throttle=pace.throttle,
+        log_dir_throttle=pace.log_dir_throttle,
+    )
+    kind = "paced" if pace.cap is not None else "batched"
+    return (
+        f"Throttles kept: {n} partition{' is' if n == 1 else 's are'} queued, not started yet by the {kind} "
+        f"run of this plan ({run_option(pace)}, kept in {file_name}{PACE_SUFFIX}), which has not ended. If no "
+        f"execute runs it any more, continue with: {again}"
     )
 
 
@@ -138,6 +171,7 @@ def _report(
     elif (
         cleared is None
         and not preserve_throttles
+        and not outcome.queued
         and not any(r.status == Status.IN_PROGRESS for r in results)
     ):
         if moves_ongoing(moves):

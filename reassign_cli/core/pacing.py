@@ -403,10 +403,18 @@ PACE_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Pace:
-    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pacing.PaceFile)."""
+    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pacing.PaceFile), and the
+    rates it was given (a resume without --throttle keeps throttling the moves it starts; verify's hint
+    names them)."""
 
-    cap: int
+    cap: int | None  # None: a --batch-size run (batch_size set)
     order: Order | None  # None: the default (largest-first with sizes, else as-planned)
+    throttle: int | None = None
+    log_dir_throttle: int | None = None
+    batch_size: int | None = None  # a --batch-size run, kept the same way (its cap is None)
+
+
+RATE_KEYS = {"throttle": "throttle", "replica_alter_log_dirs_throttle": "log_dir_throttle"}
 
 
 def plan_digest(plan: bytes) -> str:
@@ -415,24 +423,51 @@ def plan_digest(plan: bytes) -> str:
 
 
 def dump_pace(pace: Pace, plan: bytes) -> bytes:
-    """`{"max_moves_per_broker":2,"order":null,"plan_sha256":"...","version":1}` and a newline."""
-    doc = {"version": PACE_VERSION, "plan_sha256": plan_digest(plan), "max_moves_per_broker": pace.cap}
-    doc["order"] = pace.order
+    """`{"max_moves_per_broker":2,"order":null,"plan_sha256":"...","version":1}` and a newline (and
+    "throttle", "replica_alter_log_dirs_throttle" in B/s when given); a --batch-size run:
+    `{"batch_size":N,"plan_sha256":"...","version":1}`."""
+    doc: dict[str, object] = {"version": PACE_VERSION, "plan_sha256": plan_digest(plan)}
+    if pace.cap is not None:
+        doc |= {"max_moves_per_broker": pace.cap, "order": pace.order}
+    else:
+        doc["batch_size"] = pace.batch_size
+    for key, attr in RATE_KEYS.items():
+        if getattr(pace, attr) is not None:
+            doc[key] = getattr(pace, attr)
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
-def load_pace(data: bytes, plan: bytes) -> Pace | None:
-    """The kept pace of `plan`; None when `data` is not one (malformed, another version) or was kept for
-    another plan (its bytes changed since)."""
+def read_pace(data: bytes) -> tuple[Pace, str] | None:
+    """(the pace, the SHA-256 of the plan it was kept for); None when `data` is not one (malformed,
+    another version)."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(doc, dict) or doc.get("version") != PACE_VERSION:
         return None
-    cap, order = doc.get("max_moves_per_broker"), doc.get("order")
-    if type(cap) is not int or cap < 1 or (order is not None and order not in ORDERS):
+    cap, order, size = doc.get("max_moves_per_broker"), doc.get("order"), doc.get("batch_size")
+    if not _count(cap) and not (cap is None and order is None and _count(size)):
         return None
-    if doc.get("plan_sha256") != plan_digest(plan):
+    if (order is not None and order not in ORDERS) or (cap is not None and size is not None):
         return None
-    return Pace(cap, order)
+    rates = {attr: doc.get(key) for key, attr in RATE_KEYS.items()}
+    if any(v is not None and (type(v) is not int or v < 0) for v in rates.values()):
+        return None
+    digest = doc.get("plan_sha256")
+    if not isinstance(digest, str):
+        return None
+    return Pace(cap, order, batch_size=size, **rates), digest
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and value >= 1
+
+
+def load_pace(data: bytes, plan: bytes) -> Pace | None:
+    """The kept pace of `plan`; None when `data` is not one (malformed, another version) or was kept for
+    another plan (its bytes changed since)."""
+    found = read_pace(data)
+    if found is None or found[1] != plan_digest(plan):
+        return None
+    return found[0]

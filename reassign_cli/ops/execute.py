@@ -13,6 +13,7 @@ Every read and write goes through a `backend.Backend` (ZooKeeper today; tests us
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,9 @@ class ExecuteRequest:
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
     zookeeper: str | None = None  # only to print a copy-pasteable verify command
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
+    # The connection options given as flags, as words to paste into the commands we suggest (never a
+    # password: files are named, not read).
+    connection: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,8 +225,43 @@ def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[in
     )
 
 
-def verify_command(req_file: str) -> str:
-    return f"kafka-reassign verify --reassignment-json-file {req_file}"
+def verify_command(req_file: str, connection: Sequence[str] = ()) -> str:
+    return shlex.join(["kafka-reassign", "verify", "--reassignment-json-file", req_file, *connection])
+
+
+def resume_command(
+    file_name: str,
+    connection: Sequence[str] = (),
+    *,
+    cap: int | None = None,
+    batch_size: int | None = None,
+    throttle: int | None = None,
+    log_dir_throttle: int | None = None,
+) -> str:
+    """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and rates, and the
+    connection flags given."""
+    words = ["kafka-reassign", "execute", "--resume", "--reassignment-json-file", file_name]
+    for flag, value in (
+        ("--max-moves-per-broker", cap),
+        ("--batch-size", batch_size),
+        ("--throttle", throttle),
+        ("--replica-alter-log-dirs-throttle", log_dir_throttle),
+    ):
+        if value is not None:
+            words += [flag, str(value)]
+    return shlex.join([*words, *connection])
+
+
+def request_resume_command(req: ExecuteRequest) -> str:
+    """resume_command for this run: its cap or batch size, its rates, its connection flags."""
+    return resume_command(
+        req.file_name,
+        req.connection,
+        cap=req.max_moves,
+        batch_size=req.batch_size,
+        throttle=req.throttle,
+        log_dir_throttle=req.log_dir_throttle,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -615,8 +654,27 @@ def _run_batches(
                 )
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
-            results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
+            try:
+                results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
+            except WaitInterrupted as e:
+                raise _batches_left(e, batches, i, req) from None
     return results
+
+
+def _batches_left(
+    e: WaitInterrupted, batches: list[list[PlanEntry]], i: int, req: ExecuteRequest
+) -> WaitInterrupted:
+    """Ctrl-C while batch i runs: what keeps running, what was never started, and how to go on."""
+    if i == len(batches) - 1:
+        return e
+    rest = sum(len(b) for b in batches[i + 1 :])
+    which = f"batch {i + 2}" if i + 2 == len(batches) else f"batches {i + 2}-{len(batches)}"
+    return WaitInterrupted(
+        f"Interrupted while waiting for batch {i + 1}/{len(batches)}; it keeps running in the cluster, "
+        f"{which} ({rest} partition{'' if rest == 1 else 's'}) not started",
+        hint=f"Continue with: {request_resume_command(req)} (or check with: "
+        f"{verify_command(req.file_name, req.connection)})",
+    )
 
 
 def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
@@ -777,13 +835,13 @@ def wait_for(
                 if clock.expired():
                     raise BusyError(
                         f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
-                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name)}",
+                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name, req.connection)}",
                     )
                 clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
-            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
+            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name, req.connection)}",
         ) from None
 
 

@@ -13,6 +13,7 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.core.validate import split_batches
-from reassign_cli.errors import BusyError, OperationalError, UsageError
+from reassign_cli.errors import BusyError, InvalidInputError, OperationalError, UsageError
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
@@ -37,17 +38,19 @@ from reassign_cli.ops.execute import (
     describe_moving,
     log_dir_moves,
     raise_hard,
+    request_resume_command,
     start_until_done,
     started_line,
     stuck_line,
     submit_batch,
+    throttle_configs,
     verify_command,
 )
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
+    from reassign_cli.backends.protocol import Backend, ConfigChange, LogDirMoves, ReplicaKey
 
 READ_RETRY_SECONDS = 60.0
 TRAILING_SECONDS = 60.0  # the end of a run: how long a broker's metadata may still show a move's replica set
@@ -91,10 +94,27 @@ class PaceFile:
         return cls(Path(file_name + PACE_SUFFIX), plan)
 
     def read(self) -> pc.Pace | None:
+        """The pace kept for this very plan; None when there is none (or it is for another plan)."""
+        return self.kept()[0]
+
+    def kept(self) -> tuple[pc.Pace | None, str | None]:
+        """(the pace kept for this plan, None) or (None, why the file there cannot be used); (None, None)
+        when there is no file."""
         try:
-            return pc.load_pace(self.path.read_bytes(), self.plan)
-        except OSError:
-            return None
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return None, None
+        except OSError as e:
+            return None, f"cannot be read ({e.strerror or e})"
+        found = pc.read_pace(data)
+        if found is None:
+            return None, "is not a pace this version keeps"
+        if found[1] != pc.plan_digest(self.plan):
+            return None, (
+                "was kept for other plan bytes (the plan was edited since, or the file comes from "
+                "another directory or host)"
+            )
+        return found[0], None
 
     def save(self, pace: pc.Pace, report: ExecuteReport) -> None:
         """Written whole (a temporary file renamed over it); a failure is a warning, not an error."""
@@ -103,9 +123,9 @@ class PaceFile:
             tmp.write_bytes(pc.dump_pace(pace, self.plan))
             os.replace(tmp, self.path)
         except OSError as e:
+            again = run_option(pace)
             report.warn(
-                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need "
-                f"--max-moves-per-broker {pace.cap} again"
+                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need {again} again"
             )
 
     def forget(self) -> None:
@@ -117,8 +137,17 @@ def resumed_pace(
     keep: PaceFile, cap: int | None, order: pc.Order | None, resume: bool, report: ExecuteReport
 ) -> pc.Pace | None:
     """This run's pace: the options given; with --resume, what they leave out comes from the kept file (a
-    cap given anew replaces the kept one, said on stderr). None: not paced."""
-    kept = keep.read() if resume else None
+    cap given anew replaces the kept one, said on stderr). None: not paced. A kept file that is not this
+    plan's (other bytes, unreadable) is refused unless a cap is given (then it is said, and replaced):
+    resuming unpaced would start every remaining move at once."""
+    kept, problem = keep.kept() if resume else (None, None)
+    if problem is not None:
+        if cap is None:
+            raise InvalidInputError(
+                f"Cannot resume: {keep.path} {problem}; nothing was started. Give --max-moves-per-broker N "
+                "to resume paced with that cap, or remove the file to resume unpaced"
+            )
+        report.info(f"Not using {keep.path}: it {problem}; the cap given, {cap}, holds from now on")
     if cap is None and kept is None:
         if order is not None:
             where = f" (no cap is kept in {keep.path})" if resume else ""
@@ -126,16 +155,74 @@ def resumed_pace(
         return None
     if cap is None:
         assert kept is not None
-        pace = pc.Pace(kept.cap, order or kept.order)
+        if kept.cap is None:  # a --batch-size run
+            if order is not None:
+                raise UsageError(
+                    f"--order needs --max-moves-per-broker ({keep.path} keeps a --batch-size run)"
+                )
+            report.info(f"Resuming with {run_option(kept)}, as kept in {keep.path}")
+            return kept
+        pace = dataclasses.replace(kept, order=order or kept.order)
         how = f" --order {pace.order}" if pace.order else ""
         report.info(f"Resuming with --max-moves-per-broker {pace.cap}{how}, as kept in {keep.path}")
         return pace
     if kept is not None and kept.cap != cap:
+        was = kept.cap if kept.cap is not None else run_option(kept)
         report.info(
-            f"Resuming with --max-moves-per-broker {cap} instead of the {kept.cap} this plan started with "
+            f"Resuming with --max-moves-per-broker {cap} instead of the {was} this plan started with "
             f"(kept in {keep.path}): the new cap holds from now on"
         )
-    return pc.Pace(cap, order or (kept.order if kept else None))
+    if kept is not None:
+        return dataclasses.replace(kept, cap=cap, order=order or kept.order, batch_size=None)
+    return pc.Pace(cap, order)
+
+
+def run_option(pace: pc.Pace) -> str:
+    """The option a kept run goes with: `--max-moves-per-broker N` or `--batch-size N`."""
+    if pace.cap is not None:
+        return f"--max-moves-per-broker {pace.cap}"
+    return f"--batch-size {pace.batch_size}"
+
+
+def work_left(file_name: str, plan: bytes) -> pc.Pace | None:
+    """THE test of whether a run of this plan has not ended (a paced or --batch-size run, interrupted or
+    between two moves or batches): its pace, or None. verify then calls what is not started "queued" and keeps the throttles.
+    Today the pace file beside the plan (kept from before the first move until the run ends)."""
+    return PaceFile.beside(file_name, plan).read()
+
+
+def forget_run(file_name: str, plan: bytes) -> bool:
+    """The run of this plan is over (cancelled): nothing of it is queued or to resume any more. True when
+    a pace was kept for it (and is now gone)."""
+    keep = PaceFile.beside(file_name, plan)
+    if keep.read() is None:
+        return False
+    keep.forget()
+    return True
+
+
+@dataclass(slots=True)
+class BatchKeeper:
+    """execute's batch runner for --batch-size: `_run_batches`, with the run kept beside the plan before its
+    first batch starts (as a paced run keeps its cap): verify then calls the batches not started queued, and
+    `execute --resume` goes on with the same size."""
+
+    keep: PaceFile
+
+    def __call__(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        batches: list[list[PlanEntry]],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        wait: bool,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]:
+        if batches and not req.dry_run and req.batch_size is not None:
+            kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
+            self.keep.save(kept, report)
+        return _run_batches(backend, state, batches, req, report, wait, mover)
 
 
 @dataclass(slots=True)
@@ -163,7 +250,7 @@ class Pacer:
         if not entries:
             return []
         if self.keep is not None and not req.dry_run:
-            self.keep.save(pc.Pace(self.cap, self.order), report)
+            self.keep.save(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), report)
         if req.dry_run or not adds:
             if not adds:
                 report.info(ZK_NOTE)
@@ -222,7 +309,6 @@ class _Window:
         self.queued_bytes = sum(m.total_bytes for m in moves)
         self.running: dict[TopicPartition, pc.Move] = {}
         self.done = 0
-        self.throttled: set[TopicPartition] = set()
         self.started_any = False
         self.peak = 0
         self.bytes = _Bytes()
@@ -268,11 +354,10 @@ class _Window:
             results = self._settled(clock)
         except KeyboardInterrupt:
             raise WaitInterrupted(
-                "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
-                "started",
-                hint=f"Continue with: kafka-reassign execute --resume --reassignment-json-file "
-                f"{self.req.file_name} (the cap, {self.p.cap} moves per broker, is kept beside it; or check "
-                f"with: {verify_command(self.req.file_name)})",
+                f"Interrupted while pacing; {_moves(len(self.running), 'started keep', 'started keeps')} "
+                f"running in the cluster, {_moves(len(self.queue), 'are', 'is')} not started",
+                hint=f"Continue with: {request_resume_command(self.req)} (or check with: "
+                f"{verify_command(self.req.file_name, self.req.connection)})",
             ) from None
         self.p.view.paced(
             {
@@ -348,23 +433,24 @@ class _Window:
 
     def _start(self, new: list[pc.Move]) -> None:
         """The moves added to the running reassignment, their partitions in the throttled-replica lists
-        first. The lists name the moves running, starting and next in line (one fenced commit, as a batch
-        writes them); moves listed ahead start at once, and the lists are brought up to date after."""
+        first: every start writes the lists (one fenced commit, as a batch writes them) for the moves
+        running, starting and next in line, also for moves listed ahead at the last start (a verify of old,
+        or an operator, may have taken the throttles off since); it waits for the brokers only when that
+        write concerned the moves starting."""
         req, report = self.req, self.report
         batch = [self.entries[m.tp] for m in new]
-        ahead = all(m.tp in self.throttled for m in new)
-        if not self.started_any:
+        first = not self.started_any
+        if first:
             # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
             submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
-            self.started_any, ahead = True, True
+            self.started_any = True
         else:
-            if not ahead:
-                changed = self._throttle(new)
-                if changed is None:  # the lists could not be written: these moves wait for the next poll
-                    self.queue.put_back(new)
-                    return
-                if changed:
-                    time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
+            changes = self._throttle(new)
+            if changes is None:  # the lists could not be written: these moves wait for the next poll
+                self.queue.put_back(new)
+                return
+            if self._concerns(changes, batch):
+                time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
             moves = log_dir_moves(batch)
             if moves and self.mover is not None:
                 raise_hard(self.mover.attempt(moves)[1])
@@ -376,18 +462,30 @@ class _Window:
             self.running[m.tp] = m
             self.queued_bytes -= m.total_bytes
         self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
-        if ahead:
-            self._throttle([])
+        if first:
+            self._throttle([])  # the moves next in line, listed ahead
 
-    def _throttle(self, new: list[pc.Move]) -> bool | None:
-        """Rewrite the throttle lists for the moves running, `new` and next in line; True when a config
-        changed, None when the write failed (a broker that has just left: warned, tried again at the next
-        start; only what both the old and the new lists name counts as listed then). Nothing without
-        --throttle (nor --replica-alter-log-dirs-throttle)."""
+    def _concerns(self, changes: Sequence[ConfigChange], batch: Sequence[PlanEntry]) -> bool:
+        """The write changed what throttles `batch`: a broker's rate, or a list that lacked one of its
+        replicas (a list that only gained the moves next in line needs no wait)."""
+        if any(ch.entity == "brokers" for ch in changes):
+            return True
+        _, wanted = throttle_configs(self.state, batch, self.req.throttle, None)
+        for ch in changes:
+            for key, value in wanted.get(ch.name, {}).items() if ch.entity == "topics" else ():
+                before = ch.before.get(key, value) or ""
+                if before != "*" and not set(value.split(",")) <= set(before.split(",")):
+                    return True
+        return False
+
+    def _throttle(self, new: list[pc.Move]) -> list[ConfigChange] | None:
+        """Rewrite the throttle lists for the moves running, `new` and next in line; the configs it changed,
+        None when the write failed (a broker that has just left: warned, tried again at the next start).
+        Nothing without --throttle
+        (nor --replica-alter-log-dirs-throttle)."""
         req = self.req
         if req.throttle is None and req.log_dir_throttle is None:
-            self.throttled = set(self.entries)
-            return False
+            return []
         tps = dict.fromkeys(
             [*self.running, *(m.tp for m in new), *(m.tp for m in self.queue.heads(self.p.cap))]
         )
@@ -396,10 +494,8 @@ class _Window:
             writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
         except OperationalError as e:
             self.report.warn(f"{e}; the throttle lists are written again at the next start")
-            self.throttled &= set(tps)
             return None
-        self.throttled = set(tps)
-        return bool(writes.changes)
+        return writes.changes
 
     def _timeout(self, clock: _Clock) -> None:
         if clock.expired():
@@ -486,6 +582,11 @@ class _Window:
             if need is not None:
                 self.told.add(tp_str(tp))
                 self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
+
+
+def _moves(n: int, many: str, one: str) -> str:
+    """ "2 moves started keep", "1 move started keeps"."""
+    return f"{n} move {one}" if n == 1 else f"{n} moves {many}"
 
 
 def grows_line(name: str, growth: float, limit: float, need: int) -> str:

@@ -38,7 +38,7 @@ def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:
         assert v.returncode == 4, v.stdout + v.stderr
         got = parse(prom.read_text())
         status = statuses(got)
-        assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0}
+        assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0, "queued": 0}
         # Still to copy: the leader's log less what broker 3 held when verify looked (it only grows since).
         remaining = got["kafka_reassign_verify_bytes_remaining"][key]
         full = max(sizes[1], sizes[2])

@@ -42,7 +42,7 @@ def test_metrics_in_progress_then_complete(
     got = parse(prom.read_text())
     key = (("plan", "move.json"),)
     status = statuses(got)
-    assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0}
+    assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0, "queued": 0}
     # Still to copy: the leader's log less what broker 3 held when verify looked (it only grows since).
     remaining = got["kafka_reassign_verify_bytes_remaining"][key]
     full = max(after_sizes[1], after_sizes[2])

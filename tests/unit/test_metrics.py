@@ -53,7 +53,7 @@ def rates(got: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> dict[tupl
 def assert_complete(text: str, key: tuple[tuple[str, str], ...]) -> None:
     """The file a verify writes once the plan is complete: nothing left, no rate of ours, exit 0."""
     got = parse(text)
-    assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
+    assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0, "queued": 0}
     assert got["kafka_reassign_verify_bytes_remaining"] == {key: 0}
     assert "kafka_reassign_verify_throttle_rate_bytes" not in got
     assert got["kafka_reassign_verify_exit_code"] == {key: 0}
@@ -84,6 +84,7 @@ def test_textfile_parsed_back(tmp_path: Path) -> None:
         (plan, ("status", "complete")): 1,
         (plan, ("status", "in_progress")): 2,
         (plan, ("status", "not_as_planned")): 1,
+        (plan, ("status", "queued")): 0,
     }
     assert got["kafka_reassign_verify_bytes_remaining"] == {(plan,): 700}
     assert got["kafka_reassign_verify_throttle_rate_bytes"] == {

@@ -93,3 +93,100 @@ def test_a_cap_that_cannot_be_kept_is_a_warning(tmp_path: Path, capsys: pytest.C
     keep.save(pc.Pace(2, None), _report())
     err = capsys.readouterr().err
     assert "cannot keep the cap in" in err and "will need --max-moves-per-broker 2 again" in err
+
+
+def test_a_resume_refuses_a_pace_kept_for_other_plan_bytes(tmp_path: Path) -> None:
+    # Issue 30 item 22: the plan edited since (or the pace file copied from elsewhere). Read as "nothing
+    # kept", --resume ran unpaced and started every remaining move at once. Now: exit 3, nothing started.
+    from reassign_cli.errors import ExitCode, InvalidInputError
+
+    PaceFile.beside(str(tmp_path / "plan.json"), PLAN).save(pc.Pace(2, None), _report())
+    edited = PaceFile.beside(str(tmp_path / "plan.json"), PLAN.replace(b"[3]", b"[2]"))
+    with pytest.raises(InvalidInputError) as e:
+        resumed_pace(edited, None, None, True, _report())
+    assert e.value.exit_code == ExitCode.INVALID and e.value.hint is None
+    assert str(e.value) == (
+        f"Cannot resume: {edited.path} was kept for other plan bytes (the plan was edited since, or the file "
+        "comes from another directory or host); nothing was started. Give --max-moves-per-broker N to "
+        "resume paced with that cap, or remove the file to resume unpaced"
+    )
+    # a file that is no kept pace at all: the same refusal
+    edited.path.write_text("{}")
+    with pytest.raises(InvalidInputError, match="is not a pace this version keeps"):
+        resumed_pace(edited, None, None, True, _report())
+
+
+def test_a_cap_given_with_a_foreign_pace_file_is_used_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    PaceFile.beside(str(tmp_path / "plan.json"), PLAN).save(pc.Pace(2, "smallest-first", 5), _report())
+    edited = PaceFile.beside(str(tmp_path / "plan.json"), PLAN + b"\n")
+    assert resumed_pace(edited, 3, None, True, _report()) == pc.Pace(3, None)  # nothing of the foreign one
+    err = capsys.readouterr().err
+    assert f"Not using {edited.path}: it was kept for other plan bytes" in err
+    assert "the cap given, 3, holds from now on" in err
+
+
+def test_the_rates_are_kept_with_the_cap_and_come_back_on_resume(tmp_path: Path) -> None:
+    doc = orjson.loads(pc.dump_pace(pc.Pace(2, None, 1_000_000, 5_000), PLAN))
+    assert (doc["throttle"], doc["replica_alter_log_dirs_throttle"]) == (1_000_000, 5_000)
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), PLAN)
+    keep.save(pc.Pace(2, None, 1_000_000), _report())
+    assert resumed_pace(keep, None, None, True, _report()) == pc.Pace(2, None, 1_000_000)
+    assert resumed_pace(keep, 4, None, True, _report()) == pc.Pace(4, None, 1_000_000)
+    bad = pc.dump_pace(pc.Pace(2, None), PLAN).replace(b'"version"', b'"throttle":-1,"version"')
+    assert pc.load_pace(bad, PLAN) is None
+
+
+def test_work_left_is_the_pace_kept_for_this_very_plan(tmp_path: Path) -> None:
+    from reassign_cli.ops.pacing import work_left
+
+    name = str(tmp_path / "plan.json")
+    assert work_left(name, PLAN) is None
+    PaceFile.beside(name, PLAN).save(pc.Pace(2, None, 7), _report())
+    assert work_left(name, PLAN) == pc.Pace(2, None, 7)
+    assert work_left(name, PLAN + b" ") is None  # another plan's: not this one's run
+    PaceFile.beside(name, PLAN).forget()
+    assert work_left(name, PLAN) is None
+
+
+def test_a_cancelled_run_is_forgotten_only_when_the_pace_is_this_plans(tmp_path: Path) -> None:
+    from reassign_cli.ops.pacing import forget_run, work_left
+
+    name = str(tmp_path / "plan.json")
+    assert forget_run(name, PLAN) is False  # nothing kept
+    PaceFile.beside(name, PLAN).save(pc.Pace(2, None), _report())
+    assert forget_run(name, PLAN + b" ") is False  # another plan's pace: left alone
+    assert work_left(name, PLAN) is not None
+    assert forget_run(name, PLAN) is True
+    assert work_left(name, PLAN) is None
+
+
+def test_a_batch_size_run_is_kept_and_resumed_the_same_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 30 item 10b: a --batch-size run is kept too, so that verify can tell its batches not started
+    # (queued) from partitions not as planned.
+    batched = pc.Pace(None, None, 5000, batch_size=2)
+    doc = orjson.loads(pc.dump_pace(batched, PLAN))
+    assert doc == {
+        "version": 1,
+        "batch_size": 2,
+        "throttle": 5000,
+        "plan_sha256": __import__("hashlib").sha256(PLAN).hexdigest(),
+    }
+    assert pc.load_pace(pc.dump_pace(batched, PLAN), PLAN) == batched
+    keep = PaceFile.beside(str(tmp_path / "plan.json"), PLAN)
+    keep.save(batched, _report())
+    assert resumed_pace(keep, None, None, True, _report()) == batched
+    assert f"Resuming with --batch-size 2, as kept in {keep.path}" in capsys.readouterr().err
+    # a cap given instead paces the rest, and says what it replaces
+    assert resumed_pace(keep, 3, None, True, _report()) == pc.Pace(3, None, 5000)
+    assert "--max-moves-per-broker 3 instead of the --batch-size 2 this plan started with" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(UsageError, match="keeps a --batch-size run"):
+        resumed_pace(keep, None, "as-planned", True, _report())
+    # both, or neither: not a kept run
+    both = pc.dump_pace(pc.Pace(2, None), PLAN).replace(b'"version"', b'"batch_size":2,"version"')
+    assert pc.load_pace(both, PLAN) is None

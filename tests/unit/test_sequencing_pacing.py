@@ -155,7 +155,7 @@ def test_the_cap_is_kept_before_the_first_move_starts(tmp_path: Path) -> None:
     )  # fmt: skip
     report = ExecuteReport(Output(color=False))
     assert execute(be, req, report, pacer=Pacer(1, "smallest-first", report, keep=keep)) == ExitCode.OK
-    assert seen == [Pace(1, "smallest-first")]
+    assert seen == [Pace(1, "smallest-first", 1000)]  # the rate too, for a resume and verify's hint
 
 
 def test_metadata_that_trails_the_end_of_a_move_is_read_again(tmp_path: Path) -> None:
@@ -187,3 +187,28 @@ def test_metadata_that_trails_the_end_of_a_move_is_read_again(tmp_path: Path) ->
     be = Trailing(FakeCluster(make_state({"t": {0: [1]}})))
     assert _run(be, tmp_path, {("t", 0): [3]}, 1, throttle=1000) == ExitCode.OK
     assert be.stale_reads == 2
+
+
+def test_a_move_listed_ahead_is_listed_again_before_it_starts(tmp_path: Path) -> None:
+    """Issue 30 item 17: the lists written for the move next in line may be gone by the time it starts (a
+    verify of old took the throttles off between two moves, or an operator did): the window writes them
+    before every start, never after. WindowBackend asserts at each start that the move is listed."""
+    FREP_KEYS = (FREP, LREP)
+
+    class Cleared(WindowBackend):
+        def read_state(
+            self, topics: Iterable[str] | None = None, *, partition_state: bool = False
+        ) -> ClusterState:
+            state = super().read_state(topics, partition_state=partition_state)
+            if partition_state and not any(t.adding for t in self.cluster.state.topics.values()):
+                # nothing moves: someone takes the topic lists off here
+                cfg = self.cluster.configs.get(("topics", "t"), {})
+                for k in FREP_KEYS:
+                    cfg.pop(k, None)
+            return state
+
+    c = FakeCluster(make_state({"t": {0: [1], 1: [1], 2: [1]}}))
+    be = Cleared(c)
+    targets = {("t", p): [3] for p in range(3)}
+    assert _run(be, tmp_path, targets, 1, throttle=1000) == ExitCode.OK
+    assert sorted(be.order) == sorted(targets)

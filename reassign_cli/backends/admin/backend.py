@@ -43,6 +43,7 @@ from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.elect_rules import encode_election
 from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition, tp_str
+from reassign_cli.core.progress import passing_through
 from reassign_cli.core.record_log import TOPIC, Lease, lease_holder, topic_spec
 from reassign_cli.core.throttle import Entity
 from reassign_cli.core.znodes import encode_reassignment
@@ -93,6 +94,8 @@ class AdminBackend:
         # Moves this backend saw or started: partition -> the replica lists it can end with (target; origin
         # if cancelled), to tell its end from a broker's metadata that has not caught up yet.
         self._moving: dict[TopicPartition, list[list[int]]] = {}
+        # The targets a fresh verify expects (`expect`): waited for only where the metadata may be trailing.
+        self._expected: dict[TopicPartition, list[int]] = {}
         # Config keys this backend wrote and has not read back since: entity -> (when, {key: value, None:
         # deleted}).
         self._wrote: dict[tuple[Entity, str], tuple[float, dict[str, str | None]]] = {}
@@ -188,6 +191,11 @@ class AdminBackend:
         at its target (or, if cancelled, its origin). A broker's metadata follows the controller's on its
         own, a moment later: until it shows one of those, read the topic again (for up to SETTLE_SECONDS)."""
         ended = {tp: ends for tp, ends in self._moving.items() if tp not in moving and tp[0] in topic_map}
+        for (t, p), target in self._expected.items():
+            shown = topic_map[t].replicas.get(p, []) if t in topic_map else []
+            if (t, p) not in moving and passing_through(target, shown):
+                ended.setdefault((t, p), [target])
+        self._expected = {tp: r for tp, r in self._expected.items() if tp[0] not in topic_map}
         deadline = time.monotonic() + SETTLE_SECONDS
         while ended:
             lagging = {
@@ -203,8 +211,11 @@ class AdminBackend:
     def expect(self, targets: Mapping[TopicPartition, Sequence[int]]) -> None:
         """A fresh verify after a big move may read a broker's metadata that still shows the old replicas
         though the controller lists nothing (seen at 3,000 partitions under load): wait for the plan's
-        targets as for a move this backend saw end (_settle), then report what the brokers show."""
-        self._moving.update({tp: [list(r)] for tp, r in targets.items()})
+        targets as for a move this backend saw end (_settle), then report what the brokers show. Only where
+        the metadata shows the replica set of a move to the target (core.progress.passing_through): a
+        partition at its origin (a plan not run yet, a paced run's queued moves, a cancelled plan) is
+        reported at once, without a wait."""
+        self._expected.update({tp: list(r) for tp, r in targets.items()})
 
     def ensure_writable(self) -> None:
         """Nothing to guard: the admin API is how a KRaft cluster (and a migrating one) is written."""
