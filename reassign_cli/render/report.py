@@ -332,7 +332,23 @@ def _argv(r: Report) -> list[str]:
 
 
 def markdown(r: Report) -> str:
-    return "\n".join([*_head(r), *_brokers_md(r), *_moves(r.seen)]) + "\n"
+    moves = _moves(r.seen)
+    if r.seen.moves_total > TOP:  # folded: the heading stays, the tables go in a <details>
+        moves = [
+            *moves[:2],
+            f"<details><summary>{_moves_title(r.seen)}</summary>",
+            "",
+            *moves[2:],
+            "",
+            "</details>",
+        ]
+    return "\n".join([*_head(r), *_brokers_md(r), *moves]) + "\n"
+
+
+def _moves_title(seen: Collector) -> str:
+    shown = len(seen.moves)
+    what = f"The first {shown} of {seen.moves_total}" if shown < seen.moves_total else f"All {shown}"
+    return f"{what} partitions that change, by topic"
 
 
 def _head(r: Report) -> list[str]:
@@ -611,7 +627,7 @@ def html_page(r: Report) -> str:
     moves = moves.replace("</table>", "</table></div>")
     if r.seen.moves_total > TOP:
         head, _, rest_html = moves.partition("</h2>")
-        moves = f"{head}</h2><details><summary>{min(len(r.seen.moves), r.seen.moves_total)} listed</summary>{rest_html}</details>"
+        moves = f"{head}</h2><details><summary>{_moves_title(r.seen)}</summary>{rest_html}</details>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

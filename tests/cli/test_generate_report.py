@@ -142,13 +142,17 @@ def test_moves_shortened_past_50(tmp_path: Path) -> None:
         ],
     }
     snap = _snap(tmp_path, doc, "big.json")
-    out, md, _ = _report(tmp_path, snap, "--strategy", "balanced")
+    out, md, page = _report(tmp_path, snap, "--strategy", "balanced")
     before, after = _rows(out["current"]), _rows(out["proposed"])
     changed = sum(1 for k in after if after[k] != before[k])
     assert changed > 50
     rows = sum(len(t) - 1 for t in md_tables(md)[2:])
     assert rows == 50
     assert f"Shown: the first 50 of {changed} partitions that change; and {changed - 50} more" in md
+    # more than 10: folded, in both files
+    title = f"The first 50 of {changed} partitions that change, by topic"
+    assert f"<details><summary>{title}</summary>" in md
+    assert title in _page(page).summaries
 
 
 def test_report_usage_errors(tmp_path: Path) -> None:
