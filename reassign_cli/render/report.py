@@ -410,6 +410,7 @@ class Series:
     fmt: Any
     band: tuple[float, float] | None
     mean: float | None
+    ids: tuple[list[int], list[int]] = ([], [])  # the broker at each point of before, of after
 
 
 def series(r: Report, rows: Sequence[BrokerRow]) -> Series:
@@ -421,18 +422,21 @@ def series(r: Report, rows: Sequence[BrokerRow]) -> Series:
     fmt: Callable[[float], str]
     if inside and inside[0].utilization is not None:
         mean = float(e["disk_utilization_mean"])
-        vals = [x.utilization for x in inside if x.utilization is not None]
+        vals = [(x.broker, x.utilization) for x in inside if x.utilization is not None]
         title, fmt = "Disk utilization per broker", percent
     elif inside and inside[0].bytes is not None:
-        vals = [x.bytes for x in inside if x.bytes is not None]
-        mean = float(e.get("bytes_mean", sum(a for _, a in vals) / len(vals)))
+        vals = [(x.broker, x.bytes) for x in inside if x.bytes is not None]
+        mean = float(e.get("bytes_mean", sum(a for _, (_, a) in vals) / len(vals)))
         title, fmt = "Bytes per broker", human_bytes
     else:
-        vals = [(float(x.replicas[0]), float(x.replicas[1])) for x in inside]
-        mean = sum(a for _, a in vals) / len(vals) if vals else 0.0
+        vals = [(x.broker, (float(x.replicas[0]), float(x.replicas[1]))) for x in inside]
+        mean = sum(a for _, (_, a) in vals) / len(vals) if vals else 0.0
         title, fmt = "Replicas per broker", lambda v: f"{v:g}"
     band = (mean * (1 - tol), mean * (1 + tol)) if tol is not None else None
-    return Series(title, sorted(b for b, _ in vals), sorted(a for _, a in vals), fmt, band, mean)
+    before = sorted((v[0], b) for b, v in vals)  # by value, then id
+    after = sorted((v[1], b) for b, v in vals)
+    ids = ([b for _, b in before], [b for _, b in after])
+    return Series(title, [v for v, _ in before], [v for v, _ in after], fmt, band, mean, ids)
 
 
 def _distribution_line(rows: Sequence[BrokerRow]) -> str:
@@ -548,13 +552,14 @@ def svg_chart(s: Series) -> str:
         )
     if s.mean is not None:
         parts.append(f'<line class="mean" x1="{left}" x2="{right}" y1="{y(s.mean)}" y2="{y(s.mean)}"/>')
-    for when, values in (("before", s.before), ("after", s.after)):
+    for when, values, ids in (("before", s.before, s.ids[0]), ("after", s.after, s.ids[1])):
         pts = " ".join(f"{x(i)},{y(v)}" for i, v in enumerate(values))
         parts.append(f'<polyline class="{when}" points="{pts}" data-values="{",".join(map(_num, values))}"/>')
         if n <= 40:
             parts += [
-                f'<circle class="{when}" cx="{x(i)}" cy="{y(v)}" r="3"><title>{when}: {e(s.fmt(v))}</title></circle>'
-                for i, v in enumerate(values)
+                f'<circle class="{when}" cx="{x(i)}" cy="{y(v)}" r="3"><title>broker {b} {when}: '
+                f"{e(s.fmt(v))}</title></circle>"
+                for i, (v, b) in enumerate(zip(values, ids, strict=True))
             ]
     parts.append(
         f'<text x="{(left + right) / 2}" y="{CHART_H - 12}" text-anchor="middle">{n} brokers, '

@@ -117,8 +117,11 @@ def _report(
 
 
 def test_one_chart_two_lines_and_the_band() -> None:
-    page = parse(html_page(_report()))
+    text = html_page(_report())
+    page = parse(text)
     assert [t for t, _, _ in page.tags if t == "svg"] == ["svg"]
+    # a dot per broker, its tooltip naming it: the least loaded after is 12 (6 GiB), the most 11 (7 GiB)
+    assert "<title>broker 12 after: 6 GiB</title>" in text and "<title>broker 11 after: 7 GiB</title>" in text
     assert not {t for t, _, _ in page.tags} & {"script", "link", "img", "iframe"}
     lines = {a["class"]: a for t, a, _ in page.tags if t == "polyline"}
     assert set(lines) == {"before", "after"}
