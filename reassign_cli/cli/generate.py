@@ -241,12 +241,12 @@ def _report_collector(report: str | None, engine: str, output_dir: str | None) -
         return None
     if engine != "local":
         raise UsageError("--report works with --engine local")
-    directory = os.path.dirname(os.path.abspath(report))
+    from reassign_cli.render.report import Collector, report_paths
+
+    directory = os.path.dirname(os.path.abspath(report_paths(report)[0]))
     creates = output_dir is not None and directory == os.path.abspath(output_dir)
     if not os.path.isdir(directory) and not creates:
         raise UsageError(f"--report {report}: the directory {directory} does not exist")
-    from reassign_cli.render.report import Collector
-
     return Collector()
 
 

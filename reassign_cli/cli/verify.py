@@ -29,10 +29,24 @@ from reassign_cli.cli.inputs import read_input_file
     metavar="PATH",
     help="Also write the outcome as Prometheus metrics in node_exporter's textfile format (atomically: "
     "a temporary file renamed into place), also when verify fails. Name it *.prom in the textfile "
-    "collector's directory (docs/execute-verify.md).",
+    "collector's directory (docs/execute-verify.md). Every series is labelled plan (the file's path) and "
+    "plan_sha256 (its SHA-256, 12 hex digits).",
+)
+@click.option(
+    "--metrics-label",
+    "metrics_labels",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="With --metrics-file: one more label on every series, e.g. cluster=eu1 (repeatable).",
 )
 @connection_options
-def command(opts: Options, reassignment_file: str, preserve_throttles: bool, metrics_file: str | None) -> int:
+def command(
+    opts: Options,
+    reassignment_file: str,
+    preserve_throttles: bool,
+    metrics_file: str | None,
+    metrics_labels: tuple[str, ...] = (),
+) -> int:
     """Report the status of each partition in --reassignment-json-file (Kafka's lines), and of each
     replica move between log dirs it names (through the admin API: --bootstrap-server, also beside
     --zookeeper).
@@ -41,29 +55,42 @@ def command(opts: Options, reassignment_file: str, preserve_throttles: bool, met
     that this tool recorded are put back) unless --preserve-throttles is given.
     Exit 0 when all are complete, 4 while any is in progress, 5 when finished but not as planned.
     """
+    from reassign_cli.errors import InvalidInputError, UsageError
+
     if metrics_file is None:
+        if metrics_labels:
+            raise UsageError("--metrics-label needs --metrics-file")
         return _verify(opts, reassignment_file, preserve_throttles, None)
-    import os
+    from reassign_cli.render.metrics import check_metrics_path, parse_metrics_labels, plan_labels
 
-    from reassign_cli.render.metrics import check_metrics_path
-
+    extra = parse_metrics_labels(metrics_labels)
     check_metrics_path(metrics_file)
-    name = os.path.basename(reassignment_file)
+    try:  # read once: the bytes verified are the bytes hashed (unreadable: verify itself says so, exit 3)
+        data: bytes | None = read_input_file(reassignment_file)
+    except InvalidInputError:
+        data = None
+    labels = plan_labels(reassignment_file, data, extra)
     return _with_metrics(
-        metrics_file, name, lambda facts: _verify(opts, reassignment_file, preserve_throttles, facts)
+        metrics_file, labels, lambda facts: _verify(opts, reassignment_file, preserve_throttles, facts, data)
     )
 
 
 def _verify(
-    opts: Options, reassignment_file: str, preserve_throttles: bool, facts: dict[str, Any] | None
+    opts: Options,
+    reassignment_file: str,
+    preserve_throttles: bool,
+    facts: dict[str, Any] | None,
+    data: bytes | None = None,
 ) -> int:
-    """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code."""
+    """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code; `data`:
+    the file's bytes when read already."""
     from reassign_cli.core.model import parse_reassignment
     from reassign_cli.ops.pacing import work_left
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
 
-    data = read_input_file(reassignment_file)
+    if data is None:
+        data = read_input_file(reassignment_file)
     plan = parse_reassignment(data)
     pace = work_left(reassignment_file, data)
     dirs = plan.log_dir_targets()
@@ -205,7 +232,7 @@ def _metric_facts(backend: Any, results: Any, sizes: Any) -> dict[str, Any]:
     }
 
 
-def _with_metrics(path: str, plan: str, run: Callable[[dict[str, Any]], int]) -> int:
+def _with_metrics(path: str, labels: dict[str, str], run: Callable[[dict[str, Any]], int]) -> int:
     """Run verify and write the metrics file whatever happens: on a failure, only its exit code and the
     time (the error itself still goes out as usual)."""
     import time
@@ -227,5 +254,5 @@ def _with_metrics(path: str, plan: str, run: Callable[[dict[str, Any]], int]) ->
         facts = {}
         raise
     finally:
-        write_metrics(path, VerifyMetrics(plan, int(code), time.time(), **facts))
+        write_metrics(path, VerifyMetrics(labels, int(code), time.time(), **facts))
     return code

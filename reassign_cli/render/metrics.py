@@ -1,7 +1,10 @@
 """`verify --metrics-file`: verify's outcome in node_exporter's textfile format, written atomically.
 
-Every series carries `plan` (the --reassignment-json-file's base name), so the verifies of several plans
-can write beside each other in the collector's directory. The names are stable (docs/execute-verify.md):
+Every series carries `plan` (the --reassignment-json-file's absolute path) and `plan_sha256` (the first 12
+hex digits of the SHA-256 of its bytes), then the operator's own `--metrics-label NAME=VALUE` labels, so the
+verifies of several plans, even of files with the same name (generate --output-dir always writes
+proposed.json), write distinct series beside each other in the collector's directory. The names are stable
+(docs/execute-verify.md):
 
 - kafka_reassign_verify_partitions{status}: complete, in_progress, not_as_planned (all three, 0 included)
 - kafka_reassign_verify_bytes_remaining: bytes still to copy, only when every moving partition's size is
@@ -16,7 +19,9 @@ A failed verify writes only the exit code and the timestamp: no stale partition 
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,13 +35,43 @@ from reassign_cli.errors import OperationalError, UsageError
 PREFIX = "kafka_reassign_verify_"
 RATE_KINDS = {LEADER_RATE: "leader", FOLLOWER_RATE: "follower", LOG_DIR_RATE: "log_dir"}
 ReplicaKey = tuple[str, int, int]
+SHA_DIGITS = 12
+RESERVED_LABELS = ("plan", "plan_sha256", "status", "broker", "kind")
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def plan_labels(path: str, data: bytes | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The labels every series carries: the plan's absolute path, the first SHA_DIGITS hex digits of the
+    SHA-256 of its bytes ("" when it could not be read), then the operator's `extra` labels."""
+    sha = hashlib.sha256(data).hexdigest()[:SHA_DIGITS] if data is not None else ""
+    return {"plan": os.path.abspath(path), "plan_sha256": sha, **(extra or {})}
+
+
+def parse_metrics_labels(items: Sequence[str]) -> dict[str, str]:
+    """`--metrics-label NAME=VALUE` (repeatable): a Prometheus label name, not one of ours, each at most once."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not LABEL_NAME.fullmatch(name) or name.startswith("__"):
+            raise UsageError(
+                f"--metrics-label {item!r}: expected NAME=VALUE, NAME a Prometheus label name "
+                "([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)"
+            )
+        if name in RESERVED_LABELS:
+            raise UsageError(
+                f"--metrics-label {name}: this label is verify's own ({', '.join(RESERVED_LABELS)})"
+            )
+        if name in out:
+            raise UsageError(f"--metrics-label {name} given twice")
+        out[name] = value
+    return out
 
 
 @dataclass(slots=True)
 class VerifyMetrics:
     """What one verify run reports; `results` None when it failed before classifying."""
 
-    plan: str
+    labels: Mapping[str, str]  # plan_labels(): on every series
     exit_code: int
     timestamp: float
     results: Sequence[PartitionProgress] | None = None
@@ -63,12 +98,12 @@ def bytes_remaining(
 
 def registry(m: VerifyMetrics) -> CollectorRegistry:
     reg = CollectorRegistry()
-    plan = {"plan": m.plan}
+    plan = dict(m.labels)
     if m.results is not None:
         g = Gauge(
             PREFIX + "partitions",
             "Partitions of the plan by status: complete, in_progress, not_as_planned.",
-            ["plan", "status"],
+            [*plan, "status"],
             registry=reg,
         )
         for status in Status:
@@ -77,26 +112,26 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
         Gauge(
             PREFIX + "bytes_remaining",
             "Bytes the partitions in progress still have to copy (DescribeLogDirs sizes).",
-            ["plan"],
+            [*plan],
             registry=reg,
         ).labels(**plan).set(m.bytes_remaining)
     if m.results is not None:
         rates = Gauge(
             PREFIX + "throttle_rate_bytes",
             "Replication throttle rates set by kafka-reassign and still in place, in bytes per second.",
-            ["plan", "broker", "kind"],
+            [*plan, "broker", "kind"],
             registry=reg,
         )
         for broker in sorted(m.rates):
             for key, value in sorted(m.rates[broker].items()):
                 rates.labels(**plan, broker=str(broker), kind=RATE_KINDS[key]).set(value)
-    Gauge(PREFIX + "exit_code", "Exit code of the last verify run.", ["plan"], registry=reg).labels(
+    Gauge(PREFIX + "exit_code", "Exit code of the last verify run.", [*plan], registry=reg).labels(
         **plan
     ).set(m.exit_code)
     Gauge(
         PREFIX + "last_run_timestamp_seconds",
         "Unix time at which the last verify run ended.",
-        ["plan"],
+        [*plan],
         registry=reg,
     ).labels(**plan).set(m.timestamp)
     return reg

@@ -4,7 +4,7 @@ bars as long as the numbers say. From snapshots: no cluster needed."""
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from markdown_it import MarkdownIt
 
 from tests.cli.test_generate_sizes import _doc, _rows, _snap
 from tests.helpers import run_cli
+from tests.unit.test_report_page import Page
+from tests.unit.test_report_page import parse as parse_page
 
 
 def md_tables(text: str) -> list[list[list[str]]]:
@@ -39,16 +41,8 @@ def md_tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
-class _Bars(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.rects: list[dict[str, str | None]] = []
-        self.tags: set[str] = set()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.add(tag)
-        if tag == "rect" and any(k == "data-broker" for k, _ in attrs):
-            self.rects.append(dict(attrs))
+def _page(text: str) -> Page:
+    return parse_page(text)
 
 
 def _report(tmp_path: Path, snap: str, *args: str) -> tuple[dict[str, Any], str, str]:
@@ -84,15 +78,21 @@ def test_markdown_and_html_hold_the_json_numbers(tmp_path: Path) -> None:
     assert facts["replica copies"] == (
         f"{stats['copies']} (lower bound {stats['lower_bound']}, ratio {stats['copies_over_lower_bound']:.3f})"
     )
-    assert facts["bytes copied"].startswith(f"{stats['bytes_copied']} (")
     assert facts["most into one broker"].endswith(f", broker {stats['bytes_in_max_broker']}")
-    assert facts[f"time at --throttle {stats['throttle']} B/s"].startswith(
-        f"at least {stats['seconds_at_throttle']:.1f} s"
-    )
+    (throttle_row,) = [k for k in facts if k.startswith("time at --throttle ")]
+    assert facts[throttle_row].startswith(f"at least {stats['seconds_at_throttle']:.1f} s")
+    html = _page(page)
+    tips = {text: a.get("title") for text, a, _ in html.cells}
+    assert tips[facts["bytes copied"]] == f"{stats['bytes_copied']:,} B"
     sizes = {(t, p): 1000 * (p + 1) for t, p in _rows(doc["current"])}
     expected = _per_broker(doc, sizes)
-    assert brokers[0][-2:] == ["bytes before", "bytes after"]
-    assert {int(row[0]): [int(x) for x in row[1:]] for row in brokers[1:]} == expected
+    assert brokers[0] == ["broker", "replicas", "preferred leaders", "bytes"]
+    got = {int(row[0]): [int(x) for cell in row[1:3] for x in cell.split(" → ")] for row in brokers[1:]}
+    assert got == {b: [v[0], v[1], v[2], v[3]] for b, v in expected.items()}
+    # bytes: binary units in the cell, the exact count in its tooltip
+    html_rows = next(rows for _, rows in html.tables if rows and rows[0][0] == "broker")
+    exact = {int(r[0]): tips[r[3]] for r in html_rows[1:]}
+    assert exact == {b: f"{v[4]:,} B → {v[5]:,} B" for b, v in expected.items()}
     # the moves: every partition that changes, topic by topic, as the plan has them
     before, after = _rows(doc["current"]), _rows(doc["proposed"])
     changed = {k for k in after if after[k] != before[k]}
@@ -102,21 +102,13 @@ def test_markdown_and_html_hold_the_json_numbers(tmp_path: Path) -> None:
         for row in table[1:]
     }
     assert listed == {k: (",".join(map(str, before[k])), ",".join(map(str, after[k]))) for k in changed}
-
-    bars = _Bars()
-    bars.feed(page)
-    assert not bars.tags & {"script", "link", "img", "iframe"}  # self-contained: nothing fetched
-    by_chart = [bars.rects[i : i + 6] for i in range(0, len(bars.rects), 6)]
-    assert len(by_chart) == 3  # replicas, leaders, bytes
-    for chart, (i, j) in zip(by_chart, ((0, 1), (2, 3), (4, 5)), strict=True):
-        want = {(b, "before"): v[i] for b, v in expected.items()} | {
-            (b, "after"): v[j] for b, v in expected.items()
-        }
-        got = {(int(str(r["data-broker"])), str(r["data-when"])): int(str(r["data-value"])) for r in chart}
-        assert got == want
-        most = max(want.values())
-        for r in chart:
-            assert float(str(r["width"])) == pytest.approx(int(str(r["data-value"])) / most * 320, abs=0.05)
+    # the chart: each broker's bytes before and after, each line sorted
+    assert not {t for t, _, _ in html.tags} & {"script", "link", "img", "iframe"}  # nothing fetched
+    lines = {a["class"]: a["data-values"] for t, a, _ in html.tags if t == "polyline"}
+    assert lines == {
+        w: ",".join(str(v) for v in sorted(x[i] for x in expected.values()))
+        for w, i in (("before", 4), ("after", 5))
+    }
 
 
 def test_kafka_strategy_without_sizes(tmp_path: Path) -> None:
@@ -127,10 +119,17 @@ def test_kafka_strategy_without_sizes(tmp_path: Path) -> None:
     moved = sum(len(set(n) - set(_rows(doc["current"])[k])) for k, n in _rows(doc["proposed"]).items())
     assert facts["replica copies"].startswith(f"{moved} (no lower bound")
     assert facts["bytes copied"].startswith("unknown")
-    assert "bytes before" not in brokers[0]
-    bars = _Bars()
-    bars.feed(page)
-    assert len(bars.rects) == 2 * 2 * 3  # replicas and leaders, no bytes chart
+    assert brokers[0] == ["broker", "replicas", "preferred leaders"]
+    # no sizes: the chart plots the replicas per broker
+    before, after = _rows(doc["current"]), _rows(doc["proposed"])
+    count = {
+        w: Counter(b for reps in plan.values() for b in reps)
+        for w, plan in (("before", before), ("after", after))
+    }
+    lines = {a["class"]: a["data-values"] for t, a, _ in _page(page).tags if t == "polyline"}
+    assert lines == {
+        w: ",".join(str(c[b]) for b in sorted((1, 2, 3), key=c.__getitem__)) for w, c in count.items()
+    }
 
 
 def test_moves_shortened_past_50(tmp_path: Path) -> None:
@@ -143,13 +142,17 @@ def test_moves_shortened_past_50(tmp_path: Path) -> None:
         ],
     }
     snap = _snap(tmp_path, doc, "big.json")
-    out, md, _ = _report(tmp_path, snap, "--strategy", "balanced")
+    out, md, page = _report(tmp_path, snap, "--strategy", "balanced")
     before, after = _rows(out["current"]), _rows(out["proposed"])
     changed = sum(1 for k in after if after[k] != before[k])
     assert changed > 50
     rows = sum(len(t) - 1 for t in md_tables(md)[2:])
     assert rows == 50
     assert f"Shown: the first 50 of {changed} partitions that change; and {changed - 50} more" in md
+    # more than 10: folded, in both files
+    title = f"The first 50 of {changed} partitions that change, by topic"
+    assert f"<details><summary>{title}</summary>" in md
+    assert title in _page(page).summaries
 
 
 def test_report_usage_errors(tmp_path: Path) -> None:
@@ -171,11 +174,25 @@ def test_report_usage_errors(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["current.json", "proposed.json", "r.html", "r.md"]
 
 
+@pytest.mark.parametrize("name", ["review.html", "review.md", "review"])
+def test_report_names_either_file(tmp_path: Path, name: str) -> None:
+    """--report review.html (or .md, or the bare base) writes exactly review.md and review.html, never
+    review.html.html; a missing directory is found from the name as given."""
+    snap = _snap(tmp_path, _doc(False), "p.json")
+    out = tmp_path / "o"
+    out.mkdir()
+    r = run_cli("generate", "--snapshot", snap, "--topic", "a", "--report", str(out / name))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["review.html", "review.md"]
+    assert f"Report written to {out / 'review.md'} and {out / 'review.html'}" in r.stderr
+    r = run_cli("generate", "--snapshot", snap, "--topic", "a", "--report", str(tmp_path / "no" / name))
+    assert r.returncode == 2 and "does not exist" in r.stderr, r.stderr
+
+
 def test_no_raw_html_from_the_command_line(tmp_path: Path) -> None:
     snap = _snap(tmp_path, _doc(False), "p.json")
     base = tmp_path / "x`<script>alert(1)"
     r = run_cli("generate", "--snapshot", snap, "--topic", "a", "--report", str(base))
     assert r.returncode == 0, r.stderr
-    bars = _Bars()
-    bars.feed(Path(str(base) + ".html").read_text())
-    assert "script" not in bars.tags
+    tags = {t for t, _, _ in _page(Path(str(base) + ".html").read_text()).tags}
+    assert "script" not in tags

@@ -12,7 +12,7 @@ from typing import Any
 from tests.clusters import ExtraCluster
 from tests.helpers import consume_all
 from tests.integration.kraft_support import admin, cli, eventually, idle, plan
-from tests.unit.test_metrics import assert_complete, parse, rates, statuses
+from tests.unit.test_metrics import assert_complete, parse, plan_key, rates, statuses
 
 SLOW = "20000"  # B/s: the 2.5 MB below take minutes, so the move is seen in progress
 FAST = "100000000"
@@ -24,7 +24,7 @@ def test_metrics_on_kraft(kc: ExtraCluster, tmp_path: Path) -> None:
         topic, values = a.make_topic("metrics", {0: [1, 2]}, messages=2500)
         move = plan(tmp_path / "move.json", {(topic, 0): [3, 2]})
         prom = tmp_path / "verify.prom"
-        key = (("plan", "move.json"),)
+        key = plan_key(move)
 
         def verify() -> Any:
             args = ("verify", "--reassignment-json-file", move, "--metrics-file", prom)

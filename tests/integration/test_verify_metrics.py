@@ -6,12 +6,13 @@ brokers report to DescribeLogDirs, asked here through kafka-python directly."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from tests.helpers import wait_until
 from tests.integration.kraft_support import replica_sizes
-from tests.integration.reassign_support import FAST, Mover, await_idle, produce, reassigning
-from tests.unit.test_metrics import assert_complete, parse, rates, statuses
+from tests.integration.reassign_support import FAST, Mover, await_idle, produce, reassigning, write_plan
+from tests.unit.test_metrics import assert_complete, parse, plan_key, rates, statuses
 
 SLOW = "10000"  # B/s: the 5 MB below take minutes, so the move is seen in progress
 RECORDS = 5000
@@ -40,7 +41,7 @@ def test_metrics_in_progress_then_complete(
     after_sizes = replica_sizes(cluster.bootstrap, topic)
     assert v.returncode == 4, v.stdout + v.stderr
     got = parse(prom.read_text())
-    key = (("plan", "move.json"),)
+    key = plan_key(plan)
     status = statuses(got)
     assert status == {"complete": 0, "in_progress": 1, "not_as_planned": 0, "queued": 0}
     # Still to copy: the leader's log less what broker 3 held when verify looked (it only grows since).
@@ -59,3 +60,27 @@ def test_metrics_in_progress_then_complete(
     v = verify()
     assert v.returncode == 0, v.stdout + v.stderr
     assert_complete(prom.read_text(), key)
+
+
+def test_two_plans_named_alike_write_distinct_series(
+    cluster: Any, make_topic: Any, tmp_path: Path, run_cli: Any
+) -> None:
+    """generate --output-dir names every plan proposed.json: two such plans (here both already in place, so
+    verify changes nothing) verified into two files give two distinct sets of series."""
+    topic = make_topic({0: [1, 2], 1: [2, 3]})
+    seen = []
+    for d, p, reps in (("one", 0, [1, 2]), ("two", 1, [2, 3])):
+        (tmp_path / d).mkdir()
+        plan = write_plan(tmp_path / d / "proposed.json", {(topic, p): reps})
+        prom = tmp_path / f"{d}.prom"
+        v = run_cli(
+            "verify", "--reassignment-json-file", str(plan), "--metrics-file", str(prom),
+            "--metrics-label", "cluster=zk",
+        )  # fmt: skip
+        assert v.returncode == 0, v.stdout + v.stderr
+        got = parse(prom.read_text())
+        key = plan_key(plan, cluster="zk")
+        assert got["kafka_reassign_verify_exit_code"] == {key: 0}
+        assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
+        seen.append(key)
+    assert seen[0] != seen[1]

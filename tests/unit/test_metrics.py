@@ -4,12 +4,22 @@ tests/integration/test_verify_metrics.py."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from reassign_cli.core.progress import PartitionProgress, Status
-from reassign_cli.render.metrics import VerifyMetrics, bytes_remaining, registry, write_metrics
+from reassign_cli.errors import UsageError
+from reassign_cli.render.metrics import (
+    VerifyMetrics,
+    bytes_remaining,
+    parse_metrics_labels,
+    plan_labels,
+    registry,
+    write_metrics,
+)
 
 
 def _p(
@@ -35,6 +45,17 @@ def parse(text: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
         for s in family.samples:
             out.setdefault(s.name, {})[tuple(sorted(s.labels.items()))] = s.value
     return out
+
+
+def plan_key(path: Path, **extra: str) -> tuple[tuple[str, str], ...]:
+    """The labels of a plan's series, as parse() keys them: its absolute path and its SHA-256's first 12
+    hex digits (hashlib over the file here), the operator's extra labels."""
+    labels = {
+        "plan": str(path.absolute()),
+        "plan_sha256": hashlib.sha256(path.read_bytes()).hexdigest()[:12],
+        **extra,
+    }
+    return tuple(sorted(labels.items()))
 
 
 def statuses(got: dict[str, dict[tuple[tuple[str, str], ...], float]]) -> dict[str, float]:
@@ -72,14 +93,19 @@ def test_bytes_remaining_by_hand() -> None:
 def test_textfile_parsed_back(tmp_path: Path) -> None:
     path = tmp_path / "verify.prom"
     m = VerifyMetrics(
-        "plan.json", 4, 1700000000.5, RESULTS, 700, {1: {"follower.replication.throttled.rate": 10000}}
+        {"plan": "/srv/plan.json"},
+        4,
+        1700000000.5,
+        RESULTS,
+        700,
+        {1: {"follower.replication.throttled.rate": 10000}},
     )
     write_metrics(str(path), m)
     text = path.read_text()
     assert "# HELP kafka_reassign_verify_partitions " in text
     assert "# TYPE kafka_reassign_verify_partitions gauge" in text
     got = parse(text)
-    plan = ("plan", "plan.json")
+    plan = ("plan", "/srv/plan.json")
     assert got["kafka_reassign_verify_partitions"] == {
         (plan, ("status", "complete")): 1,
         (plan, ("status", "in_progress")): 2,
@@ -97,6 +123,46 @@ def test_textfile_parsed_back(tmp_path: Path) -> None:
 
 
 def test_failed_run_reports_only_its_code_and_time() -> None:
-    text = registry(VerifyMetrics("p.json", 1, 5.0)).collect()
+    text = registry(VerifyMetrics({"plan": "p.json"}, 1, 5.0)).collect()
     names = {f.name for f in text}
     assert names == {"kafka_reassign_verify_exit_code", "kafka_reassign_verify_last_run_timestamp_seconds"}
+
+
+def test_two_plans_of_one_name_give_distinct_series(tmp_path: Path) -> None:
+    """generate --output-dir names every plan proposed.json: two of them verified into two files (the
+    collector reads them together) must not give the same series."""
+    texts = []
+    for d, body in (("a", b'{"version":1,"partitions":[]}'), ("b", b'{"version":1,"partitions":[] }')):
+        plan = tmp_path / d / "proposed.json"
+        plan.parent.mkdir()
+        plan.write_bytes(body)
+        labels = plan_labels(str(plan), plan.read_bytes(), {"cluster": "eu1"})
+        assert labels == {
+            "plan": str(plan),
+            "plan_sha256": hashlib.sha256(body).hexdigest()[:12],
+            "cluster": "eu1",
+        }
+        write_metrics(str(tmp_path / f"{d}.prom"), VerifyMetrics(labels, 0, 1.0, RESULTS[:1], 0))
+        texts.append((tmp_path / f"{d}.prom").read_text())
+    a, b = (set(parse(t)["kafka_reassign_verify_exit_code"]) for t in texts)
+    assert a and b and not a & b
+    (key,) = a
+    assert dict(key) == {
+        "plan": str(tmp_path / "a" / "proposed.json"),
+        "plan_sha256": "c4eb806c53c4",  # printf ... | sha256sum, by hand
+        "cluster": "eu1",
+    }
+    # a relative path is made absolute; an unreadable plan has an empty digest
+    assert plan_labels("x.json", None)["plan_sha256"] == ""
+    assert plan_labels("x.json", None)["plan"].endswith("/x.json")
+
+
+def test_metrics_label_parsing() -> None:
+    assert parse_metrics_labels(["cluster=eu1", "team=a=b", "empty="]) == {
+        "cluster": "eu1",
+        "team": "a=b",
+        "empty": "",
+    }
+    for bad in (["nolabel"], ["1x=a"], ["__x=a"], ["a-b=c"], ["plan=x"], ["status=x"], ["a=1", "a=2"]):
+        with pytest.raises(UsageError):
+            parse_metrics_labels(bad)
