@@ -485,17 +485,27 @@ class _Window:
             need = pc.catch_up_throttle(grew.rate, limit, throttle, sharing)
             if need is not None:
                 self.told.add(tp_str(tp))
-                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
+                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need, throttle))
 
 
-def grows_line(name: str, growth: float, limit: float, need: int) -> str:
+def grows_line(name: str, growth: float, limit: float, need: int, throttle: int | None = None) -> str:
+    """The "cannot catch up" warning: a --throttle to use only when the throttle is the limit (need > 0);
+    otherwise the brokers are, and a throttle cannot help."""
     head = (
         f"{name}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy can go "
         f"({pc.human_bytes(limit)}/s at most): it cannot catch up"
     )
-    if need == 0:
-        return f"{head}; the brokers, not a throttle, are the limit"
-    return f"{head} at this throttle; --throttle {need} would let it finish"
+    if need > 0:
+        return f"{head} at this throttle; --throttle {need} would let it finish"
+    below = (
+        f" (the copy goes slower than the throttle, {pc.human_bytes(throttle)}/s, allows)"
+        if throttle is not None and throttle > 0
+        else ""
+    )
+    return (
+        f"{head}; the brokers (disk or network), not the throttle, are the limit{below}: a higher --throttle "
+        "will not help. Lower the writes to the topic, or move this partition when its traffic is lower"
+    )
 
 
 def _long_enough(meter: pc.Meter | None) -> bool:
