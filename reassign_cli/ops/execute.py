@@ -32,6 +32,7 @@ from reassign_cli.backends.protocol import (
     SetupInProgress,
     SetupLost,
 )
+from reassign_cli.core import rates
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import (
     Broker,
@@ -468,6 +469,7 @@ def _execute(
 ) -> tuple[int, list[PartitionProgress] | None]:
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
+    warn_low_rates(state, entries, req, report, log_dirs)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
     ending = _Ending(targets, log_dir_moves(entries), log_dirs)
     wait = req.wait or req.batch_size is not None or req.max_moves is not None
@@ -511,6 +513,55 @@ def _execute(
     if not wait:
         return ExitCode.OK, None
     return _finish(backend, ending, earlier + results, req, report)
+
+
+def warn_low_rates(
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    sizer: object | None,
+) -> None:
+    """A rate below 1 MB/s is most likely a unit left out (`--throttle 50`): warned, unless the plan's
+    copies are known (sizes from the brokers) to take less than rates.SHORT_SECONDS at it."""
+    for option, rate in (
+        ("--throttle", req.throttle),
+        ("--replica-alter-log-dirs-throttle", req.log_dir_throttle),
+    ):
+        if rate is None or rate >= rates.LOW_RATE:
+            continue
+        seconds = seconds_at(state, entries, rate, sizer) if option == "--throttle" and rate > 0 else None
+        line = rates.low_rate_warning(option, rate, seconds)
+        if line is not None:
+            report.warn(line)
+
+
+def seconds_at(
+    state: ClusterState, entries: Sequence[PlanEntry], rate: int, sizer: object | None
+) -> float | None:
+    """The least time the plan's copies take at `rate` per broker (planning.sizes: the busiest receiver's
+    bytes / rate); None without sizes (no brokers to ask, or a moving partition whose size is unknown)."""
+    from reassign_cli.planning import sizes
+
+    ask = getattr(sizer, "replica_sizes", None)
+    if ask is None:
+        return None
+    live = set(state.broker_ids)
+    current: dict[str, dict[int, list[int]]] = {}
+    proposed: dict[str, dict[int, list[int]]] = {}
+    for e in entries:
+        current.setdefault(e.topic, {})[e.partition] = list(state.topics[e.topic].replicas[e.partition])
+        proposed.setdefault(e.topic, {})[e.partition] = list(e.replicas)
+    keys = [(t, p, b) for t, parts in current.items() for p, reps in parts.items() for b in reps if b in live]
+    try:
+        found, _ = ask(keys)
+    except OperationalError:
+        return None
+    known: dict[str, dict[int, int]] = {}
+    for (t, p), size in sizes.largest(found).items():
+        known.setdefault(t, {})[p] = size
+    copied = sizes.copy_bytes(current, proposed, known)
+    return None if copied.copies_unknown else copied.seconds_at(rate)
 
 
 def _resume(
