@@ -83,6 +83,9 @@ def _order_key(m: Move, order: Order) -> tuple[int, int]:
     return (0, m.index)
 
 
+order_key = _order_key  # public: core.run_plan lists a queue in this order
+
+
 class Queue:
     """The moves still to start, kept in lanes of moves that load the same brokers (so that a fill looks
     at one head per lane, not at every queued move)."""

@@ -33,6 +33,7 @@ from reassign_cli.backends.protocol import (
     SetupLost,
 )
 from reassign_cli.core import rates
+from reassign_cli.core import run_plan as rp
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import (
     Broker,
@@ -54,7 +55,6 @@ from reassign_cli.core.progress import (
     anything_reassigning,
     classify,
     moves_ongoing,
-    resume_split,
     verify_exit,
 )
 from reassign_cli.core.validate import Violation, split_batches, validate_reassignment
@@ -93,6 +93,7 @@ class ExecuteReport(Protocol):
     def rollback(self, js: str) -> None: ...
     def rollback_saved(self, path: str) -> None: ...
     def dry_run(self, planned: Sequence[PlannedWrite]) -> None: ...
+    def run_plan(self, lines: Sequence[str], doc: dict[str, Any]) -> None: ...
     def cleared(self, result: ClearResult | None) -> None: ...
     def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
     def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
@@ -492,11 +493,17 @@ def _execute(
         # the brokers answer (our credentials too) before any write
         log_dirs.describe(dict(sorted(ending.dirs.items())))
     earlier: list[PartitionProgress] = []
-    if resuming and not req.dry_run:
-        entries, earlier = _resume(backend, state, entries, req, report)
+    if resuming:
+        # What the run skips and waits for, the dry run as the real run (core.run_plan).
+        run = rp.split_run(entries, state, resuming=True)
+        entries, earlier = _resume(backend, state, run, req, report)
         limit = backend.reassignment_bytes_limit()
-        batches = split_batches(entries, req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+        batches = rp.batched(run, req.batch_size, NO_BYTES_LIMIT if limit is None else limit).batches
         if not entries:
+            if req.dry_run:
+                report.run_plan(["Dry run: nothing would be started"], {"batches": []})
+                report.dry_run(backend.planned_writes())
+                return ExitCode.OK, None
             return _finish(backend, ending, earlier, req, report)
         state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)
@@ -567,17 +574,22 @@ def seconds_at(
 def _resume(
     backend: Backend,
     state: ClusterState,
-    entries: list[PlanEntry],
+    split: rp.RunPlan,
     req: ExecuteRequest,
     report: ExecuteReport,
 ) -> tuple[list[PlanEntry], list[PartitionProgress]]:
     """A plan run again: skip what is done, wait for this plan's batch still moving (at the new rates, if
-    given); returns what is left to submit and the results of the waited-for batch."""
-    split = resume_split(entries, state)
-    if split.done:
-        n = len(split.done)
+    given); returns what is left to submit and the results of the waited-for batch. A dry run says what
+    it would skip and wait for (stdout, and `run_plan` in JSON), and waits for nothing."""
+    if req.dry_run:
+        report.run_plan(
+            _skip_lines(split), {"skipped": _tps(split.skipped), "waits_for": _tps(split.running)}
+        )
+        return split.todo, []
+    if split.skipped:
+        n = len(split.skipped)
         where = "partition already at its target" if n == 1 else "partitions already at their target"
-        report.info(f"Skipping {n} {where} ({_names(split.done)})")
+        report.info(f"Skipping {n} {where} ({_names(split.skipped)})")
     results: list[PartitionProgress] = []
     if split.running:
         report.info(f"Waiting for the batch already running ({_names(split.running)})")
@@ -587,6 +599,30 @@ def _resume(
         if split.todo and backend.read_state(sorted({e.topic for e in split.todo})).reassignment is not None:
             raise BusyError(BUSY_MESSAGE)
     return split.todo, results
+
+
+def _tps(entries: Iterable[PlanEntry]) -> list[str]:
+    return [f"{e.topic}-{e.partition}" for e in entries]
+
+
+def _skip_lines(split: rp.RunPlan) -> list[str]:
+    lines = []
+    if split.skipped:
+        n = len(split.skipped)
+        where = "partition already at its target" if n == 1 else "partitions already at their target"
+        lines.append(f"Dry run: {n} {where}, not submitted: {','.join(_tps(split.skipped))}")
+    if split.running:
+        n = len(split.running)
+        moves = "move" if n == 1 else "moves"
+        lines.append(
+            f"Dry run: {n} {moves} of this plan already running, waited for first: {','.join(_tps(split.running))}"
+        )
+    return lines
+
+
+def would_start_line(tps: Sequence[TopicPartition]) -> str:
+    """A dry run's counterpart of Kafka's `Successfully started partition reassignment(s) for ...`."""
+    return started_line(tps).replace("Successfully started", "Would start", 1)
 
 
 def _names(entries: Sequence[PlanEntry], limit: int = NAMES_SHOWN) -> str:
@@ -650,8 +686,11 @@ def _run_batches(
     wait: bool,
     mover: LogDirMoves | None,
 ) -> list[PartitionProgress]:
-    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
+    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done.
+    A dry run first lists the batches (stdout; `run_plan` in JSON)."""
     results: list[PartitionProgress] = []
+    if req.dry_run:
+        _list_batches(batches, report)
     for i, batch in enumerate(batches):
         if len(batches) > 1:
             report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
@@ -668,6 +707,15 @@ def _run_batches(
         if wait and not req.dry_run:
             results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
     return results
+
+
+def _list_batches(batches: list[list[PlanEntry]], report: ExecuteReport) -> None:
+    n = len(batches)
+    lines = [f"Dry run: {n} batches, each started once the previous one is complete:"] if n > 1 else []
+    for i, batch in enumerate(batches):
+        line = would_start_line([(e.topic, e.partition) for e in batch])
+        lines.append(f"Batch {i + 1}/{n}: {line}" if n > 1 else line)
+    report.run_plan(lines, {"batches": [_tps(b) for b in batches]})
 
 
 def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
