@@ -379,7 +379,8 @@ def _doc_stats(
         "leader_changes": stats.leaders_changed,
         "bytes_copied": None if copied is None else copied.bytes_copied,
     }
-    return {**common, **(extra or {})}
+    # the common keys are counted here the same way for every strategy: they hold over a strategy's own
+    return {**common, **{k: v for k, v in (extra or {}).items() if k not in common}}
 
 
 def _extra(
