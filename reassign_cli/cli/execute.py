@@ -14,6 +14,7 @@ from reassign_cli.cli.common import (
     pasted_connection,
 )
 from reassign_cli.cli.inputs import read_input_file
+from reassign_cli.cli.rate_type import RATE, RATE_HELP
 from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -37,18 +38,18 @@ def _rate(value: int | None) -> int | None:
 )
 @click.option(
     "--throttle",
-    type=int,
+    type=RATE,
     default=None,
-    metavar="B/s",
-    help="Inter-broker replication throttle in bytes/s for the moving replicas (negative: none).",
+    metavar="RATE",
+    help=f"Inter-broker replication throttle for the moving replicas: {RATE_HELP} (negative: none).",
 )
 @click.option(
     "--replica-alter-log-dirs-throttle",
     "log_dir_throttle",
-    type=int,
+    type=RATE,
     default=None,
-    metavar="B/s",
-    help="Throttle in bytes/s for moves between log dirs of one broker (negative: none).",
+    metavar="RATE",
+    help=f"Throttle for moves between log dirs of one broker: {RATE_HELP} (negative: none).",
 )
 @click.option(
     "--dry-run",

@@ -10,6 +10,7 @@ import click
 
 from reassign_cli.cli.common import Options, connection, connection_options, keep_until_exit
 from reassign_cli.cli.inputs import read_input_file
+from reassign_cli.cli.rate_type import POSITIVE_RATE, RATE_HELP
 from reassign_cli.core.model import duplicates, parse_topics_to_move
 from reassign_cli.core.names import listed
 from reassign_cli.errors import InvalidInputError, UsageError
@@ -130,10 +131,10 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--throttle",
-    type=click.IntRange(min=1),
-    metavar="B/s",
-    help="With partition sizes known (a snapshot taken with --bootstrap-server), also tell how long the "
-    "copies take at this per-broker replication throttle (execute's --throttle).",
+    type=POSITIVE_RATE,
+    metavar="RATE",
+    help="With partition sizes known (a snapshot taken with --bootstrap-server, or the brokers), also tell "
+    f"how long the copies take at this per-broker replication throttle (execute's --throttle): {RATE_HELP}.",
 )
 @click.option(
     "--engine",
@@ -194,10 +195,10 @@ def command(
     seen = _report_collector(report, engine, output_dir)
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    source = _source(opts, snapshot_file, sizes_from_brokers=balance == "bytes")
+    source = _source(opts, snapshot_file)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
-        engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None,
+        engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None or opts.json,
         replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
         whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
         balance=balance, tolerance=tolerance,
@@ -224,8 +225,9 @@ def _print_files(out: Output, json: bool, result: generate.Outcome) -> None:
     current_path, proposed_path = result.files
     if json:
         doc = {"seed": result.seed, "current_file": current_path, "proposed_file": proposed_path}
-        if result.extra_stats is not None:
-            doc["stats"] = dict(result.extra_stats)
+        stats = result.json_stats if result.json_stats is not None else result.extra_stats
+        if stats is not None:
+            doc["stats"] = dict(stats)
         out.result_json(doc)
     else:
         out.result(f"{CURRENT_HEADER} written to {current_path}")
@@ -274,10 +276,11 @@ def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
         raise UsageError("--max-disk-utilization needs --balance bytes")
 
 
-def _source(opts: Options, snapshot_file: str | None, sizes_from_brokers: bool = False) -> generate.Source:
+def _source(opts: Options, snapshot_file: str | None) -> generate.Source:
     if not snapshot_file:
-        # --balance bytes reads the sizes from the brokers: --bootstrap-server may stand beside --zookeeper.
-        conn = connection(opts, admin_too=sizes_from_brokers)
+        # The sizes are read from the brokers whenever they are at hand: --bootstrap-server may stand beside
+        # --zookeeper (ZooKeeper mode with the brokers' help).
+        conn = connection(opts, admin_too=True)
         return generate.Source(None, conn.zk, conn.admin)
     # A connection from the environment is only mentioned, never used.
     env = (

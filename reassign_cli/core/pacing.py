@@ -83,6 +83,9 @@ def _order_key(m: Move, order: Order) -> tuple[int, int]:
     return (0, m.index)
 
 
+order_key = _order_key  # public: core.run_plan lists a queue in this order
+
+
 class Queue:
     """The moves still to start, kept in lanes of moves that load the same brokers (so that a fill looks
     at one head per lane, not at every queued move)."""
@@ -383,13 +386,16 @@ def copy_limit(copy: Span, throttle: int | None, sharing: int = 1) -> float:
 
 
 def catch_up_throttle(growth: float, limit: float, throttle: int | None, sharing: int = 1) -> int | None:
-    """The leader's log grows at `growth` B/s and the copy can go at most `limit` B/s: None when the copy can
-    gain on the log; otherwise a --throttle that would let it finish, twice the growth per move sharing
-    the broker's throttle (the copy then gains on the log at its growth rate); 0 without a throttle (the
-    brokers are the limit: no throttle helps)."""
+    """The leader's log grows at `growth` B/s and the copy can go at most `limit` B/s (copy_limit): None when
+    the copy can gain on the log. Otherwise, when the throttle is the limit (the copy could go at least
+    AT_THROTTLE[0] of its share: `throttle` divided by the `sharing` moves into the same brokers; Kafka's
+    quota holds a copy a little under the rate), a --throttle that would let it finish: twice the growth
+    per move sharing the broker's throttle (the copy then gains on the log at its growth rate). 0 when
+    the brokers (disk, network) are the limit: no throttle given, or the copy goes well below its share
+    of the throttle, so a higher throttle would not help."""
     if growth <= 0 or limit > growth:
         return None
-    if throttle is None:
+    if throttle is None or throttle <= 0 or limit < AT_THROTTLE[0] * throttle / max(sharing, 1):
         return 0
     return int(2 * growth * max(sharing, 1)) + 1
 

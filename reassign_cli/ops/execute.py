@@ -33,6 +33,8 @@ from reassign_cli.backends.protocol import (
     SetupInProgress,
     SetupLost,
 )
+from reassign_cli.core import rates
+from reassign_cli.core import run_plan as rp
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import (
     Broker,
@@ -54,7 +56,6 @@ from reassign_cli.core.progress import (
     anything_reassigning,
     classify,
     moves_ongoing,
-    resume_split,
     verify_exit,
 )
 from reassign_cli.core.validate import Violation, split_batches, validate_reassignment
@@ -93,6 +94,7 @@ class ExecuteReport(Protocol):
     def rollback(self, js: str) -> None: ...
     def rollback_saved(self, path: str) -> None: ...
     def dry_run(self, planned: Sequence[PlannedWrite]) -> None: ...
+    def run_plan(self, lines: Sequence[str], doc: dict[str, Any]) -> None: ...
     def cleared(self, result: ClearResult | None) -> None: ...
     def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
     def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
@@ -507,6 +509,7 @@ def _execute(
 ) -> tuple[int, list[PartitionProgress] | None]:
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
+    warn_low_rates(state, entries, req, report, log_dirs)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
     ending = _Ending(targets, log_dir_moves(entries), log_dirs)
     wait = req.wait or req.batch_size is not None or req.max_moves is not None
@@ -529,11 +532,17 @@ def _execute(
         # the brokers answer (our credentials too) before any write
         log_dirs.describe(dict(sorted(ending.dirs.items())))
     earlier: list[PartitionProgress] = []
-    if resuming and not req.dry_run:
-        entries, earlier = _resume(backend, state, entries, req, report)
+    if resuming:
+        # What the run skips and waits for, the dry run as the real run (core.run_plan).
+        run = rp.split_run(entries, state, resuming=True)
+        entries, earlier = _resume(backend, state, run, req, report)
         limit = backend.reassignment_bytes_limit()
-        batches = split_batches(entries, req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
+        batches = rp.batched(run, req.batch_size, NO_BYTES_LIMIT if limit is None else limit).batches
         if not entries:
+            if req.dry_run:
+                report.run_plan(["Dry run: nothing would be started"], {"batches": []})
+                report.dry_run(backend.planned_writes())
+                return ExitCode.OK, None
             return _finish(backend, ending, earlier, req, report)
         state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)
@@ -552,20 +561,74 @@ def _execute(
     return _finish(backend, ending, earlier + results, req, report)
 
 
+def warn_low_rates(
+    state: ClusterState,
+    entries: Sequence[PlanEntry],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    sizer: object | None,
+) -> None:
+    """A rate below 1 MB/s is most likely a unit left out (`--throttle 50`): warned, unless the plan's
+    copies are known (sizes from the brokers) to take less than rates.SHORT_SECONDS at it."""
+    for option, rate in (
+        ("--throttle", req.throttle),
+        ("--replica-alter-log-dirs-throttle", req.log_dir_throttle),
+    ):
+        if rate is None or rate >= rates.LOW_RATE:
+            continue
+        seconds = seconds_at(state, entries, rate, sizer) if option == "--throttle" and rate > 0 else None
+        line = rates.low_rate_warning(option, rate, seconds)
+        if line is not None:
+            report.warn(line)
+
+
+def seconds_at(
+    state: ClusterState, entries: Sequence[PlanEntry], rate: int, sizer: object | None
+) -> float | None:
+    """The least time the plan's copies take at `rate` per broker (planning.sizes: the busiest receiver's
+    bytes / rate); None without sizes (no brokers to ask, or a moving partition whose size is unknown)."""
+    from reassign_cli.planning import sizes
+
+    ask = getattr(sizer, "replica_sizes", None)
+    if ask is None:
+        return None
+    live = set(state.broker_ids)
+    current: dict[str, dict[int, list[int]]] = {}
+    proposed: dict[str, dict[int, list[int]]] = {}
+    for e in entries:
+        current.setdefault(e.topic, {})[e.partition] = list(state.topics[e.topic].replicas[e.partition])
+        proposed.setdefault(e.topic, {})[e.partition] = list(e.replicas)
+    keys = [(t, p, b) for t, parts in current.items() for p, reps in parts.items() for b in reps if b in live]
+    try:
+        found, _ = ask(keys)
+    except OperationalError:
+        return None
+    known: dict[str, dict[int, int]] = {}
+    for (t, p), size in sizes.largest(found).items():
+        known.setdefault(t, {})[p] = size
+    copied = sizes.copy_bytes(current, proposed, known)
+    return None if copied.copies_unknown else copied.seconds_at(rate)
+
+
 def _resume(
     backend: Backend,
     state: ClusterState,
-    entries: list[PlanEntry],
+    split: rp.RunPlan,
     req: ExecuteRequest,
     report: ExecuteReport,
 ) -> tuple[list[PlanEntry], list[PartitionProgress]]:
     """A plan run again: skip what is done, wait for this plan's batch still moving (at the new rates, if
-    given); returns what is left to submit and the results of the waited-for batch."""
-    split = resume_split(entries, state)
-    if split.done:
-        n = len(split.done)
+    given); returns what is left to submit and the results of the waited-for batch. A dry run says what
+    it would skip and wait for (stdout, and `run_plan` in JSON), and waits for nothing."""
+    if req.dry_run:
+        report.run_plan(
+            _skip_lines(split), {"skipped": _tps(split.skipped), "waits_for": _tps(split.running)}
+        )
+        return split.todo, []
+    if split.skipped:
+        n = len(split.skipped)
         where = "partition already at its target" if n == 1 else "partitions already at their target"
-        report.info(f"Skipping {n} {where} ({_names(split.done)})")
+        report.info(f"Skipping {n} {where} ({_names(split.skipped)})")
     results: list[PartitionProgress] = []
     if split.running:
         report.info(f"Waiting for the batch already running ({_names(split.running)})")
@@ -575,6 +638,30 @@ def _resume(
         if split.todo and backend.read_state(sorted({e.topic for e in split.todo})).reassignment is not None:
             raise BusyError(BUSY_MESSAGE)
     return split.todo, results
+
+
+def _tps(entries: Iterable[PlanEntry]) -> list[str]:
+    return [f"{e.topic}-{e.partition}" for e in entries]
+
+
+def _skip_lines(split: rp.RunPlan) -> list[str]:
+    lines = []
+    if split.skipped:
+        n = len(split.skipped)
+        where = "partition already at its target" if n == 1 else "partitions already at their target"
+        lines.append(f"Dry run: {n} {where}, not submitted: {','.join(_tps(split.skipped))}")
+    if split.running:
+        n = len(split.running)
+        moves = "move" if n == 1 else "moves"
+        lines.append(
+            f"Dry run: {n} {moves} of this plan already running, waited for first: {','.join(_tps(split.running))}"
+        )
+    return lines
+
+
+def would_start_line(tps: Sequence[TopicPartition]) -> str:
+    """A dry run's counterpart of Kafka's `Successfully started partition reassignment(s) for ...`."""
+    return started_line(tps).replace("Successfully started", "Would start", 1)
 
 
 def _names(entries: Sequence[PlanEntry], limit: int = NAMES_SHOWN) -> str:
@@ -638,8 +725,11 @@ def _run_batches(
     wait: bool,
     mover: LogDirMoves | None,
 ) -> list[PartitionProgress]:
-    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done."""
+    """Submit each batch (and wait for it when waiting); the next batch only once the previous is done.
+    A dry run first lists the batches (stdout; `run_plan` in JSON)."""
     results: list[PartitionProgress] = []
+    if req.dry_run:
+        _list_batches(batches, report)
     for i, batch in enumerate(batches):
         if len(batches) > 1:
             report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
@@ -675,6 +765,15 @@ def _batches_left(
         hint=f"Continue with: {request_resume_command(req)} (or check with: "
         f"{verify_command(req.file_name, req.connection)})",
     )
+
+
+def _list_batches(batches: list[list[PlanEntry]], report: ExecuteReport) -> None:
+    n = len(batches)
+    lines = [f"Dry run: {n} batches, each started once the previous one is complete:"] if n > 1 else []
+    for i, batch in enumerate(batches):
+        line = would_start_line([(e.topic, e.partition) for e in batch])
+        lines.append(f"Batch {i + 1}/{n}: {line}" if n > 1 else line)
+    report.run_plan(lines, {"batches": [_tps(b) for b in batches]})
 
 
 def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.backends.zookeeper.session import ZkOptions
+from reassign_cli.core import rates
 from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.model import Assignment, Broker, ClusterState, format_partition_entries
 from reassign_cli.core.names import shorten
@@ -119,6 +120,7 @@ class Outcome:
     extra_stats: Mapping[str, Any] | None = None  # the strategy's own figures, if any
     files: tuple[str, str] | None = None  # (current, proposed) paths with output_dir
     kept: list[object] = field(default_factory=list)  # large objects the caller may free lazily
+    json_stats: Mapping[str, Any] | None = None  # --format json's "stats" (_doc_stats); None: extra_stats
 
 
 class Strategy(Protocol):
@@ -273,8 +275,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
     state = load_state(source, None if request.whole_cluster else request.topics, reporter)
-    if request.balance == "bytes" and not source.snapshot_file:
-        _record_sizes(source, state)
+    if not source.snapshot_file:
+        _record_sizes(source, state, reporter, needed=request.balance == "bytes")
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
     for w in warnings:
@@ -303,8 +305,11 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     else:
         stats, files, copied = _write_spark(job)
     extra = _extra(strategy.extra_stats(), copied, request.throttle)
+    _warn_low_rate(request.throttle, copied, reporter)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
-    return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
+    return Outcome(
+        seed, brokers, stats, extra, files, kept=[state, current], json_stats=_doc_stats(extra, stats, copied)
+    )
 
 
 def _note_capacity(
@@ -348,6 +353,36 @@ NO_SIZES = (
 )
 
 
+def _warn_low_rate(throttle: int | None, copied: sizes.CopyBytes | None, reporter: Reporter) -> None:
+    """--throttle below 1 MB/s (a unit left out?), unless the copies are known to take little time at it."""
+    if throttle is None:
+        return
+    seconds = None if copied is None or copied.copies_unknown else copied.seconds_at(throttle)
+    line = rates.low_rate_warning("--throttle", throttle, seconds)
+    if line is not None:
+        reporter.warning(line)
+
+
+def _doc_stats(
+    extra: Mapping[str, Any] | None, stats: plan.PlanStats | None, copied: sizes.CopyBytes | None
+) -> Mapping[str, Any] | None:
+    """--format json's "stats": the same keys for every strategy first (partitions, partitions_changed,
+    copies: replicas created on a broker that lacks them, leader_changes: preferred leaders that change,
+    bytes_copied: null when no size is known), then the strategy's own figures and the sizes'. Without
+    the statistics counted (-q without --format json), only the latter."""
+    if stats is None:
+        return extra
+    common: dict[str, Any] = {
+        "partitions": stats.partitions,
+        "partitions_changed": stats.partitions_changed,
+        "copies": stats.replicas_moved,
+        "leader_changes": stats.leaders_changed,
+        "bytes_copied": None if copied is None else copied.bytes_copied,
+    }
+    # the common keys are counted here the same way for every strategy: they hold over a strategy's own
+    return {**common, **{k: v for k, v in (extra or {}).items() if k not in common}}
+
+
 def _extra(
     strategy_stats: Mapping[str, Any] | None, copied: sizes.CopyBytes | None, throttle: int | None
 ) -> Mapping[str, Any] | None:
@@ -362,10 +397,10 @@ def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> 
         if source.ignored_env:
             reporter.detail(f"Planning from the snapshot; {source.ignored_env} is not used.")
         return _load_snapshot(source.snapshot_file)
-    if source.admin is not None:
-        return _read_admin(source.admin, topics)
-    assert source.zookeeper is not None, "the CLI requires a connection without --snapshot"
-    return _read_zookeeper(source.zookeeper, topics)
+    if source.zookeeper is not None:  # ZooKeeper mode; the brokers beside it, if given, tell the sizes
+        return _read_zookeeper(source.zookeeper, topics)
+    assert source.admin is not None, "the CLI requires a connection without --snapshot"
+    return _read_admin(source.admin, topics)
 
 
 def _load_snapshot(path: str) -> ClusterState:
@@ -388,10 +423,12 @@ def _load_snapshot(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
-def _record_sizes(source: Source, state: ClusterState) -> None:
-    """--balance bytes from the live cluster: each partition's size and each broker's disk capacity from
-    the brokers (DescribeLogDirs, as `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
-    strategy's check refuses."""
+def _record_sizes(source: Source, state: ClusterState, reporter: Reporter, *, needed: bool) -> None:
+    """From the live cluster, whenever the brokers are at hand: each partition's size and each broker's
+    disk capacity (DescribeLogDirs, as `snapshot` records them), for the bytes copied and the time at
+    --throttle. Without the brokers (ZooKeeper alone) the sizes stay unknown, and --balance bytes
+    (`needed`) is refused by the strategy's check. When the brokers fail to answer and the sizes are not
+    needed, the plan goes on without them (warned)."""
     from reassign_cli.backends.admin.log_dirs import LogDirMover
 
     if source.admin is None:
@@ -400,6 +437,10 @@ def _record_sizes(source: Source, state: ClusterState) -> None:
     try:
         sizes.record(state, mover.replica_sizes)
         state.capacities, _ = mover.capacities(state.broker_ids)
+    except OperationalError as e:
+        if needed:
+            raise
+        reporter.warning(f"partition sizes not read from the brokers ({e}): no bytes are reported")
     finally:
         mover.close()
 
@@ -455,7 +496,8 @@ def _write_local(job: _Job, strategy: Strategy) -> _Written:
             yield format_partition_entries(proposed)
 
     def after() -> str:
-        return job.request.frame(job.seed, _extra(strategy.extra_stats(), copied, job.request.throttle))[2]
+        extra = _extra(strategy.extra_stats(), copied, job.request.throttle)
+        return job.request.frame(job.seed, _doc_stats(extra, stats, copied))[2]
 
     with _Outputs(job.request.output_dir, job.frame) as outs:
         outs.write_current(current_slices())
@@ -493,7 +535,10 @@ def _write_spark(job: _Job) -> _Written:
                 if copied is not None and job.sizes is not None:
                     copied.add(sizes.copy_bytes(job.current, chunk_plan, job.sizes))
         outs.write_proposed(
-            proposed, lambda: request.frame(job.seed, _extra(None, copied, request.throttle))[2]
+            proposed,
+            lambda: request.frame(
+                job.seed, _doc_stats(_extra(None, copied, request.throttle), stats, copied)
+            )[2],
         )
     return stats, outs.paths, copied
 
@@ -514,7 +559,7 @@ def _write_spark_balanced(job: _Job, strategy: BalancedStrategy) -> _Written:
         proposed = eng.format_plan(result, outs.parts_dir(eng.executors_here))
         stats = _balanced_stats(result, job.current, request.stats, copied, job.sizes)
         outs.write_current(_current_slices(job))
-        extra = _extra(strategy.extra_stats(), copied, request.throttle)
+        extra = _doc_stats(_extra(strategy.extra_stats(), copied, request.throttle), stats, copied)
         outs.write_proposed(proposed, lambda: request.frame(job.seed, extra)[2])
     return stats, outs.paths, copied
 

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
+from reassign_cli.core import run_plan as rp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
-from reassign_cli.core.validate import split_batches
 from reassign_cli.errors import BusyError, InvalidInputError, OperationalError, UsageError
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
@@ -45,6 +45,7 @@ from reassign_cli.ops.execute import (
     submit_batch,
     throttle_configs,
     verify_command,
+    would_start_line,
 )
 
 if TYPE_CHECKING:
@@ -251,27 +252,77 @@ class Pacer:
             return []
         if self.keep is not None and not req.dry_run:
             self.keep.save(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), report)
-        if req.dry_run or not adds:
-            if not adds:
-                report.info(ZK_NOTE)
+        if not adds:
+            report.info(ZK_NOTE)
             return _run_batches(
                 backend, state, self.batches(backend, state, entries), req, report, wait, mover
             )
+        if req.dry_run:
+            return self.dry_window(backend, entries, req, report, mover)
         return _Window(self, backend, entries, req, report, mover).run()
 
     def batches(
         self, backend: Backend, state: ClusterState, entries: list[PlanEntry]
     ) -> list[list[PlanEntry]]:
         """The window as batches of at most `cap` moves per broker (each also within the trigger's size)."""
-        moves = pc.make_moves(entries, state)
-        by_tp = {(e.topic, e.partition): e for e in entries}
         limit = backend.reassignment_bytes_limit()
-        out: list[list[PlanEntry]] = []
-        for batch in pc.batches(moves, self.cap, self.order or pc.default_order(moves)):
-            out += split_batches(
-                [by_tp[m.tp] for m in batch], None, NO_BYTES_LIMIT if limit is None else limit
+        return rp.paced_batches(
+            entries, state, self.cap, self.order, NO_BYTES_LIMIT if limit is None else limit
+        )
+
+    def window(self, state: ClusterState, entries: Sequence[PlanEntry]) -> rp.Window:
+        """The window at its start (core.run_plan.window): the moves with their leaders' sizes, when the
+        brokers tell them. The real run (_Window) and the dry run both start from this."""
+        return rp.window(
+            pc.make_moves(entries, state, leader_sizes(self.sizer, state, entries)), self.cap, self.order
+        )
+
+    def dry_window(
+        self,
+        backend: Backend,
+        entries: list[PlanEntry],
+        req: ExecuteRequest,
+        report: ExecuteReport,
+        mover: LogDirMoves | None,
+    ) -> list[PartitionProgress]:
+        """What the window would start first (its writes recorded by the dry-run backend), and the order
+        of the moves queued behind them."""
+        topics = sorted({e.topic for e in entries})
+        state = backend.read_state(topics, partition_state=True)  # as _Window reads it
+        w = self.window(state, entries)
+        by_tp = {(e.topic, e.partition): e for e in entries}
+        queued = [pc_name(m) for m in w.queued()]
+        sized = all(m.size is not None for m in w.first)
+        lines = [
+            f"Dry run: a window of at most {w.cap} moves per broker, in {w.order} order"
+            f"{' (sizes from the brokers)' if sized else ''}; these start first (the writes listed below "
+            "are theirs):",
+            would_start_line([m.tp for m in w.first]),
+        ]
+        if queued:
+            lines.append(
+                f"Then {len(queued)} queued moves, each started as soon as it fits (the receiving broker with "
+                f"the fewest moves coming in first), in this order: {','.join(queued)}"
             )
-        return out
+        doc = {"max_moves_per_broker": w.cap, "order": w.order, "first": [pc_name(m) for m in w.first]}
+        report.run_plan(lines, {"window": {**doc, "queued": queued}})
+        submit_batch(backend, state, [by_tp[m.tp] for m in w.first], req, report, mover, first=True)
+        return []
+
+
+def pc_name(m: pc.Move) -> str:
+    return tp_str(m.tp)
+
+
+def leader_sizes(
+    sizer: SizeReader | None, state: ClusterState, entries: Sequence[PlanEntry]
+) -> dict[TopicPartition, int] | None:
+    """Each moving partition's leader's log size (DescribeLogDirs); None without a size reader."""
+    if sizer is None:
+        return None
+    keys = [(m.tp[0], m.tp[1], m.source) for m in pc.make_moves(entries, state)]
+    sizes, _ = sizer.replica_sizes(keys)
+    return {(t, p): s for (t, p, _), s in sizes.items()}
 
 
 @dataclass(slots=True)
@@ -303,9 +354,10 @@ class _Window:
         self.topics = sorted({t for t, _ in self.targets})
         state = backend.read_state(self.topics, partition_state=True)
         self.sized = pacer.sizer is not None
-        moves = pc.make_moves(entries, state, self._leader_sizes(state, entries))
+        start = pacer.window(state, entries)  # as the dry run shows it
+        moves = [*start.first, *start.queue.moves()]
         self.moves = {m.tp: m for m in moves}
-        self.queue = pc.Queue(moves, pacer.order or pc.default_order(moves))
+        self.queue, self.first = start.queue, start.first
         self.queued_bytes = sum(m.total_bytes for m in moves)
         self.running: dict[TopicPartition, pc.Move] = {}
         self.done = 0
@@ -320,25 +372,18 @@ class _Window:
         self.state = state
         self.failing_since: float | None = None
 
-    def _leader_sizes(
-        self, state: ClusterState, entries: Sequence[PlanEntry]
-    ) -> dict[TopicPartition, int] | None:
-        if self.p.sizer is None:
-            return None
-        keys = [(m.tp[0], m.tp[1], m.source) for m in pc.make_moves(entries, state)]
-        sizes, _ = self.p.sizer.replica_sizes(keys)
-        return {(t, p): s for (t, p, _), s in sizes.items()}
-
     def run(self) -> list[PartitionProgress]:
         clock = _Clock(self.req)
         try:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
                     self._ended()
-                    if not self.running and not len(self.queue):
+                    if not self.running and not len(self.queue) and not self.first:
                         break
                     self._check_alone()
-                    new = self.queue.take(self.running.values(), self.p.cap)
+                    # the first starts are the window's start (core.run_plan.window), as the dry run lists them
+                    new = self.first or self.queue.take(self.running.values(), self.p.cap)
+                    self.first = []
                     if new:
                         t0, first = time.monotonic(), not self.started_any
                         self._start(new)
@@ -581,7 +626,7 @@ class _Window:
             need = pc.catch_up_throttle(grew.rate, limit, throttle, sharing)
             if need is not None:
                 self.told.add(tp_str(tp))
-                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need))
+                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need, throttle))
 
 
 def _moves(n: int, many: str, one: str) -> str:
@@ -589,14 +634,24 @@ def _moves(n: int, many: str, one: str) -> str:
     return f"{n} move {one}" if n == 1 else f"{n} moves {many}"
 
 
-def grows_line(name: str, growth: float, limit: float, need: int) -> str:
+def grows_line(name: str, growth: float, limit: float, need: int, throttle: int | None = None) -> str:
+    """The "cannot catch up" warning: a --throttle to use only when the throttle is the limit (need > 0);
+    otherwise the brokers are, and a throttle cannot help."""
     head = (
         f"{name}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy can go "
         f"({pc.human_bytes(limit)}/s at most): it cannot catch up"
     )
-    if need == 0:
-        return f"{head}; the brokers, not a throttle, are the limit"
-    return f"{head} at this throttle; --throttle {need} would let it finish"
+    if need > 0:
+        return f"{head} at this throttle; --throttle {need} would let it finish"
+    below = (
+        f" (the copy goes slower than the throttle, {pc.human_bytes(throttle)}/s, allows)"
+        if throttle is not None and throttle > 0
+        else ""
+    )
+    return (
+        f"{head}; the brokers (disk or network), not the throttle, are the limit{below}: a higher --throttle "
+        "will not help. Lower the writes to the topic, or move this partition when its traffic is lower"
+    )
 
 
 def _long_enough(meter: pc.Meter | None) -> bool:

@@ -202,6 +202,15 @@ class ExecuteReport:
         for w in planned:
             self.out.result(w.describe())
 
+    def run_plan(self, lines: Sequence[str], doc: dict[str, Any]) -> None:
+        """A dry run's account of what the run would do (ops.execute, from core.run_plan): what it skips,
+        waits for and starts, batch by batch or the window's first starts; lines on stdout, and the
+        same in the JSON document's `run_plan`."""
+        self.doc.setdefault("run_plan", {}).update(doc)
+        if not self.json:
+            for line in lines:
+                self.out.result(line)
+
     def cleared(self, result: ClearResult | None) -> None:
         if result is None:
             self.info("Throttles kept: another reassignment is still running in the cluster.")

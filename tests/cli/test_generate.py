@@ -172,11 +172,18 @@ def test_generate_json_format(make_topic: MakeTopic, run_cli: RunCli) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.endswith("}\n") and r.stdout.count("\n") == 1
     doc = orjson.loads(r.stdout)
-    assert list(doc) == ["seed", "current", "proposed"]
+    assert list(doc) == ["seed", "current", "proposed", "stats"]
     assert doc["seed"] == 11
     lines = text.stdout.split("\n")
-    # the embedded documents are byte-identical to the text mode's
-    assert r.stdout == f'{{"seed":11,"current":{lines[1]},"proposed":{lines[4]}}}\n'
+    # the embedded documents are byte-identical to the text mode's; then the stats every strategy has
+    assert r.stdout.startswith(f'{{"seed":11,"current":{lines[1]},"proposed":{lines[4]},"stats":{{')
+    assert list(doc["stats"]) == [
+        "partitions",
+        "partitions_changed",
+        "copies",
+        "leader_changes",
+        "bytes_copied",
+    ]
 
 
 def test_generate_output_dir(make_topic: MakeTopic, run_cli: RunCli, tmp_path: Path) -> None:
@@ -192,11 +199,13 @@ def test_generate_output_dir(make_topic: MakeTopic, run_cli: RunCli, tmp_path: P
         f"Proposed partition reassignment configuration written to {d}/proposed.json\n"
     )
     rj = run_cli("generate", "--topic", topic, "--seed", "5", "--output-dir", d, "--format", "json", "-q")
-    assert orjson.loads(rj.stdout) == {
+    doc = orjson.loads(rj.stdout)
+    assert {k: doc[k] for k in ("seed", "current_file", "proposed_file")} == {
         "seed": 5,
         "current_file": f"{d}/current.json",
         "proposed_file": f"{d}/proposed.json",
     }
+    assert doc["stats"]["partitions"] == 2 and doc["stats"]["bytes_copied"] is None  # no --bootstrap-server
 
 
 def test_generate_topics_file_and_topic_combined(

@@ -56,7 +56,6 @@ def test_kafka_strategy_stdout_unchanged_and_bytes_counted(tmp_path: Path) -> No
     assert text_sized.stdout == text_plain.stdout  # Kafka's text, byte for byte
     assert "bytes copied" not in text_plain.stderr
     out = orjson.loads(_gen(sized, "--format", "json", "--throttle", "500").stdout)
-    assert "stats" not in orjson.loads(_gen(plain, "--format", "json").stdout)
     before, after = _rows(out["current"]), _rows(out["proposed"])
     sizes = {(t, p): SIZE * (1 + p) for t, p in before}
     inbound: dict[int, int] = {}
@@ -65,6 +64,10 @@ def test_kafka_strategy_stdout_unchanged_and_bytes_counted(tmp_path: Path) -> No
             inbound[b] = inbound.get(b, 0) + sizes[k]
     busiest = min(inbound, key=lambda b: (-inbound[b], b))
     assert out["stats"] == {
+        "partitions": 6,
+        "partitions_changed": sum(1 for k in after if after[k] != before[k]),
+        "copies": sum(len(set(after[k]) - set(before[k])) for k in after),
+        "leader_changes": sum(1 for k in after if after[k][0] != before[k][0]),
         "bytes_copied": sum(inbound.values()),
         "copies_size_unknown": 0,
         "bytes_in_max": inbound[busiest],
@@ -133,3 +136,32 @@ def test_human_units() -> None:
     ]  # fmt: skip
     # 4000 / 1024 = 3.906; 1126400 / 1024**2 = 1.074
     assert [human_duration(s) for s in (59.4, 200, 3720)] == ["", " (3 min 20 s)", " (1 h 02 min)"]
+
+
+COMMON = ("partitions", "partitions_changed", "copies", "leader_changes", "bytes_copied")
+
+
+@pytest.mark.parametrize("strategy", ["kafka", "balanced"])
+@pytest.mark.parametrize("sized", [True, False])
+def test_stats_carry_the_same_keys_for_every_strategy(tmp_path: Path, strategy: str, sized: bool) -> None:
+    """Issue 30 item 6: --format json's "stats" has copies, partitions changed, leader changes and bytes
+    for every strategy, with sizes or without (bytes_copied null then), on stdout and with --output-dir.
+    Before, --strategy kafka had no copy counts, and no "stats" at all without sizes. Counted here from the
+    printed plan."""
+    snap = _snap(tmp_path, _doc(sized), "s.json")
+    out = orjson.loads(_gen(snap, "--strategy", strategy, "--format", "json").stdout)
+    before, after = _rows(out["current"]), _rows(out["proposed"])
+    stats = out["stats"]
+    assert {k: stats[k] for k in COMMON} == {
+        "partitions": 6,
+        "partitions_changed": sum(1 for k in after if after[k] != before[k]),
+        "copies": sum(len(set(after[k]) - set(before[k])) for k in after),
+        "leader_changes": sum(1 for k in after if after[k][0] != before[k][0]),
+        "bytes_copied": (
+            sum(SIZE * (1 + k[1]) * len(set(after[k]) - set(before[k])) for k in after) if sized else None
+        ),
+    }
+    files = _gen(snap, "--strategy", strategy, "--format", "json", "--output-dir", str(tmp_path / "o"))
+    assert {k: orjson.loads(files.stdout)["stats"][k] for k in COMMON} == {k: stats[k] for k in COMMON}
+    quiet = orjson.loads(_gen(snap, "--strategy", strategy, "--format", "json", "-q").stdout)
+    assert {k: quiet["stats"][k] for k in COMMON} == {k: stats[k] for k in COMMON}

@@ -129,6 +129,41 @@ def test_replicas_on_a_stopped_broker_are_unknown(
     assert doc["stats"]["copies_size_unknown"] == 1
 
 
+def test_live_generate_reads_the_sizes_whenever_the_brokers_are_at_hand(
+    make_topic: Any, cluster: Cluster, run_cli: Any
+) -> None:
+    """Issue 30 item 6: `generate --bootstrap-server ... --throttle` (any strategy, no --balance bytes), and
+    ZooKeeper mode with the brokers beside it, read the partition sizes: no "no partition sizes are known"
+    warning, and the JSON stats carry the bytes (recomputed here from the printed plan and Kafka's own
+    kafka-log-dirs figures) beside the copy counts. Before, it warned and had no stats at all."""
+    topic = make_topic({0: [1, 2], 1: [2, 1], 2: [1, 2], 3: [2, 1]})
+    _produce_some(cluster.bootstrap, topic, RECORDS)
+    kafka = _kafka_log_dirs(cluster.bootstrap, topic)
+    expected = {p: max(kafka[(p, 1)], kafka[(p, 2)]) for p in range(4)}
+    conns = (
+        ["--bootstrap-server", cluster.bootstrap],
+        ["--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap],
+    )
+    for conn in conns:
+        g = run_cli("generate", *conn, "--topic", topic, "--broker-list", "1,2,3", "--seed", "5",
+                    "--throttle", "100kB", "--format", "json")  # fmt: skip
+        assert g.returncode == 0, g.stderr
+        assert "no partition sizes are known" not in g.stderr
+        doc = json.loads(g.stdout)
+        before = {e["partition"]: e["replicas"] for e in doc["current"]["partitions"]}
+        after = {e["partition"]: e["replicas"] for e in doc["proposed"]["partitions"]}
+        inbound: dict[int, int] = {}
+        for p, new in after.items():
+            for b in set(new) - set(before[p]):
+                inbound[b] = inbound.get(b, 0) + expected[p]
+        stats = doc["stats"]
+        assert stats["copies"] == sum(len(set(after[p]) - set(before[p])) for p in after)
+        assert stats["partitions_changed"] == sum(1 for p in after if after[p] != before[p])
+        assert stats["leader_changes"] == sum(1 for p in after if after[p][0] != before[p][0])
+        assert stats["bytes_copied"] == sum(inbound.values())
+        assert stats["seconds_at_throttle"] == round(max(inbound.values(), default=0) / 100_000, 3)
+
+
 def _produce_some(bootstrap: str, topic: str, records: dict[int, int]) -> None:
     from kafka import KafkaProducer
 

@@ -241,3 +241,33 @@ def test_plain_progress_lines_on_change_and_every_30_s(
         "[0:00:37] copied 25.7 MiB of 95.4 MiB (27%), 2.0 MiB/s, ETA 0:00:36; 2 moving, 1 queued, 0 done",
         "[0:00:38] 1 moving, 0 queued, 2 done",
     ]
+
+
+def test_catch_up_advises_a_throttle_only_when_the_throttle_is_the_limit() -> None:
+    """Issue 30 item 23, worked by hand. --throttle 100 MB/s, one move, a copy measured at 5 MB/s over
+    60 s (300 MB gained), the leader's log growing at 6 MB/s. The copy can go at most
+    (300e6 + 1 MiB) / 60 = 5,017,476 B/s: below 6 MB/s, so it cannot catch up; but the throttle's share
+    (100e6) is far above what the copy does: the brokers are the limit, not the throttle. Before the fix
+    this advised --throttle 12000001 (2 x 6e6 + 1)."""
+    from reassign_cli.ops.pacing import grows_line
+
+    copy = pc.Span(300e6, 60.0)
+    assert int(copy.high) == 5_017_476
+    limit = pc.copy_limit(copy, 100_000_000)
+    assert int(limit) == 5_017_476
+    assert pc.catch_up_throttle(6e6, limit, 100_000_000) == 0
+    line = grows_line("t-0", 6e6, limit, 0, 100_000_000)
+    assert "--throttle 1" not in line and "not the throttle, are the limit" in line
+    assert "a higher --throttle will not help" in line
+    # The same copy at --throttle 4 MB/s, shared by two moves: each move's share is 2e6 B/s, at most what
+    # the copy could go (5.0e6): the throttle is the limit; 2 x 6e6 x 2 + 1 = 24,000,001.
+    limit = pc.copy_limit(copy, 4_000_000, sharing=2)
+    assert limit == 2_000_000
+    assert pc.catch_up_throttle(6e6, limit, 4_000_000, sharing=2) == 24_000_001
+    assert "--throttle 24000001 would let it finish" in grows_line("t-0", 6e6, limit, 24_000_001, 4_000_000)
+    # Kafka's quota holds a throttled copy a little under the rate: at --throttle 1 MB/s a copy measured at
+    # 0.97 MB/s over 120 s (116.4 MB) could go (116.4e6 + 1 MiB) / 120 = 978,738 B/s, at least 85% of the
+    # throttle: the throttle is the limit. A log growing at 1.2 MB/s needs 2 x 1.2e6 + 1 = 2,400,001.
+    limit = pc.copy_limit(pc.Span(116.4e6, 120.0), 1_000_000)
+    assert int(limit) == 978_738
+    assert pc.catch_up_throttle(1.2e6, limit, 1_000_000) == 2_400_001
