@@ -108,7 +108,7 @@ def test_metrics_count_queued_apart_from_not_as_planned() -> None:
         return PartitionProgress("t", n, [3], [1], status, None, [], [], None)
 
     results = [p(0, Status.COMPLETE), p(1, Status.IN_PROGRESS), p(2, Status.QUEUED), p(3, Status.QUEUED)]
-    fams = {f.name: f for f in registry(VerifyMetrics("plan.json", 4, 1.0, results)).collect()}
+    fams = {f.name: f for f in registry(VerifyMetrics({"plan": "plan.json"}, 4, 1.0, results)).collect()}
     counts = {s.labels["status"]: s.value for s in fams["kafka_reassign_verify_partitions"].samples}
     assert counts == {"complete": 1, "in_progress": 1, "not_as_planned": 0, "queued": 2}
 
