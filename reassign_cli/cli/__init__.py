@@ -16,6 +16,7 @@ import click
 
 from reassign_cli import __version__
 from reassign_cli.errors import ExitCode, ReassignError
+from reassign_cli.sigint import restore as restore_sigint
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -64,6 +65,7 @@ def _print_error(message: str, hint: str | None = None) -> None:
 def main(argv: list[str] | None = None) -> NoReturn:
     """Console-script entry point."""
     try:
+        restore_sigint()  # from here a Ctrl-C is a KeyboardInterrupt, answered below
         rv = cli.main(args=argv, prog_name="kafka-reassign", standalone_mode=False)
     except click.exceptions.Exit as e:  # --help, --version
         sys.exit(e.exit_code)
