@@ -161,6 +161,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         resume=kw["resume"],
         stuck_after=kw["stuck_after"],
         max_moves=kw["max_moves"],
+        connection=opts.typed,
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:

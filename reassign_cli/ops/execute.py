@@ -33,6 +33,7 @@ from reassign_cli.backends.protocol import (
     SetupLost,
 )
 from reassign_cli.core import throttle as th
+from reassign_cli.core.hints import ConnectionOption, command_line
 from reassign_cli.core.model import (
     Broker,
     ClusterState,
@@ -145,7 +146,7 @@ class ExecuteRequest:
     elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
     resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
-    zookeeper: str | None = None  # only to print a copy-pasteable verify command
+    connection: tuple[ConnectionOption, ...] = ()  # the connection options given as flags (core.hints)
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
 
 
@@ -221,8 +222,26 @@ def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[in
     )
 
 
-def verify_command(req_file: str) -> str:
-    return f"kafka-reassign verify --reassignment-json-file {req_file}"
+def verify_command(req: ExecuteRequest) -> str:
+    """The verify to paste: this plan, this run's connection options."""
+    return command_line(["verify", "--reassignment-json-file", req.file_name], req.connection)
+
+
+def cancel_command(req: ExecuteRequest) -> str:
+    return command_line(["cancel", "--reassignment-json-file", req.file_name], req.connection)
+
+
+def resume_command(req: ExecuteRequest) -> str:
+    """execute --resume of this plan with this run's throttles (a resumed run without them would start its
+    moves unthrottled) and connection options; the cap is kept beside the plan."""
+    args = ["execute", "--resume", "--reassignment-json-file", req.file_name]
+    if req.throttle is not None:
+        args += ["--throttle", str(req.throttle)]
+    if req.log_dir_throttle is not None:
+        args += ["--replica-alter-log-dirs-throttle", str(req.log_dir_throttle)]
+    if req.batch_size is not None:
+        args += ["--batch-size", str(req.batch_size)]
+    return command_line(args, req.connection)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -611,7 +630,7 @@ def _run_batches(
                 raise BusyError(
                     f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
                     f"{where}; batches 1-{i} are complete",
-                    hint="Run execute again with the remaining partitions once it has finished.",
+                    hint=f"Once it has finished, continue with: {resume_command(req)}",
                 )
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
@@ -770,20 +789,20 @@ def wait_for(
                 results = classify(targets, state)
                 bar.update(results, clock.elapsed())
                 for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
-                    report.warn(stuck_line(p.name, broker, gone, req.file_name))
+                    report.warn(stuck_line(p.name, broker, gone, req))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]
                 if not moving:
                     return results
                 if clock.expired():
                     raise BusyError(
                         f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
-                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name)}",
+                        hint=f"The reassignment keeps running. Check it with: {verify_command(req)}",
                     )
                 clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
-            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name)}",
+            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
         ) from None
 
 
@@ -806,14 +825,14 @@ def wait_for_log_dirs(
                 raise BusyError(
                     f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
                     f"{describe_copying(moves)}",
-                    hint=f"The moves keep running. Check them with: {verify_command(req.file_name)} "
+                    hint=f"The moves keep running. Check them with: {verify_command(req)} "
                     "--bootstrap-server HOST:PORT",
                 )
             clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the replica moves between log dirs keep running",
-            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req.file_name)}",
+            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req)}",
         ) from None
 
 
@@ -826,11 +845,10 @@ def describe_copying(moves: Sequence[ReplicaMoveProgress], limit: int = 10) -> s
     return ", ".join(parts)
 
 
-def stuck_line(name: str, broker: int, gone: float, file_name: str) -> str:
+def stuck_line(name: str, broker: int, gone: float, req: ExecuteRequest) -> str:
     return (
         f"{name} is stuck: its target broker {broker} has not been registered for {gone:.0f} s. Start "
-        f"broker {broker}, or cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} "
-        "--bootstrap-server HOST:PORT"
+        f"broker {broker}, or cancel the move: {cancel_command(req)}"
     )
 
 

@@ -34,9 +34,11 @@ from reassign_cli.ops.execute import (
     _Clock,
     _run_batches,
     apply_throttles,
+    cancel_command,
     describe_moving,
     log_dir_moves,
     raise_hard,
+    resume_command,
     start_until_done,
     started_line,
     stuck_line,
@@ -270,9 +272,8 @@ class _Window:
             raise WaitInterrupted(
                 "Interrupted while pacing; the moves started keep running in the cluster, the rest are not "
                 "started",
-                hint=f"Continue with: kafka-reassign execute --resume --reassignment-json-file "
-                f"{self.req.file_name} (the cap, {self.p.cap} moves per broker, is kept beside it; or check "
-                f"with: {verify_command(self.req.file_name)})",
+                hint=f"Continue with: {resume_command(self.req)} (the cap, {self.p.cap} moves per broker, is "
+                f"kept beside the plan; or check with: {verify_command(self.req)})",
             ) from None
         self.p.view.paced(
             {
@@ -343,7 +344,7 @@ class _Window:
             raise BusyError(
                 f"Cannot go on pacing: another reassignment appeared ({', '.join(map(tp_str, foreign[:5]))}); "
                 f"{self.done} moves of this plan are complete, {len(self.running)} still moving",
-                hint="Run execute --resume with the same options once it has finished.",
+                hint=f"Once it has finished, continue with: {resume_command(self.req)}",
             )
 
     def _start(self, new: list[pc.Move]) -> None:
@@ -407,7 +408,7 @@ class _Window:
             raise BusyError(
                 f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
                 f"{len(self.queue)} moves not started",
-                hint="The moves started keep running. Continue with execute --resume and the same options.",
+                hint=f"The moves started keep running. Continue with: {resume_command(self.req)}",
             )
 
     # -- progress --------------------------------------------------------------------------------
@@ -450,10 +451,10 @@ class _Window:
             for tp, secs in self.stalls.update(copying, now):
                 m = self.running[tp]
                 down = [b for b in m.receivers if b not in live]
-                self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
+                self.report.warn(stalled_line(tp_str(tp), m, down, secs, cancel_command(self.req)))
             return
         for r, broker, gone in self.stuck.update(self._running(), live, now):
-            self.report.warn(stuck_line(r.name, broker, gone, self.req.file_name))
+            self.report.warn(stuck_line(r.name, broker, gone, self.req))
 
     def _diagnose(self) -> None:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
@@ -507,7 +508,7 @@ def _long_enough(meter: pc.Meter | None) -> bool:
     )
 
 
-def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_name: str) -> str:
+def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, cancel: str) -> str:
     if down:
         why = f"its target broker {','.join(map(str, down))} is not registered: start it, or "
     else:
@@ -515,5 +516,5 @@ def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_n
         why = f"check broker {who} (its log and the replica fetcher) and broker {m.source} (the leader), or "
     return (
         f"{name} is stuck: no bytes copied to broker {','.join(map(str, m.receivers))} for {secs:.0f} s; {why}"
-        f"cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} --bootstrap-server HOST:PORT"
+        f"cancel the move: {cancel}"
     )

@@ -1,0 +1,67 @@
+"""Suggested commands (issue 30 item 4): the connection options typed on the command line, and only they,
+shell-quoted, never a secret (core.hints, cli.common.typed_connection)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import click
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reassign_cli.cli.common import Options, connection_options
+from reassign_cli.core.hints import command_line, connection_words
+
+words = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20)
+
+
+@given(st.lists(words, max_size=5), st.lists(st.tuples(st.sampled_from(["--zookeeper", "--x"]), words)))
+def test_a_pasted_hint_is_read_back_word_for_word(args: list[str], conn: list[tuple[str, str]]) -> None:
+    line = command_line(args, conn)
+    assert shlex.split(line) == ["kafka-reassign", *args, *(w for pair in conn for w in pair)]
+
+
+def test_quoting_and_secrets_by_hand() -> None:
+    conn = [
+        ("--bootstrap-server", "k1:9092"),
+        ("--command-config", "my dir/admin.properties"),
+        ("--sasl-password", "hunter2"),
+        ("--zk-client-secret", "s3"),
+        ("--insecure", None),
+    ]
+    assert command_line(["verify", "--reassignment-json-file", "plan's.json"], conn) == (
+        "kafka-reassign verify --reassignment-json-file 'plan'\"'\"'s.json' --bootstrap-server k1:9092 "
+        "--command-config 'my dir/admin.properties' --insecure"
+    )
+    assert "hunter2" not in " ".join(connection_words(conn))
+
+
+def _typed(args: list[str], env: dict[str, str]) -> Any:
+    seen: list[Options] = []
+
+    @click.command()
+    @click.option("--reassignment-json-file")
+    @connection_options
+    def probe(opts: Options, **kw: Any) -> None:
+        seen.append(opts)
+
+    r = CliRunner().invoke(probe, args, env=env, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return seen[0].typed
+
+
+def test_only_what_was_typed_is_carried() -> None:
+    env = {"KAFKA_REASSIGN_BOOTSTRAP": "env:9092", "KAFKA_REASSIGN_COMMAND_CONFIG": "env.properties"}
+    typed = _typed(
+        ["--reassignment-json-file", "p.json", "--zookeeper", "zk:2181/kafka", "-q", "--format", "json"], env
+    )
+    assert typed == (("--zookeeper", "zk:2181/kafka"),)
+    typed = _typed(["--bootstrap-server=k:1", "--command-config", "a b.properties", "--zk-timeout", "3"], {})
+    assert set(typed) == {
+        ("--bootstrap-server", "k:1"),
+        ("--command-config", "a b.properties"),
+        ("--zk-timeout", "3.0"),
+    }
+    assert _typed([], env) == ()
