@@ -42,6 +42,9 @@ def cli() -> None:
 
     The workflow of kafka-reassign-partitions: `generate` a plan, `execute` it with
     throttles, `verify` it until complete (which removes the throttles).
+
+    Shell completion (bash; zsh_source, fish_source likewise): eval
+    "$(_KAFKA_REASSIGN_COMPLETE=bash_source kafka-reassign)"
     """
 
 

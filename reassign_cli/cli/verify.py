@@ -17,7 +17,7 @@ from reassign_cli.cli.common import (
 from reassign_cli.cli.inputs import read_input_file
 
 
-@click.command("verify")
+@click.command("verify", short_help="Where each partition of a plan stands; remove the throttles once done.")
 @executed_file_option
 @click.option(
     "--preserve-throttles",
