@@ -44,7 +44,7 @@ from reassign_cli.core.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.core.names import NAMES_SHOWN, listed, shorten
+from reassign_cli.core.names import NAMES_SHOWN, count, listed, shorten
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -97,6 +97,7 @@ class ExecuteReport(Protocol):
     def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
     def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
     def finished(self, results: Sequence[PartitionProgress] | None) -> None: ...
+    def moved(self, partitions: int, seconds: float) -> None: ...
     def progress(self, total: int) -> AbstractContextManager[ProgressSink]: ...
 
 
@@ -523,7 +524,10 @@ def _execute(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
+    started = time.monotonic()
     results = run_batches(backend, state, batches, req, report, wait, log_dirs)
+    if wait and results and not req.dry_run:
+        report.moved(len(results), time.monotonic() - started)
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK, None
@@ -622,7 +626,7 @@ def _run_batches(
     results: list[PartitionProgress] = []
     for i, batch in enumerate(batches):
         if len(batches) > 1:
-            report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
+            report.info(f"Batch {i + 1}/{len(batches)}: {count(len(batch), 'partition')}")
         if i > 0:
             state = backend.read_state(sorted({e.topic for e in batch}))
             if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
@@ -825,8 +829,7 @@ def wait_for_log_dirs(
                 raise BusyError(
                     f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
                     f"{describe_copying(moves)}",
-                    hint=f"The moves keep running. Check them with: {verify_command(req)} "
-                    "--bootstrap-server HOST:PORT",
+                    hint=f"The moves keep running. Check them with: {verify_command(req)}",
                 )
             clock.pause()
     except KeyboardInterrupt:

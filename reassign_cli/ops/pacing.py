@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
+from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.core.validate import split_batches
 from reassign_cli.errors import BusyError, OperationalError, UsageError
@@ -247,11 +248,14 @@ class _Window:
 
     def run(self) -> list[PartitionProgress]:
         clock = _Clock(self.req)
+        if self.sized:
+            self.meter.add(time.monotonic(), 0)  # nothing copied yet: the rate is known from the first poll
         try:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
                     self._ended()
                     if not self.running and not len(self.queue):
+                        self._last_frame(sink, clock.elapsed())
                         break
                     self._check_alone()
                     new = self.queue.take(self.running.values(), self.p.cap)
@@ -283,6 +287,12 @@ class _Window:
             }
         )
         return results
+
+    def _last_frame(self, sink: PaceSink, elapsed: float) -> None:
+        """Every move has ended: the frame that stays on screen says so (no move running, no ETA)."""
+        copied = self.bytes.done if self.sized else 0
+        rate = copied / elapsed if self.sized and elapsed > 0 else None
+        sink.update(pc.Snapshot(copied, copied, rate, None, 0, 0, self.done), elapsed)
 
     def _settled(self, clock: _Clock) -> list[PartitionProgress]:
         """Where the plan ended. A broker's metadata may trail the controller's by more than the backend
@@ -343,7 +353,7 @@ class _Window:
         if foreign:
             raise BusyError(
                 f"Cannot go on pacing: another reassignment appeared ({', '.join(map(tp_str, foreign[:5]))}); "
-                f"{self.done} moves of this plan are complete, {len(self.running)} still moving",
+                f"{count(self.done, 'move')} of this plan complete, {len(self.running)} still moving",
                 hint=f"Once it has finished, continue with: {resume_command(self.req)}",
             )
 
@@ -407,7 +417,7 @@ class _Window:
             moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
             raise BusyError(
                 f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
-                f"{len(self.queue)} moves not started",
+                f"{count(len(self.queue), 'move')} not started",
                 hint=f"The moves started keep running. Continue with: {resume_command(self.req)}",
             )
 
