@@ -53,8 +53,7 @@ def command(
     Refused (exit 3, nothing done) when a partition's original replicas are all offline or out of the ISR,
     which would leave it without a leader. The file's replica moves between log dirs that are still
     copying are stopped, as Kafka's --cancel does (each replica stays in its current log dir). Then, unless
-    --preserve-throttles, the throttles come off as verify removes them (kept while a log-dir copy still
-    runs or cannot be seen).
+    --preserve-throttles, the throttles come off as verify does (kept while a log-dir copy runs or is unseen).
 
     With --all instead of the file: every partition reassignment in flight is cancelled the same way
     (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
@@ -93,11 +92,23 @@ def command(
                 timeout=timeout,
                 dirs=dirs,
                 log_dirs=mover,
+                hint=_not_reverted_hint(opts, reassignment_file),
             )
         finally:
             if mover is not None:
                 mover.close()
     return _report(out, opts, outcome, bool(dirs))
+
+
+def _not_reverted_hint(opts: Options, plan_file: str | None) -> str:
+    """What to run when the partitions have not reverted in time: list, then verify with the plan."""
+    from reassign_cli.core.hints import command_line
+
+    check = command_line(["list"], opts.typed)
+    if plan_file is None:
+        return f"Check with: {check}"
+    verify = command_line(["verify", "--reassignment-json-file", plan_file], opts.typed)
+    return f"Check with: {check}; once they have reverted, remove the throttles with: {verify}"
 
 
 def _cancel_all(

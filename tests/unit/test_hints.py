@@ -65,3 +65,23 @@ def test_only_what_was_typed_is_carried() -> None:
         ("--zk-timeout", "3.0"),
     }
     assert _typed([], env) == ()
+
+
+def test_cancel_timeout_hint_carries_the_typed_connection() -> None:
+    from reassign_cli.cli.cancel import _not_reverted_hint
+
+    o = Options(None, 10.0, "text", False, False, False, "k:1", None, typed=(("--bootstrap-server", "k:1"),))
+    hint = _not_reverted_hint(o, "my plan.json")
+    check, verify = hint.removeprefix("Check with: ").split(
+        "; once they have reverted, remove the throttles with: "
+    )
+    assert shlex.split(check) == ["kafka-reassign", "list", "--bootstrap-server", "k:1"]
+    assert shlex.split(verify) == [
+        "kafka-reassign",
+        "verify",
+        "--reassignment-json-file",
+        "my plan.json",
+        "--bootstrap-server",
+        "k:1",
+    ]
+    assert _not_reverted_hint(o, None) == "Check with: kafka-reassign list --bootstrap-server k:1"
