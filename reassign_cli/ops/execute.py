@@ -229,7 +229,10 @@ def verify_command(req: ExecuteRequest) -> str:
 
 
 def cancel_command(req: ExecuteRequest) -> str:
-    return command_line(["cancel", "--reassignment-json-file", req.file_name], req.connection)
+    """cancel goes through the admin API: without brokers known to this run (ZooKeeper alone), the hint
+    names the option to fill in."""
+    brokers = () if req.bootstrap_server else (("--bootstrap-server", "HOST:PORT"),)
+    return command_line(["cancel", "--reassignment-json-file", req.file_name], (*req.connection, *brokers))
 
 
 def resume_command(req: ExecuteRequest) -> str:

@@ -85,3 +85,19 @@ def test_cancel_timeout_hint_carries_the_typed_connection() -> None:
         "k:1",
     ]
     assert _not_reverted_hint(o, None) == "Check with: kafka-reassign list --bootstrap-server k:1"
+
+
+def test_cancel_hint_names_the_brokers_it_needs() -> None:
+    from reassign_cli.ops.execute import ExecuteRequest, cancel_command
+
+    zk_only = ExecuteRequest("p.json", b"", connection=(("--zookeeper", "zk:1/k"),))
+    assert cancel_command(zk_only) == (
+        "kafka-reassign cancel --reassignment-json-file p.json --zookeeper zk:1/k --bootstrap-server HOST:PORT"
+    )
+    with_brokers = ExecuteRequest(
+        "p.json", b"", bootstrap_server="k:1", connection=(("--bootstrap-server", "k:1"),)
+    )
+    assert (
+        cancel_command(with_brokers)
+        == "kafka-reassign cancel --reassignment-json-file p.json --bootstrap-server k:1"
+    )
