@@ -18,24 +18,35 @@ from reassign_cli import sigint
 # Tests: interrupt this process just before it imports the module named here (`reassign_cli.cli`,
 # `click`, ...), or `main` just before the command runs: a Ctrl-C at an exact point of the start-up.
 SIGINT_AT = "KAFKA_REASSIGN_TEST_SIGINT_AT"
+# Tests: just before importing the module named here, write "paused" to stderr and wait for a signal
+# (the test sends SIGINT from outside, as a terminal does).
+PAUSE_AT = "KAFKA_REASSIGN_TEST_PAUSE_AT"
 
 
-class _SigintBefore(MetaPathFinder):
-    """Sends SIGINT to this process when the named module is about to be imported (finds nothing)."""
+class _Before(MetaPathFinder):
+    """Acts when the named module is about to be imported (finds nothing itself): SIGINT to this process,
+    or a pause until a signal comes."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, pause: bool) -> None:
+        self.name, self.pause = name, pause
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if fullname == self.name:
-            sys.meta_path.remove(self)
+        if fullname != self.name:
+            return
+        sys.meta_path.remove(self)
+        if self.pause:
+            os.write(2, b"paused\n")
+            signal.pause()
+        else:
             os.kill(os.getpid(), signal.SIGINT)
 
 
 def _test_hook() -> str | None:
-    at = os.environ.get(SIGINT_AT)
+    at, pause = os.environ.get(SIGINT_AT), os.environ.get(PAUSE_AT)
     if at and at != "main":
-        sys.meta_path.insert(0, _SigintBefore(at))
+        sys.meta_path.insert(0, _Before(at, False))
+    if pause:
+        sys.meta_path.insert(0, _Before(pause, True))
     return at
 
 

@@ -7,6 +7,7 @@ imports the named module (or, `main`, once everything is loaded, just before the
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tomllib
 
@@ -37,3 +38,22 @@ def test_sigint_during_startup_exits_130_with_one_line(point: str) -> None:
 def test_console_script_goes_through_the_guarded_entry() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kafka-reassign"] == "reassign_cli.entry:run"
+
+
+@pytest.mark.parametrize("point", ["click", "reassign_cli.cli.execute"])
+def test_sigint_from_outside_while_importing(point: str) -> None:
+    """A real Ctrl-C from another process: the CLI pauses just before importing `point`, says so on stderr,
+    and the test sends SIGINT then."""
+    env = {**os.environ, entry.PAUSE_AT: point}
+    proc = subprocess.Popen(
+        [PYTHON, "-m", "reassign_cli", "--version"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stderr is not None
+    assert proc.stderr.readline() == b"paused\n"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err, out) == (130, b"Interrupted.\n", b"")
