@@ -1,4 +1,4 @@
-from reassign_cli.cli import run
+from reassign_cli.entry import run
 
 if __name__ == "__main__":
     run()

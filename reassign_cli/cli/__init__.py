@@ -16,6 +16,7 @@ import click
 
 from reassign_cli import __version__
 from reassign_cli.errors import ExitCode, ReassignError
+from reassign_cli.sigint import restore as restore_sigint
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -41,6 +42,9 @@ def cli() -> None:
 
     The workflow of kafka-reassign-partitions: `generate` a plan, `execute` it with
     throttles, `verify` it until complete (which removes the throttles).
+
+    Shell completion (bash; zsh_source, fish_source likewise): eval
+    "$(_KAFKA_REASSIGN_COMPLETE=bash_source kafka-reassign)"
     """
 
 
@@ -64,6 +68,7 @@ def _print_error(message: str, hint: str | None = None) -> None:
 def main(argv: list[str] | None = None) -> NoReturn:
     """Console-script entry point."""
     try:
+        restore_sigint()  # from here a Ctrl-C is a KeyboardInterrupt, answered below
         rv = cli.main(args=argv, prog_name="kafka-reassign", standalone_mode=False)
     except click.exceptions.Exit as e:  # --help, --version
         sys.exit(e.exit_code)

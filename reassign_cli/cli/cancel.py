@@ -12,6 +12,7 @@ from reassign_cli.cli.common import (
     connection_options,
     open_backend,
 )
+from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.errors import UsageError
 
 
@@ -35,14 +36,7 @@ from reassign_cli.errors import UsageError
     "[default: rollback-YYYYmmdd-HHMMSS.json here].",
 )
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long to wait for the controller to revert the partitions (exit 4 after).",
-)
+@wait_timeout_option(60.0, "How long to wait for the controller to revert the partitions (exit 4 after).")
 @connection_options
 def command(
     opts: Options,
@@ -54,17 +48,17 @@ def command(
 ) -> int:
     """Cancel the reassignment of the partitions in --reassignment-json-file that are still moving.
 
-        Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
-        --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4). Refused (exit 3, nothing done) when a partition's original
-        replicas are all offline or out of the ISR, which would leave it without a leader. The file's replica
-        moves between log dirs that are still copying are stopped, as Kafka's --cancel does (each replica stays
-        in its current log dir). Then, unless --preserve-throttles, the throttles come off as verify removes
-        them (kept while a log-dir copy still runs or cannot be seen).
+    Each reverts to its original replicas (AlterPartitionReassignments through the admin API, so
+    --bootstrap-server is needed beside --zookeeper too; ZooKeeper-mode controllers support it since 2.4).
+    Refused (exit 3, nothing done) when a partition's original replicas are all offline or out of the ISR,
+    which would leave it without a leader. The file's replica moves between log dirs that are still
+    copying are stopped, as Kafka's --cancel does (each replica stays in its current log dir). Then, unless
+    --preserve-throttles, the throttles come off as verify does (kept while a log-dir copy runs or is unseen).
 
-        With --all instead of the file: every partition reassignment in flight is cancelled the same way
-        (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
-        its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
-        flight: one line, nothing written. Replica moves between log dirs in flight (a future copy on any live
+    With --all instead of the file: every partition reassignment in flight is cancelled the same way
+    (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
+    its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
+    flight: one line, nothing written. Replica moves between log dirs in flight (a future copy on any live
     broker) are stopped too; a broker that does not answer keeps the throttles.
     """
     from reassign_cli.cli.common import log_dir_mover
@@ -98,6 +92,7 @@ def command(
                 timeout=timeout,
                 dirs=dirs,
                 log_dirs=mover,
+                hint=_not_reverted_hint(opts, reassignment_file),
             )
         finally:
             if mover is not None:
@@ -116,6 +111,17 @@ def _forget_run(out: Any, file_name: str | None) -> None:
             f"Removed {file_name}{PACE_SUFFIX}: the paced run of this plan is over (execute --resume "
             "would need --max-moves-per-broker again)"
         )
+
+
+def _not_reverted_hint(opts: Options, plan_file: str | None) -> str:
+    """What to run when the partitions have not reverted in time: list, then verify with the plan."""
+    from reassign_cli.core.hints import command_line
+
+    check = command_line(["list"], opts.typed)
+    if plan_file is None:
+        return f"Check with: {check}"
+    verify = command_line(["verify", "--reassignment-json-file", plan_file], opts.typed)
+    return f"Check with: {check}; once they have reverted, remove the throttles with: {verify}"
 
 
 def _cancel_all(

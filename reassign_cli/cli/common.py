@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from reassign_cli.core.hints import ConnectionOption
 from reassign_cli.errors import ReassignError
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ class Options:
     zk_tls_config_file: str | None = None
     # Which of these came from the command line (not the environment or a default).
     explicit: frozenset[str] = frozenset()
+    # The connection options given as flags, as typed: what a suggested command carries (core.hints).
+    typed: tuple[ConnectionOption, ...] = ()
 
     @property
     def json(self) -> bool:
@@ -110,6 +114,37 @@ def _option_decorators() -> list[Callable[[Any], Any]]:
     ]
 
 
+OUTPUT_OPTIONS = frozenset({"fmt", "no_color", "quiet", "verbose"})
+
+
+def typed_connection(ctx: click.Context) -> tuple[ConnectionOption, ...]:
+    """The connection options of `_option_decorators` given on the command line (not from the environment
+    nor defaults), as (long flag, value) in the command's order of options: for suggested commands."""
+    out: list[ConnectionOption] = []
+    for p in ctx.command.params:
+        if not isinstance(p, click.Option) or p.name not in _connection_names() or p.name is None:
+            continue
+        if ctx.get_parameter_source(p.name) != click.core.ParameterSource.COMMANDLINE:
+            continue
+        value, flag = ctx.params.get(p.name), max(p.opts, key=len)
+        if p.is_flag:
+            if value:
+                out.append((flag, None))
+        elif value is not None:
+            out.append((flag, str(value)))
+    return tuple(out)
+
+
+@functools.cache
+def _connection_names() -> frozenset[str]:
+    def probe() -> None: ...
+
+    for d in _option_decorators():
+        d(probe)
+    names = {p.name for p in getattr(probe, "__click_params__", ())}
+    return frozenset(n for n in names if n is not None) - OUTPUT_OPTIONS
+
+
 def _pop_options(kwargs: dict[str, Any]) -> Options:
     ctx = click.get_current_context()
     names = ("zookeeper", "zk_timeout", "bootstrap", "command_config", "zk_jaas_file", "zk_tls_config_file")
@@ -128,27 +163,8 @@ def _pop_options(kwargs: dict[str, Any]) -> Options:
         zk_jaas_file=kwargs.pop("zk_jaas_file"),
         zk_tls_config_file=kwargs.pop("zk_tls_config_file"),
         explicit=explicit,
+        typed=typed_connection(ctx),
     )
-
-
-PASTED_FLAGS = (
-    ("zookeeper", "--zookeeper"),
-    ("bootstrap", "--bootstrap-server"),
-    ("command_config", "--command-config"),
-    ("zk_jaas_file", "--zk-jaas-file"),
-    ("zk_tls_config_file", "--zk-tls-config-file"),
-)
-
-
-def pasted_connection(opts: Options) -> tuple[str, ...]:
-    """The connection options given as flags, as words for a command line we suggest (those from the
-    environment are still there for the pasted one). Never a secret: the files are named, not read."""
-    words: list[str] = []
-    for name, flag in PASTED_FLAGS:
-        value = getattr(opts, name)
-        if name in opts.explicit and value:
-            words += [flag, str(value)]
-    return tuple(words)
 
 
 def connection_options(f: F) -> F:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.errors import UsageError
 
 
@@ -22,14 +23,7 @@ from reassign_cli.errors import UsageError
     "--topic", "topics", multiple=True, metavar="TOPIC", help="Every partition of TOPIC (repeatable)."
 )
 @click.option("--all", "all_topics", is_flag=True, help="Every partition of every topic.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=60.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long to wait for the leaders to move (exit 4 when some have not).",
-)
+@wait_timeout_option(60.0, "How long to wait for the leaders to move (exit 4 when some have not).")
 @click.option(
     "--poll-interval",
     type=click.FloatRange(min=0.1),

@@ -11,9 +11,9 @@ from reassign_cli.cli.common import (
     connection_options,
     log_dir_mover,
     open_backend,
-    pasted_connection,
 )
 from reassign_cli.cli.inputs import read_input_file
+from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.cli.rate_type import RATE, RATE_HELP
 from reassign_cli.errors import UsageError
 
@@ -28,7 +28,7 @@ def _rate(value: int | None) -> int | None:
     return None if value is None or value < 0 else value
 
 
-@click.command("execute")
+@click.command("execute", short_help="Start a plan's reassignment, throttled; with --wait, see it through.")
 @click.option(
     "--reassignment-json-file",
     "reassignment_file",
@@ -65,12 +65,8 @@ def _rate(value: int | None) -> int | None:
     metavar="SECONDS",
     help="How often --wait polls the cluster.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=None,
-    metavar="SECONDS",
-    help="With --wait: give up waiting after this long (exit 4; the reassignment keeps running).",
+@wait_timeout_option(
+    None, "With --wait: give up waiting after this long (exit 4; the reassignment keeps running)."
 )
 @click.option(
     "--rollback-file",
@@ -106,7 +102,7 @@ def _rate(value: int | None) -> int | None:
     default=10.0,
     show_default=True,
     metavar="SECONDS",
-    help="How long to retry starting the log-dir moves (Kafka's --timeout).",
+    help="How long to retry starting the log-dir moves (what Kafka's tool calls --timeout, in ms there).",
 )
 @click.option(
     "--resume",
@@ -150,7 +146,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     if kw["resume"] or kw["max_moves"] is not None:
         kw["wait"] = True
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
-        raise UsageError("--timeout needs --wait (or --batch-size, which waits)")
+        raise UsageError("--wait-timeout needs --wait (or --batch-size, which waits)")
     if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--elect-leaders needs --wait (or --batch-size, which waits)")
     req = ExecuteRequest(
@@ -169,7 +165,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         resume=kw["resume"],
         stuck_after=kw["stuck_after"],
         max_moves=kw["max_moves"],
-        connection=pasted_connection(opts),
+        connection=opts.typed,
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:

@@ -152,9 +152,11 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
 )
 @click.option(
     "--report",
-    metavar="FILE",
-    help="Also write the plan for review: FILE.md (Markdown for a pull request or a CI summary) and "
-    "FILE.html (self-contained, with per-broker bar charts). Local engine.",
+    metavar="NAME",
+    callback=lambda ctx, param, value: report_base(value),
+    help="Also write the plan for review, as two files: NAME.md (Markdown for a pull request or a CI "
+    "summary) and NAME.html (self-contained, with per-broker bar charts). A NAME ending in .md or .html "
+    "names the pair too (--report plan.html writes plan.md and plan.html). Local engine.",
 )
 @connection_options
 def command(
@@ -232,6 +234,16 @@ def _print_files(out: Output, json: bool, result: generate.Outcome) -> None:
     else:
         out.result(f"{CURRENT_HEADER} written to {current_path}")
         out.result(f"{PROPOSED_HEADER} written to {proposed_path}")
+
+
+def report_base(value: str | None) -> str | None:
+    """--report's NAME without a .md or .html ending: the report is always NAME.md and NAME.html."""
+    if value is None:
+        return None
+    for ending in (".md", ".html"):
+        if value.lower().endswith(ending) and len(value) > len(ending):
+            return value[: -len(ending)]
+    return value
 
 
 def _report_collector(report: str | None, engine: str, output_dir: str | None) -> Any:

@@ -14,7 +14,7 @@ from reassign_cli.core.progress import anything_reassigning
 from reassign_cli.core.throttle import recorded_entities
 
 
-@click.command("list")
+@click.command("list", short_help="List the partition reassignments running now.")
 @connection_options
 def command(opts: Options) -> int:
     """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR; with

@@ -6,7 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import click
 
@@ -45,7 +45,7 @@ from reassign_cli.render import Output
     "topic_opts",
     multiple=True,
     metavar="TOPIC",
-    help="Only these topics (repeatable) [default: all].",
+    help="Only these topics (repeatable; one the cluster does not have exits 3) [default: all].",
 )
 @click.option(
     "--no-sizes",
@@ -74,6 +74,7 @@ def command(
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         state = backend.read_state(topic_opts or None, partition_state=True)
+        _check_topics(topic_opts, state)
         report = None if no_sizes else _record_sizes(backend, state, out)
     if report is not None and report.unknown:
         out.warn(_unknown_sizes(report))
@@ -105,6 +106,15 @@ def command(
             f"Wrote {output}: {counts['brokers']} brokers, {counts['topics']} topics, {n_parts} partitions"
             f"{_sizes_note(report, state)} ({size} bytes)."
         )
+
+
+def _check_topics(names: Sequence[str], state: ClusterState) -> None:
+    """A --topic the cluster does not have is an input error (exit 3), as in generate and elect-leaders."""
+    from reassign_cli.planning.plan import missing_topics_error
+
+    missing = sorted({t for t in names if t not in state.topics})
+    if missing:
+        raise missing_topics_error(missing)
 
 
 def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeReport | None:

@@ -17,7 +17,7 @@ from reassign_cli.cli.common import (
 from reassign_cli.cli.inputs import read_input_file
 
 
-@click.command("verify")
+@click.command("verify", short_help="Where each partition of a plan stands; remove the throttles once done.")
 @executed_file_option
 @click.option(
     "--preserve-throttles",
@@ -126,13 +126,12 @@ def _verify(
 
 def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
     """Why throttles stay although nothing may move right now, and how the run goes on."""
-    from reassign_cli.cli.common import pasted_connection
     from reassign_cli.ops.execute import resume_command
     from reassign_cli.ops.pacing import PACE_SUFFIX, run_option
 
     again = resume_command(
         file_name,
-        pasted_connection(opts),
+        opts.typed,
         cap=pace.cap,
         batch_size=pace.batch_size,
         throttle=pace.throttle,

@@ -47,3 +47,8 @@ def listed(template: str, names: Iterable[object], sep: str = ",", limit: int = 
 def uncut(message: str) -> str:
     """The whole message: `.full` of a `listed` one, else the message itself."""
     return getattr(message, "full", message)
+
+
+def count(n: int, noun: str) -> str:
+    """ "1 partition", "3 partitions" (nouns whose plural takes an s)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -20,6 +20,7 @@ import orjson
 
 from reassign_cli.core.copied import copied_bytes
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
+from reassign_cli.core.names import count
 
 Order = Literal["largest-first", "smallest-first", "as-planned"]
 ORDERS: tuple[Order, ...] = ("largest-first", "smallest-first", "as-planned")
@@ -284,14 +285,37 @@ def clock(seconds: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
 
 
+def rate_text(rate: float | None) -> str:
+    """`48.1 MiB/s`; before two samples, `rate not measured yet` (never a placeholder that reads as 0)."""
+    return f"{human_bytes(rate)}/s" if rate is not None else "rate not measured yet"
+
+
+def eta_text(eta: float | None) -> str:
+    return f"ETA {clock(eta)}" if eta is not None else "ETA unknown"
+
+
+def moves_text(s: Snapshot) -> str:
+    """`2 moving, 9 queued, 1 done`; at the end, `3 done`."""
+    if s.running == 0 and s.queued == 0:
+        return f"{s.done} done"
+    return f"{s.running} moving, {s.queued} queued, {s.done} done"
+
+
 def progress_line(s: Snapshot) -> str:
-    """`copied 1.2 GiB of 4.7 GiB (26%), 48.1 MiB/s, ETA 0:01:14; 2 moving, 9 queued, 1 done`"""
-    rate = f"{human_bytes(s.rate)}/s" if s.rate is not None else "-- B/s"
-    left = clock(s.eta) if s.eta is not None else "-:--:--"
-    return (
-        f"copied {human_bytes(s.copied)} of {human_bytes(s.total)} ({s.fraction:.0%}), {rate}, ETA {left}; "
-        f"{s.running} moving, {s.queued} queued, {s.done} done"
-    )
+    """`copied 1.2 GiB of 4.7 GiB (26%), 48.1 MiB/s, ETA 0:01:14; 2 moving, 9 queued, 1 done`; once every
+    move has ended, no ETA: `copied 4.7 GiB of 4.7 GiB (100%), 45.0 MiB/s; 12 done`."""
+    head = f"copied {human_bytes(s.copied)} of {human_bytes(s.total)} ({s.fraction:.0%}), {rate_text(s.rate)}"
+    if s.running or s.queued:
+        head += f", {eta_text(s.eta)}"
+    return f"{head}; {moves_text(s)}"
+
+
+def closing_line(partitions: int, seconds: float, copied: int | None = None) -> str:
+    """The last line of a waiting execute: `8 partitions, 6.5 MiB in 0:00:38` (bytes when measured)."""
+    what = count(partitions, "partition")
+    if copied is not None:
+        what += f", {human_bytes(copied)}"
+    return f"{what} in {clock(seconds)}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,10 +46,12 @@ def cancel(
     dirs: ReplicaDirs | None = None,
     log_dirs: LogDirMoves | None = None,
     before: Callable[[list[TopicPartition]], None] | None = None,
+    hint: str = "Check with kafka-reassign list; run verify to remove the throttles once they revert.",
 ) -> CancelOutcome:
     """`dirs`: the plan's replica moves between log dirs, stopped through `log_dirs` when given. `before`
     is called with the partitions about to be cancelled, once they are known to be safe to cancel and
-    before anything is written (cancel --all saves its rollback file there)."""
+    before anything is written (cancel --all saves its rollback file there). `hint`: the advice when the
+    partitions have not reverted within `timeout` (the CLI's has the commands to paste)."""
     topics = sorted({t for t, _ in targets})
     plan = cancel_plan(targets, backend.read_state(topics, partition_state=True))
     if plan.unsafe:
@@ -62,7 +64,7 @@ def cancel(
     deadline = time.monotonic() + timeout
     stopped = stop_log_dir_moves(log_dirs, dirs, deadline) if dirs and log_dirs is not None else {}
     if cancelled:
-        _wait_reverted(backend, cancelled, timeout, deadline)
+        _wait_reverted(backend, cancelled, timeout, deadline, hint)
     kept = None
     if not preserve_throttles and dirs:
         kept = _copies_left(dirs, log_dirs, stopped, deadline)
@@ -116,7 +118,9 @@ def _copies_left(
         time.sleep(0.5)
 
 
-def _wait_reverted(backend: Backend, tps: list[TopicPartition], timeout: float, deadline: float) -> None:
+def _wait_reverted(
+    backend: Backend, tps: list[TopicPartition], timeout: float, deadline: float, hint: str
+) -> None:
     topics = sorted({t for t, _ in tps})
     while True:
         state = backend.read_state(topics)
@@ -127,6 +131,6 @@ def _wait_reverted(backend: Backend, tps: list[TopicPartition], timeout: float, 
             raise BusyError(
                 f"cancel was accepted, but after {timeout:g}s these partitions still reassign: "
                 f"{shorten(tp_str(tp) for tp in left)}",
-                hint="Check with kafka-reassign list; run verify to remove the throttles once they revert.",
+                hint=hint,
             )
         time.sleep(0.5)

@@ -13,7 +13,6 @@ Every read and write goes through a `backend.Backend` (ZooKeeper today; tests us
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from reassign_cli.backends.protocol import (
 from reassign_cli.core import rates
 from reassign_cli.core import run_plan as rp
 from reassign_cli.core import throttle as th
+from reassign_cli.core.hints import ConnectionOption, command_line
 from reassign_cli.core.model import (
     Broker,
     ClusterState,
@@ -46,7 +46,7 @@ from reassign_cli.core.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.core.names import NAMES_SHOWN, listed, shorten
+from reassign_cli.core.names import NAMES_SHOWN, count, listed, shorten
 from reassign_cli.core.progress import (
     MoveStatus,
     PartitionProgress,
@@ -99,6 +99,7 @@ class ExecuteReport(Protocol):
     def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
     def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
     def finished(self, results: Sequence[PartitionProgress] | None) -> None: ...
+    def moved(self, partitions: int, seconds: float) -> None: ...
     def progress(self, total: int) -> AbstractContextManager[ProgressSink]: ...
 
 
@@ -148,11 +149,8 @@ class ExecuteRequest:
     elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
     resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
-    zookeeper: str | None = None  # only to print a copy-pasteable verify command
+    connection: tuple[ConnectionOption, ...] = ()  # the connection options given as flags (core.hints)
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
-    # The connection options given as flags, as words to paste into the commands we suggest (never a
-    # password: files are named, not read).
-    connection: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,22 +225,30 @@ def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[in
     )
 
 
-def verify_command(req_file: str, connection: Sequence[str] = ()) -> str:
-    return shlex.join(["kafka-reassign", "verify", "--reassignment-json-file", req_file, *connection])
+def verify_command(req: ExecuteRequest) -> str:
+    """The verify to paste: this plan, this run's connection options."""
+    return command_line(["verify", "--reassignment-json-file", req.file_name], req.connection)
+
+
+def cancel_command(req: ExecuteRequest) -> str:
+    """cancel goes through the admin API: without brokers known to this run (ZooKeeper alone), the hint
+    names the option to fill in."""
+    brokers = () if req.bootstrap_server else (("--bootstrap-server", "HOST:PORT"),)
+    return command_line(["cancel", "--reassignment-json-file", req.file_name], (*req.connection, *brokers))
 
 
 def resume_command(
     file_name: str,
-    connection: Sequence[str] = (),
+    connection: Sequence[ConnectionOption] = (),
     *,
     cap: int | None = None,
     batch_size: int | None = None,
     throttle: int | None = None,
     log_dir_throttle: int | None = None,
 ) -> str:
-    """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and rates, and the
-    connection flags given."""
-    words = ["kafka-reassign", "execute", "--resume", "--reassignment-json-file", file_name]
+    """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and its rates (a
+    resumed run without them would start its moves unthrottled), and the connection flags given."""
+    args = ["execute", "--resume", "--reassignment-json-file", file_name]
     for flag, value in (
         ("--max-moves-per-broker", cap),
         ("--batch-size", batch_size),
@@ -250,8 +256,8 @@ def resume_command(
         ("--replica-alter-log-dirs-throttle", log_dir_throttle),
     ):
         if value is not None:
-            words += [flag, str(value)]
-    return shlex.join([*words, *connection])
+            args += [flag, str(value)]
+    return command_line(args, connection)
 
 
 def request_resume_command(req: ExecuteRequest) -> str:
@@ -552,7 +558,10 @@ def _execute(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
+    started = time.monotonic()
     results = run_batches(backend, state, batches, req, report, wait, log_dirs)
+    if wait and results and not req.dry_run:
+        report.moved(len(results), time.monotonic() - started)
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK, None
@@ -732,7 +741,7 @@ def _run_batches(
         _list_batches(batches, report)
     for i, batch in enumerate(batches):
         if len(batches) > 1:
-            report.info(f"Batch {i + 1}/{len(batches)}: {len(batch)} partitions")
+            report.info(f"Batch {i + 1}/{len(batches)}: {count(len(batch), 'partition')}")
         if i > 0:
             state = backend.read_state(sorted({e.topic for e in batch}))
             if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
@@ -740,7 +749,7 @@ def _run_batches(
                 raise BusyError(
                     f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
                     f"{where}; batches 1-{i} are complete",
-                    hint="Run execute again with the remaining partitions once it has finished.",
+                    hint=f"Once it has finished, continue with: {request_resume_command(req)}",
                 )
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
@@ -762,8 +771,7 @@ def _batches_left(
     return WaitInterrupted(
         f"Interrupted while waiting for batch {i + 1}/{len(batches)}; it keeps running in the cluster, "
         f"{which} ({rest} partition{'' if rest == 1 else 's'}) not started",
-        hint=f"Continue with: {request_resume_command(req)} (or check with: "
-        f"{verify_command(req.file_name, req.connection)})",
+        hint=f"Continue with: {request_resume_command(req)} (or check with: {verify_command(req)})",
     )
 
 
@@ -927,20 +935,20 @@ def wait_for(
                 results = classify(targets, state)
                 bar.update(results, clock.elapsed())
                 for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
-                    report.warn(stuck_line(p.name, broker, gone, req.file_name))
+                    report.warn(stuck_line(p.name, broker, gone, req))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]
                 if not moving:
                     return results
                 if clock.expired():
                     raise BusyError(
                         f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
-                        hint=f"The reassignment keeps running. Check it with: {verify_command(req.file_name, req.connection)}",
+                        hint=f"The reassignment keeps running. Check it with: {verify_command(req)}",
                     )
                 clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
-            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req.file_name, req.connection)}",
+            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
         ) from None
 
 
@@ -963,14 +971,13 @@ def wait_for_log_dirs(
                 raise BusyError(
                     f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
                     f"{describe_copying(moves)}",
-                    hint=f"The moves keep running. Check them with: {verify_command(req.file_name)} "
-                    "--bootstrap-server HOST:PORT",
+                    hint=f"The moves keep running. Check them with: {verify_command(req)}",
                 )
             clock.pause()
     except KeyboardInterrupt:
         raise WaitInterrupted(
             "Interrupted while waiting; the replica moves between log dirs keep running",
-            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req.file_name)}",
+            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req)}",
         ) from None
 
 
@@ -983,11 +990,10 @@ def describe_copying(moves: Sequence[ReplicaMoveProgress], limit: int = 10) -> s
     return ", ".join(parts)
 
 
-def stuck_line(name: str, broker: int, gone: float, file_name: str) -> str:
+def stuck_line(name: str, broker: int, gone: float, req: ExecuteRequest) -> str:
     return (
         f"{name} is stuck: its target broker {broker} has not been registered for {gone:.0f} s. Start "
-        f"broker {broker}, or cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} "
-        "--bootstrap-server HOST:PORT"
+        f"broker {broker}, or cancel the move: {cancel_command(req)}"
     )
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import run_plan as rp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
+from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.errors import BusyError, InvalidInputError, OperationalError, UsageError
 from reassign_cli.ops.execute import (
@@ -35,6 +36,7 @@ from reassign_cli.ops.execute import (
     _Clock,
     _run_batches,
     apply_throttles,
+    cancel_command,
     describe_moving,
     log_dir_moves,
     raise_hard,
@@ -374,11 +376,14 @@ class _Window:
 
     def run(self) -> list[PartitionProgress]:
         clock = _Clock(self.req)
+        if self.sized:
+            self.meter.add(time.monotonic(), 0)  # nothing copied yet: the rate is known from the first poll
         try:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
                     self._ended()
                     if not self.running and not len(self.queue) and not self.first:
+                        self._last_frame(sink, clock.elapsed())
                         break
                     self._check_alone()
                     # the first starts are the window's start (core.run_plan.window), as the dry run lists them
@@ -402,7 +407,7 @@ class _Window:
                 f"Interrupted while pacing; {_moves(len(self.running), 'started keep', 'started keeps')} "
                 f"running in the cluster, {_moves(len(self.queue), 'are', 'is')} not started",
                 hint=f"Continue with: {request_resume_command(self.req)} (or check with: "
-                f"{verify_command(self.req.file_name, self.req.connection)})",
+                f"{verify_command(self.req)})",
             ) from None
         self.p.view.paced(
             {
@@ -412,6 +417,12 @@ class _Window:
             }
         )
         return results
+
+    def _last_frame(self, sink: PaceSink, elapsed: float) -> None:
+        """Every move has ended: the frame that stays on screen says so (no move running, no ETA)."""
+        copied = self.bytes.done if self.sized else 0
+        rate = copied / elapsed if self.sized and elapsed > 0 else None
+        sink.update(pc.Snapshot(copied, copied, rate, None, 0, 0, self.done), elapsed)
 
     def _settled(self, clock: _Clock) -> list[PartitionProgress]:
         """Where the plan ended. A broker's metadata may trail the controller's by more than the backend
@@ -472,8 +483,8 @@ class _Window:
         if foreign:
             raise BusyError(
                 f"Cannot go on pacing: another reassignment appeared ({', '.join(map(tp_str, foreign[:5]))}); "
-                f"{self.done} moves of this plan are complete, {len(self.running)} still moving",
-                hint="Run execute --resume with the same options once it has finished.",
+                f"{count(self.done, 'move')} of this plan complete, {len(self.running)} still moving",
+                hint=f"Once it has finished, continue with: {request_resume_command(self.req)}",
             )
 
     def _start(self, new: list[pc.Move]) -> None:
@@ -547,8 +558,8 @@ class _Window:
             moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
             raise BusyError(
                 f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
-                f"{len(self.queue)} moves not started",
-                hint="The moves started keep running. Continue with execute --resume and the same options.",
+                f"{count(len(self.queue), 'move')} not started",
+                hint=f"The moves started keep running. Continue with: {request_resume_command(self.req)}",
             )
 
     # -- progress --------------------------------------------------------------------------------
@@ -591,10 +602,10 @@ class _Window:
             for tp, secs in self.stalls.update(copying, now):
                 m = self.running[tp]
                 down = [b for b in m.receivers if b not in live]
-                self.report.warn(stalled_line(tp_str(tp), m, down, secs, self.req.file_name))
+                self.report.warn(stalled_line(tp_str(tp), m, down, secs, cancel_command(self.req)))
             return
         for r, broker, gone in self.stuck.update(self._running(), live, now):
-            self.report.warn(stuck_line(r.name, broker, gone, self.req.file_name))
+            self.report.warn(stuck_line(r.name, broker, gone, self.req))
 
     def _diagnose(self) -> None:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
@@ -663,7 +674,7 @@ def _long_enough(meter: pc.Meter | None) -> bool:
     )
 
 
-def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_name: str) -> str:
+def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, cancel: str) -> str:
     if down:
         why = f"its target broker {','.join(map(str, down))} is not registered: start it, or "
     else:
@@ -671,5 +682,5 @@ def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, file_n
         why = f"check broker {who} (its log and the replica fetcher) and broker {m.source} (the leader), or "
     return (
         f"{name} is stuck: no bytes copied to broker {','.join(map(str, m.receivers))} for {secs:.0f} s; {why}"
-        f"cancel the move: kafka-reassign cancel --reassignment-json-file {file_name} --bootstrap-server HOST:PORT"
+        f"cancel the move: {cancel}"
     )

@@ -7,13 +7,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from reassign_cli.core.model import TopicPartition
+from reassign_cli.core.names import count
 from reassign_cli.core.pacing import human_bytes
 
 Copied = Mapping[TopicPartition, tuple[int, int]]
 
 
-def _share(copied: int, total: int) -> str:
-    return f"{copied / total:.0%}" if total else "100%"
+def _copied(copied: int, total: int) -> str:
+    """`copied 1.2 MiB of 4.8 MiB (25%)`; `nothing to copy` for a move whose log is empty (or that only
+    removes replicas): in progress until the controller completes it, not "0 B of 0 B (100%)"."""
+    if not total:
+        return "nothing to copy"
+    return f"copied {human_bytes(copied)} of {human_bytes(total)} ({copied / total:.0%})"
 
 
 def copied_lines(found: Copied, limit: int | None = 20) -> list[str]:
@@ -22,17 +27,12 @@ def copied_lines(found: Copied, limit: int | None = 20) -> list[str]:
     if not found:
         return []
     items = sorted(found.items())
-    lines = [
-        f"{t}-{p}: copied {human_bytes(c)} of {human_bytes(n)} ({_share(c, n)})" for (t, p), (c, n) in items
-    ]
+    lines = [f"{t}-{p}: {_copied(c, n)}" for (t, p), (c, n) in items]
     if limit is not None and len(lines) > limit:
         lines = [*lines[:limit], f"... and {len(lines) - limit} more (all with -v or --format json)"]
     copied, total = sum(c for c, _ in found.values()), sum(n for _, n in found.values())
-    many = "" if len(found) == 1 else "s"
-    lines.append(
-        f"Copied {human_bytes(copied)} of {human_bytes(total)} ({_share(copied, total)}) "
-        f"in {len(found)} partition{many} in progress."
-    )
+    text = _copied(copied, total)
+    lines.append(f"{text[0].upper()}{text[1:]} in {count(len(found), 'partition')} in progress.")
     return lines
 
 

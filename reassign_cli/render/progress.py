@@ -65,6 +65,7 @@ class ProgressView:
                 console=self.out.err,
                 transient=False,
                 refresh_per_second=2,
+                redirect_stdout=False,  # Kafka's lines stay on stdout while the bar runs
             )
             self._bar.__enter__()
             self._task = self._bar.add_task("reassigning", total=self.total, replicas="0/0")
@@ -115,13 +116,14 @@ class PaceView:
                 TextColumn("copied"),
                 BarColumn(),
                 DownloadColumn(binary_units=True),
-                TextColumn("{task.fields[rate]} ETA {task.fields[eta]}; {task.fields[moves]}"),
+                TextColumn("{task.fields[rate]}{task.fields[eta]}; {task.fields[moves]}"),
                 console=self.out.err,
                 transient=False,
                 refresh_per_second=2,
+                redirect_stdout=False,  # Kafka's lines stay on stdout while the bar runs
             )
             self._bar.__enter__()
-            self._task = self._bar.add_task("pacing", total=None, rate="", eta="-:--:--", moves="")
+            self._task = self._bar.add_task("pacing", total=None, rate="", eta="", moves="")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -129,12 +131,16 @@ class PaceView:
             self._bar.__exit__(None, None, None)
 
     def update(self, snap: pc.Snapshot, elapsed: float) -> None:
-        moves = f"{snap.running} moving, {snap.queued} queued, {snap.done} done"
+        moves = pc.moves_text(snap)
         if self._bar is not None:
-            rate = f"{pc.human_bytes(snap.rate)}/s" if snap.rate is not None else "-- B/s"
-            eta = pc.clock(snap.eta) if snap.eta is not None else "-:--:--"
+            eta = f", {pc.eta_text(snap.eta)}" if snap.running or snap.queued else ""
             self._bar.update(
-                self._task, completed=snap.copied, total=snap.total or None, rate=rate, eta=eta, moves=moves
+                self._task,
+                completed=snap.copied,
+                total=snap.total or None,
+                rate=pc.rate_text(snap.rate),
+                eta=eta,
+                moves=moves,
             )
             return
         if self.out.quiet:
@@ -264,6 +270,11 @@ class ExecuteReport:
     def paced(self, summary: dict[str, Any]) -> None:
         """A paced run's totals, in the JSON document: bytes_copied, seconds, max_in_flight_per_broker."""
         self.doc.update(summary)
+
+    def moved(self, partitions: int, seconds: float) -> None:
+        """The closing line of a waiting run, on stderr: `8 partitions, 6.5 MiB in 0:00:38` (the bytes when
+        a paced run measured them)."""
+        self.out.info(pc.closing_line(partitions, seconds, self.doc.get("bytes_copied")))
 
 
 def verify_lines(

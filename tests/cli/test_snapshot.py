@@ -115,10 +115,35 @@ def test_snapshot_of_synthetic_chroot_exact(zk_chroot: str, run_cli: RunCli, tmp
     # stdout mode gives the same bytes; --topic limits the topics (brokers etc. stay)
     r2 = run_cli("snapshot", "--zookeeper", zk_chroot, "-q")
     assert r2.returncode == 0 and r2.stdout == out.read_text() and r2.stderr == ""
-    r3 = run_cli("snapshot", "--zookeeper", zk_chroot, "--topic", "v1", "--topic", "missing", "-o", "-")
+    r3 = run_cli("snapshot", "--zookeeper", zk_chroot, "--topic", "v1", "-o", "-")
     doc = orjson.loads(r3.stdout)
     assert [t["topic"] for t in doc["topics"]] == ["v1"]
     assert doc["brokers"] == SYNTHETIC_SNAPSHOT["brokers"]
+
+
+def test_snapshot_of_a_missing_topic_is_an_input_error(
+    zk_chroot: str, cluster: Any, run_cli: RunCli, tmp_path: Path
+) -> None:
+    """`--topic nope` exits 3 with generate's message (issue 30 item 11), through ZooKeeper and through the
+    admin API, and writes nothing."""
+    fill_synthetic(zk_chroot)
+    out = tmp_path / "snap.json"
+    r = run_cli("snapshot", "--zookeeper", zk_chroot, "--topic", "v1", "--topic", "nope", "-o", out)
+    assert (r.returncode, r.stdout, r.stderr) == (3, "", "Error: Topic nope not found.\n")
+    r = run_cli(
+        "snapshot",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--topic",
+        "nope",
+        "--topic",
+        "nope2",
+        "-o",
+        out,
+        env={"KAFKA_REASSIGN_ZOOKEEPER": None},
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (3, "", "Error: Topics not found: nope,nope2\n")
+    assert not out.exists()
 
 
 def test_snapshot_jsonl_of_synthetic_chroot(zk_chroot: str, run_cli: RunCli, tmp_path: Path) -> None:

@@ -284,7 +284,7 @@ def test_8_batch_run_killed_between_batches_resumes(
     r = mover.cli(*args, "--poll-interval", "0.5")
     assert r.returncode == 0, r.stderr
     assert f"Skipping 1 partition already at its target ({topic}-0)" in r.stderr
-    assert "Batch 1/2: 1 partitions" in r.stderr and "Batch 2/2: 1 partitions" in r.stderr
+    assert "Batch 1/2: 1 partition" in r.stderr and "Batch 2/2: 1 partition" in r.stderr
     started = [line for line in r.stdout.splitlines() if line.startswith("Successfully started")]
     assert started == [  # Kafka's singular for one partition
         f"Successfully started partition reassignment for {topic}-1",

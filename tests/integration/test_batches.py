@@ -92,9 +92,9 @@ def test_batches_run_one_after_another(
         f"Successfully started partition reassignment for {topic}-{p}" for p in range(3)
     ]
     assert [line for line in err.splitlines() if line.startswith("Batch ")] == [
-        "Batch 1/3: 1 partitions",
-        "Batch 2/3: 1 partitions",
-        "Batch 3/3: 1 partitions",
+        "Batch 1/3: 1 partition",
+        "Batch 2/3: 1 partition",
+        "Batch 3/3: 1 partition",
     ]
     assert out.splitlines()[-2:] == [
         "Clearing broker-level throttles on brokers 1,2,3",

@@ -146,7 +146,7 @@ def test_zookeeper_alone_runs_the_window_as_batches(cluster: Any, make_topic: An
     batches = [line for line in r.stderr.splitlines() if line.startswith("Batch ")]
     # Worked out by hand: 0 (1 -> 3) first; then 2 (1 -> 2: broker 2 has nothing coming in) before 1
     # (broker 3 has one); broker 1 is then full (leads both), 3 (2 -> 3) still fits; 1 waits.
-    assert batches == ["Batch 1/2: 3 partitions", "Batch 2/2: 1 partitions"]
+    assert batches == ["Batch 1/2: 3 partitions", "Batch 2/2: 1 partition"]
     started = [line for line in r.stdout.splitlines() if line.startswith("Successfully started")]
     assert started == [
         f"Successfully started partition reassignments for {t}-0,{t}-2,{t}-3",

@@ -112,3 +112,16 @@ def test_unreachable_admin_api_leaves_verify_going() -> None:
     assert _moving_sizes(out, RESULTS, None) is None  # no admin API: nothing asked, nothing said
     assert _moving_sizes(out, [RESULTS[3]], Down()) == {}  # nothing in progress: nothing asked
     assert len(out.said) == 1
+
+
+def test_an_empty_move_in_progress_says_nothing_to_copy() -> None:
+    """Issue 30 item 14: a partition in progress whose log is empty is not "copied 0 B of 0 B (100%)"."""
+    assert copied_lines({("e", 0): (0, 0)}) == [
+        "e-0: nothing to copy",
+        "Nothing to copy in 1 partition in progress.",
+    ]
+    assert copied_lines({("e", 0): (0, 0), ("t", 1): (512, 1024)}) == [
+        "e-0: nothing to copy",
+        "t-1: copied 512 B of 1.0 KiB (50%)",
+        "Copied 512 B of 1.0 KiB (50%) in 2 partitions in progress.",
+    ]

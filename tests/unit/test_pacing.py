@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import PlanEntry
+from reassign_cli.core.names import count
 from tests.fakes import make_state
 
 MB = 1_000_000
@@ -163,7 +164,21 @@ def test_progress_line() -> None:
         "copied 1.2 GiB of 4.7 GiB (26%), 48.1 MiB/s, ETA 0:01:14; 2 moving, 9 queued, 1 done"
     )
     s0 = pc.Snapshot(0, 0, None, None, 0, 1, 0)
-    assert pc.progress_line(s0) == "copied 0 B of 0 B (0%), -- B/s, ETA -:--:--; 0 moving, 1 queued, 0 done"
+    assert pc.progress_line(s0) == (
+        "copied 0 B of 0 B (0%), rate not measured yet, ETA unknown; 0 moving, 1 queued, 0 done"
+    )
+
+
+def test_the_last_frame_says_it_is_over() -> None:
+    """Issue 30 item 14: every move ended: no "1 moving", no ETA; and the closing line, by hand."""
+    end = pc.Snapshot(int(6.5 * 2**20), int(6.5 * 2**20), 175_000.0, None, running=0, queued=0, done=8)
+    assert pc.progress_line(end) == "copied 6.5 MiB of 6.5 MiB (100%), 170.9 KiB/s; 8 done"
+    assert pc.closing_line(8, 38.4, int(6.5 * 2**20)) == "8 partitions, 6.5 MiB in 0:00:38"
+    assert pc.closing_line(1, 3661.0) == "1 partition in 1:01:01"
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    assert [count(n, "move") for n in (0, 1, 2)] == ["0 moves", "1 move", "2 moves"]
 
 
 def test_stalls_report_once_per_stall() -> None:

@@ -105,8 +105,11 @@ LAYERS = {
     "reassign_cli.spark": {"core", "planning", "spark"},
     "reassign_cli.ops": {"core", "planning", "backends", "spark", "ops"},
     "reassign_cli.render": {"core", "planning", "backends.protocol", "render"},
-    "reassign_cli.cli": {"core", "planning", "backends", "spark", "ops", "render", "cli"},
-    "reassign_cli.__main__": {"cli"},
+    "reassign_cli.cli": {"core", "planning", "backends", "spark", "ops", "render", "cli", "sigint"},
+    # The console script's first module: guards SIGINT (sigint) while it imports cli.
+    "reassign_cli.entry": {"cli", "sigint"},
+    "reassign_cli.sigint": set(),
+    "reassign_cli.__main__": {"entry"},
     "reassign_cli": set(),
 }
 
