@@ -134,7 +134,7 @@ def test_ctrl_c_between_batches_names_what_was_never_started_and_how_to_go_on(
     )
     req = ExecuteRequest(
         "my plan.json", plan, rollback_file=str(tmp_path / "rb.json"), batch_size=1, throttle=5000,
-        connection=("--zookeeper", "zk:2181/kafka"),
+        connection=(("--zookeeper", "zk:2181/kafka"),),
     )  # fmt: skip
     with pytest.raises(Interrupted) as e:
         execute(InterruptedWait(c), req, ExecuteReport(Output(color=False)))
