@@ -10,6 +10,7 @@ import subprocess
 from typing import Any
 
 from tests.helpers import PYTHON, wait_until
+from tests.integration.kraft_support import any_dirs, kafka_tool
 from tests.integration.reassign_support import (
     REASSIGN,
     Mover,
@@ -74,3 +75,34 @@ def test_additional_beside_a_znode_reassignment(cluster: Any, make_topic: Any, z
     v = mover.verify(more, "--preserve-throttles")
     assert v.returncode == 0, v.stdout  # this file's partition is at its target (DESIGN §2)
     assert f"Reassignment of partition {added}-0 is completed." in v.stdout
+
+
+def test_dropin_with_zookeeper_beside_kafkas_tool(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover
+) -> None:
+    """The drop-in's --zookeeper (Kafka 2.8's path) against Kafka 4.3.1's tool through the brokers, on the
+    same ZooKeeper-mode cluster and plan: execute and verify print the same lines, exit 0."""
+    topic = make_topic({0: [1, 2], 1: [2, 3]})
+    target = mover.plan("p.json", {(topic, 0): [2, 3], (topic, 1): [3, 1]})
+    back = mover.plan("back.json", {(topic, 0): [1, 2], (topic, 1): [2, 3]})
+    mover.plans.append((target, [topic]))  # cleanup: waits for it and verifies
+    await_idle(zk)
+    k_exec = kafka_tool(
+        cluster.bootstrap, "--execute", "--reassignment-json-file", target, "--throttle", "50000000"
+    )
+    await_idle(zk)
+    k_verify = kafka_tool(cluster.bootstrap, "--verify", "--reassignment-json-file", target)
+    assert kafka_tool(cluster.bootstrap, "--execute", "--reassignment-json-file", back).returncode == 0
+    await_idle(zk)
+    assert kafka_tool(cluster.bootstrap, "--verify", "--reassignment-json-file", back).returncode == 0
+    zk_args = ("--zookeeper", cluster.zookeeper, "--reassignment-json-file", str(target))
+    o_exec = dropin("--execute", *zk_args, "--throttle", "50000000", cwd=mover.tmp)
+    await_idle(zk)
+    o_verify = dropin("--verify", *zk_args, cwd=mover.tmp)
+    assert (o_exec.returncode, o_exec.stdout.replace("run verify", "run --verify")) == (
+        k_exec.returncode,
+        any_dirs(k_exec.stdout),
+    )
+    assert k_exec.returncode == 0 and "Successfully started partition reassignments" in k_exec.stdout
+    assert (o_verify.returncode, o_verify.stdout) == (k_verify.returncode, k_verify.stdout)
+    assert f"Reassignment of partition {topic}-1 is completed." in k_verify.stdout

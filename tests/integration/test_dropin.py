@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from tests.clusters import ExtraCluster
 from tests.helpers import PYTHON, wait_until
-from tests.integration.kraft_support import FR, LDR, LR, Admin, idle, kafka_tool, plan
+from tests.integration.kraft_support import FR, LDR, LR, Admin, any_dirs, idle, kafka_tool, plan
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -42,15 +41,6 @@ def dropin(bootstrap: str, *args: str | os.PathLike[str], cwd: Path) -> subproce
 def both(kc: ExtraCluster, tmp_path: Path, *args: str | os.PathLike[str]) -> tuple[Any, Any]:
     """(Kafka's result, ours) for the same arguments, Kafka's first."""
     return kafka_tool(kc.bootstrap, *args), dropin(kc.bootstrap, *args, cwd=tmp_path)
-
-
-def any_dirs(text: str) -> str:
-    """Kafka 4.x prints each replica's current log dir where we print "any"."""
-    return re.sub(r'"log_dirs":\[[^\]]*\]', lambda m: '"log_dirs":[' + _anys(m.group(0)) + "]", text)
-
-
-def _anys(log_dirs: str) -> str:
-    return ",".join('"any"' for _ in json.loads("{" + log_dirs + "}")["log_dirs"])
 
 
 def ours_as_kafka(text: str) -> str:
