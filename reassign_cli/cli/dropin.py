@@ -78,7 +78,13 @@ def _value(name: str, help: str, type: Any = str, default: Any = None) -> Any:
     return click.option(f"--{name}", name.replace("-", "_"), type=type, default=default, help=help)
 
 
-@click.command(PROG, cls=_Command, add_help_option=False, help=HELP)
+EPILOG = """\b
+Exit codes (Kafka's): 0 success (--verify: also while in progress or not as
+planned), 1 any failure, 130 interrupted. Each action runs the kafka-reassign
+subcommand of the same name; what differs from Kafka's tool: docs/differences.md."""
+
+
+@click.command(PROG, cls=_Command, add_help_option=False, help=HELP, epilog=EPILOG)
 @_flag("generate", "Generate a candidate reassignment (kafka-reassign generate).")
 @_flag("execute", "Start the reassignment in --reassignment-json-file (kafka-reassign execute).")
 @_flag("verify", "Check the reassignment; removes the throttles once it is done (kafka-reassign verify).")
