@@ -118,6 +118,7 @@ def command(**kw: Any) -> int:
         click.echo(ctx.get_help(), err=True)
         return ExitCode.ERROR
     action = check(given, kw)
+    kw["timeout_given"] = "timeout" in given
     return kafka_exit(action, run_ours(translate(action, kw)))
 
 
@@ -165,8 +166,9 @@ def check(given: Sequence[str], kw: dict[str, Any]) -> str:
 def translate(action: str, kw: dict[str, Any]) -> list[str]:
     """The `kafka-reassign` argv that does what Kafka's tool does for `action`."""
     argv = [action]
-    for name in ("reassignment-json-file", "topics-to-move-json-file", "broker-list"):
-        if action != "list" and kw[name.replace("-", "_")] is not None:
+    files = {"generate": ("topics-to-move-json-file", "broker-list"), "list": ()}
+    for name in files.get(action, ("reassignment-json-file",)):
+        if kw[name.replace("-", "_")] is not None:
             argv += [f"--{name}", kw[name.replace("-", "_")]]
     if action == "generate" and kw["disable_rack_aware"]:
         argv.append("--disable-rack-aware")
@@ -174,7 +176,7 @@ def translate(action: str, kw: dict[str, Any]) -> list[str]:
         argv += _execute_options(kw)
     if action in ("verify", "cancel") and kw["preserve_throttles"]:
         argv.append("--preserve-throttles")
-    if action == "cancel" and _explicit("timeout"):
+    if action == "cancel" and kw.get("timeout_given"):
         argv += ["--timeout", _seconds(kw["timeout"])]
     for name in ("bootstrap-server", "zookeeper", "command-config"):
         if kw[name.replace("-", "_")] is not None:
@@ -195,11 +197,6 @@ def _execute_options(kw: dict[str, Any]) -> list[str]:
     if kw["disallow_replication_factor_change"]:
         out.append("--disallow-replication-factor-change")
     return out
-
-
-def _explicit(name: str) -> bool:
-    ctx = click.get_current_context()
-    return ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
 
 
 def _seconds(ms: int) -> str:

@@ -131,6 +131,11 @@ def test_the_other_actions_map_onto_their_subcommands() -> None:
         "verify", "--reassignment-json-file", "p", "--preserve-throttles", "--bootstrap-server", "b",
     ]  # fmt: skip
     assert translate("list", kw(bootstrap_server="b")) == ["list", "--bootstrap-server", "b"]
+    cancel = kw(reassignment_json_file="p", timeout=2500, timeout_given=True, bootstrap_server="b")
+    assert translate("cancel", cancel) == [
+        "cancel", "--reassignment-json-file", "p", "--timeout", "2.5", "--bootstrap-server", "b",
+    ]  # fmt: skip
+    assert "--timeout" not in translate("cancel", {**cancel, "timeout_given": False})
 
 
 def test_exit_codes_are_kafkas() -> None:
@@ -158,3 +163,28 @@ def test_action_hint_only_before_a_subcommand() -> None:
     assert action_hint(["--verify", "--reassignment-json-file", "p"], subs) is not None
     assert action_hint(["verify", "--verify"], subs) is None
     assert action_hint(["--bogus"], subs) is None
+
+
+@pytest.mark.parametrize("action", ["generate", "execute", "verify", "cancel", "list"])
+def test_every_translated_command_line_parses(action: str) -> None:
+    """Our subcommands take what the drop-in hands them, every option set (a renamed option fails here)."""
+    from reassign_cli.cli import cli
+
+    args = kw(
+        reassignment_json_file="p.json",
+        topics_to_move_json_file="t.json",
+        broker_list="1,2",
+        disable_rack_aware=True,
+        throttle=1000,
+        replica_alter_log_dirs_throttle=1000,
+        timeout=2500,
+        additional=True,
+        disallow_replication_factor_change=True,
+        preserve_throttles=True,
+        bootstrap_server="b:1",
+        command_config="c.properties",
+        timeout_given=True,
+    )
+    argv = translate(action, args)
+    assert argv[0] == action
+    cli.commands[action].make_context(action, argv[1:])  # raises click.UsageError on an unknown option
