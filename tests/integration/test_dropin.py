@@ -48,21 +48,25 @@ def ours_as_kafka(text: str) -> str:
 
 
 @pytest.fixture
-def clean(ka: Admin) -> Iterator[Admin]:
+def clean(ka: Admin, tmp_path: Path) -> Iterator[Admin]:
     """Kafka's tool sets throttles our record does not know: every throttle rate comes off at the end (the
     topics go with ka's own finalizer, which also cancels what they still move)."""
     yield ka
     for t in list(ka.made):
         for tp in [tp for tp in ka.reassignments() if tp[0] == t]:
             kafka_tool(
-                ka.bootstrap, "--cancel", "--reassignment-json-file", _one(ka, tp), "--preserve-throttles"
+                ka.bootstrap,
+                "--cancel",
+                "--reassignment-json-file",
+                _one(tmp_path, tp),
+                "--preserve-throttles",
             )
     for b in (1, 2, 3):
         ka.alter("brokers", b, {LR: None, FR: None, LDR: None})
 
 
-def _one(ka: Admin, tp: tuple[str, int]) -> str:
-    path = Path(f"/tmp/dropin-cancel-{tp[0]}-{tp[1]}.json")
+def _one(directory: Path, tp: tuple[str, int]) -> str:
+    path = directory / f"cancel-{tp[0]}-{tp[1]}.json"
     path.write_text(
         json.dumps({"version": 1, "partitions": [{"topic": tp[0], "partition": tp[1], "replicas": [1]}]})
     )
