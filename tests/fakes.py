@@ -10,6 +10,7 @@ operation, reads included, to `cluster.log`, in the order they were asked for:
     ("write_configs", ((entity, name, new config), ...))   one commit, configs in the order given
     ("write_priors", record)   ("delete_priors",)
     ("create_reassignment", ((topic, partition, (replicas...)), ...), created: bool)
+    ("add_reassignment", ((topic, partition, (replicas...)), ...))   --additional beside a running one
     ("cancel_reassignments", ((topic, partition), ...))
     ("start_election", ((topic, partition), ...))
 
@@ -47,6 +48,7 @@ WRITES = (
     "write_priors",
     "delete_priors",
     "create_reassignment",
+    "add_reassignment",
     "cancel_reassignments",
     "start_election",
 )
@@ -225,7 +227,7 @@ class FakeBackend:
         self.cluster.record = record
         self._log(*(("delete_priors",) if record is None else ("write_priors", copy.deepcopy(record))))
 
-    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+    def create_reassignment(self, entries: Sequence[PlanEntry], *, additional: bool = False) -> bool:
         entry_ops = tuple((e.topic, e.partition, tuple(e.replicas)) for e in entries)
         if self.dry_run:
             self._plan("create", "reassignment", repr(entry_ops).encode())
@@ -233,6 +235,10 @@ class FakeBackend:
         state = self.cluster.state
         if self.cluster.lose_create_race:
             state.reassignment = {("other", 0): [1]}  # someone else's, created just before ours
+        if state.reassignment is not None and additional:
+            self._log("add_reassignment", entry_ops)
+            state.reassignment.update({(e.topic, e.partition): list(e.replicas) for e in entries})
+            return True
         if state.reassignment is not None:
             self._log("create_reassignment", entry_ops, False)
             return False

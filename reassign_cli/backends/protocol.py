@@ -165,10 +165,14 @@ class Backend(Protocol):
         None when there is no limit worth splitting a plan for."""
         ...
 
-    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+    def create_reassignment(self, entries: Sequence[PlanEntry], *, additional: bool = False) -> bool:
         """Start moving `entries` to their replicas. False, with nothing changed, when another
         reassignment exists already (lost the race to create it). Ends this run's setup mark, if held,
-        in the same commit, and moves the record's version on (a clear planned before it then conflicts)."""
+        in the same commit, and moves the record's version on (a clear planned before it then conflicts).
+
+        additional (execute --additional, KIP-455): added beside the reassignments running instead
+        (AlterPartitionReassignments; in ZooKeeper mode through the brokers named beside --zookeeper,
+        UsageError without them)."""
         ...
 
     def cancel_reassignments(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:

@@ -10,6 +10,7 @@ import gc
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import NoReturn
 
 import click
@@ -76,6 +77,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
         click.echo("Interrupted.", err=True)
         sys.exit(ExitCode.INTERRUPTED)
     except click.ClickException as e:
+        from reassign_cli.cli.kafka_syntax import action_hint
+
+        hint = action_hint(sys.argv[1:] if argv is None else argv, list(cli.commands))
+        if hint is not None and isinstance(e, click.NoSuchOption):
+            e = click.UsageError(hint, ctx=e.ctx)  # Kafka's syntax: name the subcommand, not click's guess
         e.show()
         sys.exit(ExitCode.USAGE if isinstance(e, click.UsageError) else e.exit_code)
     except ReassignError as e:
@@ -101,7 +107,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
 GC_THRESHOLD0 = 1_000_000
 
 
-def run() -> NoReturn:
+def run(entry: Callable[[], object] | None = None) -> NoReturn:
     """Console script and `python -m`: main(), then exit without interpreter teardown.
 
     Freeing the objects of a 1M-partition plan at exit costs 0.2-0.3 s and achieves nothing; every
@@ -116,7 +122,7 @@ def run() -> NoReturn:
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD0, 1000, 1000)
     try:
-        main()
+        (entry or main)()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     try:

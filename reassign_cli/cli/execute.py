@@ -125,6 +125,18 @@ def _rate(value: int | None) -> int | None:
     is_flag=True,
     help="With --wait: at the end, elect the preferred replicas as leaders (as elect-leaders does).",
 )
+@click.option(
+    "--additional",
+    is_flag=True,
+    help="Start this plan beside the reassignments already running (KIP-455; ZooKeeper mode: needs "
+    "--bootstrap-server as well) instead of refusing with exit 4.",
+)
+@click.option(
+    "--disallow-replication-factor-change",
+    "disallow_rf_change",
+    is_flag=True,
+    help="Refuse (exit 3, nothing written) a plan that changes the number of replicas of a partition.",
+)
 @connection_options
 def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions with
@@ -139,16 +151,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
-    if kw["max_moves"] is not None and kw["batch_size"] is not None:
-        raise UsageError("--max-moves-per-broker and --batch-size cannot be combined")
-    if kw["order"] is not None and kw["max_moves"] is None and not kw["resume"]:
-        raise UsageError("--order needs --max-moves-per-broker")
-    if kw["resume"] or kw["max_moves"] is not None:
-        kw["wait"] = True
-    if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
-        raise UsageError("--wait-timeout needs --wait (or --batch-size, which waits)")
-    if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
-        raise UsageError("--elect-leaders needs --wait (or --batch-size, which waits)")
+    _check_options(kw)
     req = ExecuteRequest(
         file_name=reassignment_file,
         data=read_input_file(reassignment_file),
@@ -166,9 +169,12 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         stuck_after=kw["stuck_after"],
         max_moves=kw["max_moves"],
         connection=opts.typed,
+        additional=kw["additional"],
+        disallow_rf_change=kw["disallow_rf_change"],
     )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
+        _check_additional(backend, req)
         mover = log_dir_mover(backend)
         req.bootstrap_server = opts.bootstrap if mover is not None else None
         report = ExecuteReport(out, json=opts.json)
@@ -216,3 +222,32 @@ def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
         kept.append(f"--replica-alter-log-dirs-throttle {pace.log_dir_throttle}")
     if kept:
         report.info(f"Resuming with {' '.join(kept)}, as kept with the cap")
+
+
+def _check_additional(backend: Any, req: ExecuteRequest) -> None:
+    """--additional in ZooKeeper mode goes through the brokers: refused before anything is written when none
+    are named (Kafka 2.8's tool refused --additional without --bootstrap-server too)."""
+    from reassign_cli.backends.zookeeper.backend import ADDITIONAL_NEEDS_BROKERS, ZkBackend
+
+    if req.additional and isinstance(backend, ZkBackend) and backend.admin is None:
+        raise UsageError(ADDITIONAL_NEEDS_BROKERS)
+
+
+def _check_options(kw: dict[str, Any]) -> None:
+    """The option combinations execute refuses (usage errors); --resume and --max-moves-per-broker imply
+    --wait (set in kw)."""
+    if kw["max_moves"] is not None and kw["batch_size"] is not None:
+        raise UsageError("--max-moves-per-broker and --batch-size cannot be combined")
+    if kw["order"] is not None and kw["max_moves"] is None and not kw["resume"]:
+        raise UsageError("--order needs --max-moves-per-broker")
+    if kw["resume"] or kw["max_moves"] is not None:
+        kw["wait"] = True
+    if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
+        raise UsageError("--wait-timeout needs --wait (or --batch-size, which waits)")
+    if kw["elect_leaders"] and not (kw["wait"] or kw["batch_size"]):
+        raise UsageError("--elect-leaders needs --wait (or --batch-size, which waits)")
+    if kw["additional"] and (kw["resume"] or kw["batch_size"] or kw["max_moves"]):
+        raise UsageError(
+            "--additional starts the whole plan at once: not with --batch-size, "
+            "--max-moves-per-broker or --resume"
+        )

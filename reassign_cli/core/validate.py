@@ -130,6 +130,26 @@ def _ints(ids: Iterable[int]) -> str:
     return ",".join(map(str, ids))
 
 
+def replication_factor_changes(entries: Sequence[PlanEntry], state: ClusterState) -> list[str]:
+    """--disallow-replication-factor-change (KIP-860): one line per partition whose target has another
+    number of replicas than the partition has now, in Kafka's words (`foo-0: The replication factor is
+    changed from 3 to 2`), sorted by (topic, partition). "Now" is where the partition is headed: during a
+    reassignment its target (replicas + adding - removing), as Kafka's controller counts it. Partitions
+    that do not exist are left to the other checks."""
+    out: list[tuple[TopicPartition, str]] = []
+    for e in entries:
+        topic = state.topics.get(e.topic)
+        if topic is None or e.partition not in topic.replicas:
+            continue
+        now = len(set(topic.target(e.partition)))
+        if now != len(e.replicas):
+            tp = (e.topic, e.partition)
+            out.append(
+                (tp, f"{tp_str(tp)}: The replication factor is changed from {now} to {len(e.replicas)}")
+            )
+    return [line for _, line in sorted(out)]
+
+
 # ---------------------------------------------------------------------------------------------
 # Batching the trigger znode
 # ---------------------------------------------------------------------------------------------

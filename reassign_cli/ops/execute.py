@@ -58,7 +58,12 @@ from reassign_cli.core.progress import (
     moves_ongoing,
     verify_exit,
 )
-from reassign_cli.core.validate import Violation, split_batches, validate_reassignment
+from reassign_cli.core.validate import (
+    Violation,
+    replication_factor_changes,
+    split_batches,
+    validate_reassignment,
+)
 from reassign_cli.core.znodes import REASSIGN_PARTITIONS, encode_reassignment
 from reassign_cli.errors import (
     BusyError,
@@ -104,9 +109,10 @@ class ExecuteReport(Protocol):
 
 
 BUSY_MESSAGE = (
-    "Cannot execute because there is an existing partition assignment.  This tool has no --additional: "
-    "wait for the running reassignment to finish (kafka-reassign list / verify) and execute again. "
-    "To change the throttle of the running reassignment, resubmit the same file with --throttle."
+    "Cannot execute because there is an existing partition assignment.  Use --additional to override this "
+    "and create a new partition assignment in addition to the existing one (ZooKeeper mode: with "
+    "--bootstrap-server as well). To change the throttle of the running reassignment, resubmit the same "
+    "file with --throttle."
 )
 MAX_LISTED_VIOLATIONS = 50
 THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
@@ -151,6 +157,8 @@ class ExecuteRequest:
     stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
     connection: tuple[ConnectionOption, ...] = ()  # the connection options given as flags (core.hints)
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
+    additional: bool = False  # --additional: add to the reassignments running (KIP-455) instead of refusing
+    disallow_rf_change: bool = False  # --disallow-replication-factor-change: refuse a plan that changes one
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,6 +475,8 @@ def prepare(
     violations = validate_reassignment(plan, checked, bootstrap_server=req.bootstrap_server is not None)
     if violations:
         raise violations_error(violations)
+    if req.disallow_rf_change:
+        refuse_rf_changes(plan, state)
     limit = backend.reassignment_bytes_limit()
     batches = split_batches(sorted_entries(plan), req.batch_size, NO_BYTES_LIMIT if limit is None else limit)
     if len(batches) > 1 and req.batch_size is None and req.max_moves is None and limit is not None:
@@ -478,6 +488,20 @@ def prepare(
             f"{len(batches)} batches would fit.",
         )
     return plan, state, batches
+
+
+def refuse_rf_changes(plan: ReassignmentFile, state: ClusterState) -> None:
+    """--disallow-replication-factor-change: the whole plan refused, nothing written, when a partition's
+    replica count would change (Kafka's controller refuses those partitions one by one, after the tool set
+    the throttles and started the others)."""
+    lines = replication_factor_changes(plan.entries, state)
+    if lines:
+        n = len(lines)
+        raise InvalidInputError(
+            f"Error reassigning partition(s): the plan changes the replication factor of {n} "
+            f"partition{'' if n == 1 else 's'} (--disallow-replication-factor-change; nothing was written)",
+            hint="\n".join(lines),
+        )
 
 
 def execute(
@@ -527,7 +551,7 @@ def _execute(
     throttling = req.throttle is not None or req.log_dir_throttle is not None
     # A running reassignment: refuse, unless it is this very file (then: the speed changes, or a resumed
     # run waits for it).
-    if busy_partitions(state, targets):
+    if busy_partitions(state, targets) and not req.additional:
         if not same_reassignment(state, targets):
             raise BusyError(BUSY_MESSAGE)
         if not resuming:
@@ -809,7 +833,7 @@ def submit_batch(
 ) -> None:
     """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
     if the create loses a race, this batch's throttle writes are undone."""
-    writes = _throttles_when_free(backend, state, batch, req)
+    writes = _batch_throttles(backend, state, batch, req)
     if writes.offline:
         report.info(
             f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
@@ -837,7 +861,11 @@ def submit_batch(
             raise
 
     try:
-        created = backend.create_reassignment(batch)
+        created = (
+            backend.create_reassignment(batch, additional=True)
+            if req.additional
+            else backend.create_reassignment(batch)
+        )
     except SetupLost:
         writes.setup = False  # the mark went with the expired session: not ours to end
         undo_throttles(backend, writes, lost=True)
@@ -852,6 +880,16 @@ def submit_batch(
         report.result(started_line([(e.topic, e.partition) for e in batch]))
     if moves and mover is not None and not req.dry_run:
         start_until_done(mover, moves, req.log_dir_timeout, report)
+
+
+def _batch_throttles(
+    backend: Backend, state: ClusterState, batch: list[PlanEntry], req: ExecuteRequest
+) -> ThrottleWrites:
+    """The batch's throttles. --additional beside a running reassignment takes no setup mark: while anything
+    reassigns, verify keeps the throttles anyway (and its moves are added to the running ones)."""
+    if req.additional and busy_partitions(state, {(e.topic, e.partition): e.replicas for e in batch}):
+        return apply_throttles(backend, state, batch, req.throttle, req.log_dir_throttle)
+    return _throttles_when_free(backend, state, batch, req)
 
 
 def _throttles_when_free(

@@ -342,10 +342,11 @@ def orphans_line(brokers: Sequence[int], topics: Sequence[str], limit: int | Non
 
 
 def rollback_block(js: str) -> str:
+    """Kafka's block, byte for byte: no empty line after it (Kafka 4.3.1's tool, side by side)."""
     return (
         "Current partition replica assignment\n\n"
         f"{js}\n\n"
-        "Save this to use as the --reassignment-json-file option during rollback\n"
+        "Save this to use as the --reassignment-json-file option during rollback"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -212,6 +213,15 @@ def kafka_tool(bootstrap: str, *args: str | os.PathLike[str]) -> subprocess.Comp
         timeout=180,
         stdin=subprocess.DEVNULL,
     )
+
+
+def any_dirs(text: str) -> str:
+    """Kafka 4.x's tool prints each replica's current log dir in its current assignment; we print "any"."""
+    return re.sub(r'"log_dirs":\[[^\]]*\]', lambda m: '"log_dirs":[' + _anys(m.group(0)) + "]", text)
+
+
+def _anys(log_dirs: str) -> str:
+    return ",".join('"any"' for _ in json.loads("{" + log_dirs + "}")["log_dirs"])
 
 
 def plan(path: Path, targets: Mapping[tuple[str, int], list[int]], **kw: Any) -> Path:

@@ -81,7 +81,6 @@ def test_throttled_move_in_progress_then_complete(
         rollback,
         "",
         "Save this to use as the --reassignment-json-file option during rollback",
-        "",
         "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
         "throttle is removed.",
         f"The inter-broker throttle limit was set to {SLOW} B/s",

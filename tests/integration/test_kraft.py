@@ -60,7 +60,6 @@ def rollback_block(entries: str) -> list[str]:
         '{"version":1,"partitions":[' + entries + "]}",
         "",
         "Save this to use as the --reassignment-json-file option during rollback",
-        "",
     ]
 
 

@@ -439,12 +439,12 @@ class AdminBackend:
     def reassignment_bytes_limit(self) -> int | None:
         return None  # one request of up to socket.request.max.bytes (100 MiB by default)
 
-    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+    def create_reassignment(self, entries: Sequence[PlanEntry], *, additional: bool = False) -> bool:
         if self.dry_run:
             self._plan("AlterPartitionReassignments", "", encode_reassignment(entries))
             return True
         try:
-            created = self._create(entries)
+            created = self._create(entries, additional)
         except BaseException:
             if self.holding:  # refused, or killed: the setup is over (an undo may follow, unguarded)
                 self._release()
@@ -453,9 +453,8 @@ class AdminBackend:
             self._release()
         return created
 
-    def _create(self, entries: Sequence[PlanEntry]) -> bool:
-
-        if list_reassignments(self.admin):
+    def _create(self, entries: Sequence[PlanEntry], additional: bool) -> bool:
+        if not additional and list_reassignments(self.admin):
             return False
         self.add_reassignment(entries)
         return True

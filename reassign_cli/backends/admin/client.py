@@ -137,3 +137,25 @@ def _cancel_chunk(
         f"reassign, e.g. {tp_str(pending[0])}",
         hint="Check with kafka-reassign list and run cancel --all again.",
     )
+
+
+def add_reassignments(admin: Any, entries: Sequence[Any]) -> None:
+    """AlterPartitionReassignments for `entries` (PlanEntry) beside whatever is reassigning (KIP-455); the
+    ZooKeeper backend's --additional. A partition the controller refuses fails the command (the others
+    were started)."""
+    from kafka import TopicPartition as KafkaTP
+    from kafka.errors import KafkaError
+
+    asked = {KafkaTP(e.topic, e.partition): list(e.replicas) for e in entries}
+    try:
+        results = admin.alter_partition_reassignments(asked)
+    except KafkaError as e:
+        raise OperationalError(f"AlterPartitionReassignments failed: {e}") from None
+    failed = sorted((tp.topic, tp.partition, err) for tp, err in results.items() if err is not None)
+    if failed:
+        t, p, err = failed[0]
+        raise OperationalError(
+            f"AlterPartitionReassignments refused {tp_str((t, p))}: {getattr(err, '__name__', err)}"
+            + (f" ({len(failed) - 1} more refused)" if len(failed) > 1 else ""),
+            hint="See kafka-reassign list for what was started.",
+        )

@@ -21,6 +21,11 @@ from reassign_cli.core.validate import max_trigger_bytes
 from reassign_cli.core.znodes import REASSIGN_PARTITIONS, encode_reassignment
 from reassign_cli.errors import UsageError
 
+ADDITIONAL_NEEDS_BROKERS = (
+    "--additional needs --bootstrap-server beside --zookeeper: a running reassignment is added to through "
+    "the brokers (AlterPartitionReassignments), as Kafka 2.8's tool required"
+)
+
 
 class ZkBackend:
     """Reads and writes through `session`; with dry_run, writes are recorded (`planned_writes`) and later
@@ -82,12 +87,27 @@ class ZkBackend:
         with admin_client(self.admin) as client:
             return cancel_reassignments(client, partitions)
 
-    def create_reassignment(self, entries: Sequence[PlanEntry]) -> bool:
+    def create_reassignment(self, entries: Sequence[PlanEntry], *, additional: bool = False) -> bool:
+        """The create-only trigger znode; with `additional` and the znode taken (and no setup mark held:
+        --additional takes none beside a running reassignment), AlterPartitionReassignments through the
+        brokers, as Kafka 2.8's tool did with --additional (it needed --bootstrap-server; the controller
+        lets the newest request win over the znode's entry for a partition)."""
         data = encode_reassignment(entries)
+        if additional and self.admin is None:
+            raise UsageError(ADDITIONAL_NEEDS_BROKERS)
         if self.dry_run:
             self.store.planned.append(PlannedWrite("create", REASSIGN_PARTITIONS, data))
             return True
-        return self.fenced.create_trigger(data)
+        if self.fenced.create_trigger(data):
+            return True
+        if not additional or self.fenced.holding:
+            return False
+        from reassign_cli.backends.admin.client import add_reassignments, admin_client
+
+        assert self.admin is not None
+        with admin_client(self.admin) as client:
+            add_reassignments(client, entries)
+        return True
 
     def start_election(self, partitions: Sequence[TopicPartition]) -> None:
         """One election znode per batch that fits one (zookeeper/election.py)."""
