@@ -67,10 +67,7 @@ def command(
     from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
 
-    if cancel_every == (reassignment_file is not None):
-        raise UsageError("give exactly one of --reassignment-json-file and --all")
-    if rollback_file is not None and not cancel_every:
-        raise UsageError("--rollback-file goes with --all (execute saved the rollback of a plan file)")
+    _check_choice(reassignment_file, cancel_every, rollback_file)
     plan = None if reassignment_file is None else parse_reassignment(read_input_file(reassignment_file))
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
@@ -99,6 +96,13 @@ def command(
                 mover.close()
     _forget_run(out, reassignment_file)
     return _report(out, opts, outcome, bool(dirs))
+
+
+def _check_choice(reassignment_file: str | None, cancel_every: bool, rollback_file: str | None) -> None:
+    if cancel_every == (reassignment_file is not None):
+        raise UsageError("give exactly one of --reassignment-json-file and --all")
+    if rollback_file is not None and not cancel_every:
+        raise UsageError("--rollback-file goes with --all (execute saved the rollback of a plan file)")
 
 
 def _forget_run(out: Any, file_name: str | None) -> None:

@@ -576,14 +576,27 @@ def _execute(
             return _finish(backend, ending, earlier, req, report)
         state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)
-    throttled = req.throttle is not None or req.log_dir_throttle is not None
-    if throttled and not wait:
+    if throttling and not wait:
         report.result(
             "Warning: You must run verify periodically, until the reassignment completes, to ensure the "
             "throttle is removed."
         )
     started = time.monotonic()
     results = run_batches(backend, state, batches, req, report, wait, log_dirs)
+    return _after_run(backend, ending, earlier, results, req, report, wait, started)
+
+
+def _after_run(
+    backend: Backend,
+    ending: _Ending,
+    earlier: list[PartitionProgress],
+    results: list[PartitionProgress],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    wait: bool,
+    started: float,
+) -> tuple[int, list[PartitionProgress] | None]:
+    """The run's closing line, the dry run's writes, or the end of a waited run (throttles off)."""
     if wait and results and not req.dry_run:
         report.moved(len(results), time.monotonic() - started)
     if req.dry_run:
