@@ -242,8 +242,10 @@ class Replay:
         if counted and msg.chunks and sorted(parts) != list(range(msg.chunks)):
             counted = False  # a chunk missing (or late): it cannot be assembled
         # A write's outcome is its first end's: a late duplicate of that end never counts, yet says nothing
-        # of the write.
-        self.outcome.setdefault(msg.write_id, counted)
+        # of the write. Past a gap after the write's base, the end seen may be such a duplicate of an end
+        # that was removed (and counted): the write's outcome is unknown, whatever this end does.
+        removed = msg.version != 1 and msg.base + 1 < self.seen_from
+        self.outcome.setdefault(msg.write_id, None if removed else counted)
         if counted is None:
             self.known = False
         elif counted:
