@@ -60,6 +60,7 @@ class Source:
     zookeeper: ZkOptions | None = None
     admin: AdminOptions | None = None
     ignored_env: str | None = None  # with a snapshot: a connection setting from the environment, not used
+    shared_log_dirs: bool = False  # live: count a filesystem holding several log dirs once (capacity_of)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +275,7 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
         return _run_spark_lines(request, source, reporter)
     state = load_state(source, None if request.whole_cluster else request.topics, reporter)
     if request.balance == "bytes" and not source.snapshot_file:
-        _record_sizes(source, state)
+        _record_sizes(source, state, reporter)
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
     brokers, warnings = plan.select_brokers(state, request.broker_list, request.rack_aware)
     for w in warnings:
@@ -322,6 +323,12 @@ def _note_capacity(
                 f"broker(s) {shorten(full, sep=', ')} already above --max-disk-utilization {d.limit:g} of "
                 "their disk: they receive nothing"
             )
+    if d is not None and any(state.capacities[b.id].shared is None for b in brokers):
+        reporter.warning(
+            "the snapshot's disk capacities predate --shared-log-dirs: log dirs of one size, equally full "
+            "to 0.1%, were counted once (as one filesystem); take the snapshot again to count each log dir "
+            "as its own disk, or with --shared-log-dirs to keep that rule"
+        )
     if lacking:
         reporter.warning(
             f"--balance bytes: no disk capacity known for broker(s) {shorten(lacking, sep=', ')}: balancing "
@@ -388,20 +395,22 @@ def _load_snapshot(path: str) -> ClusterState:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
 
-def _record_sizes(source: Source, state: ClusterState) -> None:
+def _record_sizes(source: Source, state: ClusterState, reporter: Reporter) -> None:
     """--balance bytes from the live cluster: each partition's size and each broker's disk capacity from
     the brokers (DescribeLogDirs, as `snapshot` records them); without the brokers (ZooKeeper alone) the sizes stay unknown and the
     strategy's check refuses."""
-    from reassign_cli.backends.admin.log_dirs import LogDirMover
+    from reassign_cli.backends.admin.log_dirs import LogDirMover, shared_note
 
     if source.admin is None:
         return
     mover = LogDirMover(source.admin)
     try:
         sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids)
+        state.capacities, _ = mover.capacities(state.broker_ids, source.shared_log_dirs)
     finally:
         mover.close()
+    if mover.looks_shared:
+        reporter.warning(shared_note(mover.looks_shared))
 
 
 def _read_zookeeper(options: ZkOptions, topics: list[str] | None) -> ClusterState:

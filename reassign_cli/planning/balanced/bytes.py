@@ -18,7 +18,7 @@ replicas.trim / can_add / can_move; leaders.choose_leaders), with each row's siz
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,7 @@ from reassign_cli.core.model import Broker, Capacity, Topic
 from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import planner
 from reassign_cli.planning.balanced import replicas as balance_replicas
-from reassign_cli.planning.balanced.state import Work, spans
+from reassign_cli.planning.balanced.state import DiskRoom, Work, spans
 from reassign_cli.planning.plan import TopicSpec
 
 ALPHA = 0.9  # a move must cut the bytes outside the band by more than this share of the bytes it copies
@@ -405,7 +405,7 @@ def _fill(w: Work, bx: _Bytes) -> None:
     the topic's cap (and the count band when one fits); none: --balance replicas' chain of moves."""
     holes = w.holes()
     if int(holes.sum()) > BULK:
-        balance_replicas.fill_holes(w)
+        _bulk(w, bx, balance_replicas.fill_holes)
         return
     bx.refresh(w)
     every = np.arange(w.n)
@@ -448,16 +448,33 @@ def _bulk_counts(w: Work, bx: _Bytes) -> None:
     """When many count units must move: the seeded rounds of --balance replicas (towards its even
     counts: at scale the bytes then land near the mean too, and the later steps finish the job)."""
     if int(_violation(w.count, bx).sum()) > BULK:
-        # Towards the even counts of --balance replicas: at scale the bytes then land near the mean too.
-        for _ in balance_replicas.phases(w):
-            followers = True
-            for _ in range(balance_replicas.ROUNDS):
-                if balance_replicas._move_round(w, followers) == 0:
-                    if not followers:
-                        break
-                    followers = False
+        _bulk(w, bx, _count_rounds)
         w.cap, w.tight = w.caps[2], False
-        bx.refresh(w)
+
+
+def _count_rounds(w: Work) -> None:
+    """Towards the even counts of --balance replicas: at scale the bytes then land near the mean too."""
+    for _ in balance_replicas.phases(w):
+        followers = True
+        for _ in range(balance_replicas.ROUNDS):
+            if balance_replicas._move_round(w, followers) == 0:
+                if not followers:
+                    break
+                followers = False
+
+
+def _bulk(w: Work, bx: _Bytes, rounds: Callable[[Work], None]) -> None:
+    """The seeded rounds of --balance replicas, within each broker's disk room (the peak limit) when
+    capacities are known: a copy the rounds made beyond it could not be undone (a broker's peak counts
+    every byte it receives), and the plan would be refused although one within the limit exists."""
+    bx.refresh(w)
+    if bx.room is not None and bx.old is not None:
+        w.disk = DiskRoom(bx.old, bx.size, bx.room.copy())
+    try:
+        rounds(w)
+    finally:
+        w.disk = None
+    bx.refresh(w)
 
 
 def _settle(w: Work, bx: _Bytes) -> None:
@@ -489,9 +506,23 @@ def _count_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
             us = every[(count > bx.cmin) & (count >= count[x] + 2)]
             us = us[np.lexsort((us, -bx.key()[us], -count[us]))][:PARTNERS]
             found = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=False)
+            if not found and bx.room is not None and bx.room[x] < bx.size.max():
+                _yield_count(w, bx, x)
         if found:
             return True
     return False
+
+
+def _yield_count(w: Work, bx: _Bytes, x: int) -> None:
+    """Broker x is below its count band and the peak limit leaves it too little room to take more: the
+    limit wins. Its count may fall further (its bytes may then go where they fit), and the other
+    brokers' bands widen to hold what it would have held (as if it ended with none)."""
+    total = float(w.count.sum())
+    share = (bx.cmin[x] + bx.cmax[x]) / 2.0
+    bx.cmin[x] = 0
+    if total > share:
+        rest = np.arange(w.n) != x
+        bx.cmax[rest] = np.maximum(bx.cmax[rest], np.ceil(bx.cmax[rest] * total / (total - share)))
 
 
 def _bytes_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
