@@ -292,6 +292,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     strategy.check(specs, brokers)
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
         _note_capacity(state, brokers, strategy, reporter)
+        if strategy.bytes_stats is not None and not strategy.bytes_stats.within():
+            reporter.warning(tolerance_note(strategy.bytes_stats))
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
@@ -306,6 +308,27 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     extra = _extra(strategy.extra_stats(), copied, request.throttle)
     # The state is dropped by the caller at exit (freeing millions of objects one by one serves nothing).
     return Outcome(seed, brokers, stats, extra, files, kept=[state, current])
+
+
+def tolerance_note(stats: balance_bytes.BytesStats) -> str:
+    """The plan ends beyond --tolerance: how close it got, and why when the topics given cannot do
+    better (the other topics' bytes stay where they are)."""
+    measure = "utilization" if stats.disks is not None else "bytes"
+    head = (
+        f"--balance bytes: the tolerance {100 * stats.tolerance:g}% is not reached: broker "
+        f"{stats.worst_after()} ends {100 * stats.max_dev(stats.after):.1f}% from its goal ({measure})"
+    )
+    bound, broker = stats.reachable
+    if bound > stats.tolerance:
+        return (
+            f"{head}; with the topics given no plan gets below {100 * bound:.1f}% (broker {broker}: the "
+            "other topics' bytes stay where they are); select more topics to do better"
+        )
+    below = f"; no plan of these topics gets below {100 * bound:.1f}%" if bound > 0 else ""
+    return (
+        f"{head}; no plan within it was found (the partitions' sizes, the replica count band, the racks "
+        f"or the disk limit{below})"
+    )
 
 
 def _note_capacity(

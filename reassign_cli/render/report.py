@@ -77,13 +77,28 @@ def broker_rows(r: Report) -> list[tuple[int, list[int]]]:
     that holds or receives a replica, sorted."""
     st = r.stats
     ids = sorted(set(r.brokers) | set(st.replicas_before) | set(st.replicas_after))
+    before, after = bytes_per_broker(r)
     rows = []
     for b in ids:
         values = [st.replicas_before[b], st.replicas_after[b], st.leaders_before[b], st.leaders_after[b]]
         if r.seen.sized:
-            values += [r.seen.bytes_before[b], r.seen.bytes_after[b]]
+            values += [before.get(b, 0), after.get(b, 0)]
         rows.append((b, values))
     return rows
+
+
+def bytes_per_broker(r: Report) -> tuple[Mapping[int, int], Mapping[int, int]]:
+    """Each broker's bytes before and after: with --balance bytes the plan summary's (every topic's
+    bytes on the brokers of the plan, the figures the tolerance is about), else the selected topics'
+    (counted by the Collector); brokers outside the plan then count the selected topics' bytes."""
+    e = r.extra or {}
+    if "bytes_per_broker_before" not in e:
+        return r.seen.bytes_before, r.seen.bytes_after
+    before: dict[int, int] = dict(r.seen.bytes_before)
+    after: dict[int, int] = dict(r.seen.bytes_after)
+    before.update({int(b): int(x) for b, x in e["bytes_per_broker_before"].items()})
+    after.update({int(b): int(x) for b, x in e["bytes_per_broker_after"].items()})
+    return before, after
 
 
 def _copies_line(r: Report) -> str:

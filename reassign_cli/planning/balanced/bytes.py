@@ -73,6 +73,23 @@ class BytesStats:
     # (n,) each broker's goal: the mean bytes, or with capacities its share of the bytes (utilization)
     goal: np.ndarray | None = None
     disks: DiskStats | None = None  # None: some broker of B has no known capacity (raw bytes balanced)
+    # The least worst deviation any plan of the selected topics reaches (see `reachable`), and the
+    # broker that sets it (-1: none, 0.0)
+    reachable: tuple[float, int] = (0.0, -1)
+
+    def worst_after(self) -> int:
+        """The id of the broker farthest from its goal once the plan is done (the lowest on ties)."""
+        goal = (
+            self.goal
+            if self.goal is not None and self.disks is not None
+            else np.full(len(self.ids), self.mean)
+        )
+        dev = np.abs(self.after - goal) / np.where(goal > 0, goal, 1)
+        return int(self.ids[int(np.argmax(dev))]) if len(dev) else -1
+
+    def within(self) -> bool:
+        """Whether every broker ends within the tolerance of its goal."""
+        return self.max_dev(self.after) <= self.tolerance + 1e-9
 
     def max_dev(self, loads: np.ndarray) -> float:
         if self.goal is not None and self.disks is not None:
@@ -99,6 +116,7 @@ class BytesStats:
             "disk_utilization_mean": round(float(self.before.sum() / d.total.sum()), 4),
             "disk_utilization_before": per(self.before),
             "disk_utilization_after": per(self.after),
+            "disk_in_use_before": per(d.base),
             "disk_peak_utilization": per(d.peak),
             "max_disk_utilization": d.limit,
         }
@@ -108,6 +126,9 @@ class BytesStats:
             "bytes_lower_bound": self.lower_bound,
             "bytes_max_dev_before": round(self.max_dev(self.before), 4),
             "bytes_max_dev_after": round(self.max_dev(self.after), 4),
+            "bytes_max_dev_after_broker": self.worst_after(),
+            "bytes_within_tolerance": self.within(),
+            "bytes_best_reachable_dev": round(self.reachable[0], 4),
             "bytes_tolerance": self.tolerance,
             "bytes_mean": round(self.mean),
             "bytes_per_broker_before": dict(
@@ -142,6 +163,20 @@ def disks(
     total = np.array([c.total for c in caps if c is not None], dtype=np.int64)
     used = np.array([c.total - c.usable for c in caps if c is not None], dtype=np.int64)
     return total, np.maximum(before.astype(np.int64), used)
+
+
+def reachable(fixed: np.ndarray, size: np.ndarray, goal: np.ndarray, ids: np.ndarray) -> tuple[float, int]:
+    """(a bound below the worst deviation any plan reaches, the broker that sets it): the bytes of the
+    topics not selected stay where they are, and a broker holds each selected partition once at most,
+    so broker b ends between fixed[b] and fixed[b] + every selected partition's size; its deviation is
+    at least the distance from that range to its goal. Racks, caps and partition sizes aside (the
+    bound can be below what is reachable, never above)."""
+    if not len(goal):
+        return 0.0, -1
+    top = fixed + float(size.sum())
+    gap = np.maximum(np.maximum(fixed - goal, goal - top), 0) / np.where(goal > 0, goal, 1)
+    i = int(np.argmax(gap))
+    return float(gap[i]), int(ids[i]) if gap[i] > 0 else -1
 
 
 def unknown_sizes(topics: Mapping[str, Topic], names: Sequence[str]) -> int:
@@ -306,6 +341,40 @@ def _band(
     return mean, low, high
 
 
+def receivable(w: Work, cur: np.ndarray) -> np.ndarray:
+    """(n,) the most replicas each broker may take under the topics' loosest caps, `cur` the current
+    rows: for each selected topic, its cap on the broker's rack less what the broker holds of it."""
+    cap = w.caps[-1] if w.caps else w.cap
+    on = cur >= 0
+    b = cur[on]
+    keys = np.broadcast_to(w.tix[:, None], cur.shape)[on] * w.n + b
+    uk, cnt = np.unique(keys, return_counts=True)
+    t, bb = np.divmod(uk, w.n)
+    held = np.minimum(cnt, cap[t, w.rack[bb]])
+    out = cap.sum(axis=0)[w.rack] - np.bincount(bb, weights=held, minlength=w.n).astype(np.int64)
+    return np.maximum(out, 0)
+
+
+def copies_bound(prob: planner._Problem, recv: np.ndarray, cmin: np.ndarray, cmax: np.ndarray) -> int:
+    """The fewest copies a plan with every count in [cmin, cmax] makes, as far as the topics' caps
+    (`recv`: what each broker may take) and the replicas selected (a broker gives only those) allow:
+    the larger of (a) what brokers below cmin must receive; (b) what must leave brokers above cmax
+    (at most what the others may take) plus the slots partitions must gain, net of what RF decreases
+    drop; (c) per partition, the slots
+    it must gain or the racks it lacks. --balance replicas' bound (planner._lower_bound) counts against
+    its even counts, which a bytes plan does not aim at: a plan beat it by 6x."""
+    cur = planner._dedup(prob.old)
+    kept = (cur >= 0).sum(axis=1)
+    racks = spans(np.append(prob.rack, -1)[cur])
+    need = np.minimum(prob.rf, prob.n_racks)
+    selected = prob.before - prob.fixed
+    a = int(np.minimum(np.clip(cmin - prob.before, 0, None), recv).sum())
+    give = int(np.minimum(np.clip(prob.before - cmax, 0, None), selected).sum())
+    b = min(give, int(recv.sum())) + int((prob.rf - kept).sum())
+    c = int(np.maximum(np.maximum(prob.rf - kept, need - racks), 0).sum())
+    return max(a, b, c)
+
+
 def lower_bound(
     prob: planner._Problem,
     size: np.ndarray,
@@ -361,6 +430,7 @@ def plan_bytes(
     goal = np.full(len(prob.ids), mean) if share is None else mean * share
     lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
     w = planner._work(prob, seed)
+    recv = receivable(w, old)
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
     if share is not None and np.ptp(share) > 0:
@@ -382,15 +452,19 @@ def plan_bytes(
     lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
     ordered = planner._leader_first(w.rep, lead)
     stats = planner._stats(prob, w, ordered, lead)
+    # Against the count band, widened to the counts the plan ends with where it could not reach it.
+    band = (np.minimum(bx.cmin, w.count), np.maximum(bx.cmax, w.count))
+    stats = dataclasses.replace(stats, lower_bound=copies_bound(prob, recv, *band))
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
     result = planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
     lb = lower_bound(prob, size, before, lo, hi)
     after = _loads(w.rep, size, fixed)
+    reach = reachable(fixed, size, goal, prob.ids)
     if disk is None:
-        return result, BytesStats(tolerance, mean, lb, before, after, prob.ids)
+        return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, reachable=reach)
     peak = disk[1] + received(w.rep, old, size, w.n)
     on_disk = DiskStats(disk[0], disk[1], peak, max_utilization)
-    return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk)
+    return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk, reach)
 
 
 def _trim(w: Work, bx: _Bytes, mean: np.ndarray) -> None:
