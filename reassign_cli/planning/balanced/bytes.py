@@ -449,14 +449,7 @@ def plan_bytes(
     w.cap, w.tight = w.caps[2], False
     _bulk_counts(w, bx)
     _settle(w, bx)
-    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
-    ordered = planner._leader_first(w.rep, lead)
-    stats = planner._stats(prob, w, ordered, lead)
-    # Against the count band, widened to the counts the plan ends with where it could not reach it.
-    band = (np.minimum(bx.cmin, w.count), np.maximum(bx.cmax, w.count))
-    stats = dataclasses.replace(stats, lower_bound=copies_bound(prob, recv, *band))
-    rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
-    result = planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
+    result = _result(prob, w, bx, recv)
     lb = lower_bound(prob, size, before, lo, hi)
     after = _loads(w.rep, size, fixed)
     reach = reachable(fixed, size, goal, prob.ids)
@@ -465,6 +458,18 @@ def plan_bytes(
     peak = disk[1] + received(w.rep, old, size, w.n)
     on_disk = DiskStats(disk[0], disk[1], peak, max_utilization)
     return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk, reach)
+
+
+def _result(prob: planner._Problem, w: Work, bx: _Bytes, recv: np.ndarray) -> planner.Balanced:
+    """The plan's rows, leaders chosen, and its stats with the bytes plan's own copies bound."""
+    lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
+    ordered = planner._leader_first(w.rep, lead)
+    stats = planner._stats(prob, w, ordered, lead)
+    # Against the count band, widened to the counts the plan ends with where it could not reach it.
+    band = (np.minimum(bx.cmin, w.count), np.maximum(bx.cmax, w.count))
+    stats = dataclasses.replace(stats, lower_bound=copies_bound(prob, recv, *band))
+    rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
+    return planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
 
 
 def _trim(w: Work, bx: _Bytes, mean: np.ndarray) -> None:
