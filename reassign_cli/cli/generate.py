@@ -130,6 +130,13 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "explicitly without capacities: exit 2.",
 )
 @click.option(
+    "--shared-log-dirs",
+    is_flag=True,
+    help="With --balance bytes from the live cluster: a broker's log dirs that report the same total and "
+    "usable bytes share one filesystem, counted once in its disk capacity [default: each log dir is its "
+    "own disk]. A snapshot records the choice (give it to `snapshot`).",
+)
+@click.option(
     "--throttle",
     type=POSITIVE_RATE,
     metavar="RATE",
@@ -177,13 +184,13 @@ def command(
     engine: str,
     spark_master: str,
     report: str | None = None,
+    shared_log_dirs: bool = False,
 ) -> None:
     """Propose a new replica assignment for the given topics over the given brokers.
 
-    Kafka's --generate: prints the current assignment (keep it: it is the rollback plan) and the
-    proposed one, both in Kafka's JSON format. Nothing is written to the cluster. The plan is random per
-    topic as in Kafka, but drawn from --seed, so it can be reproduced exactly: the same bytes from
-    ZooKeeper, from the admin API and from a snapshot of the same cluster.
+    Kafka's --generate: prints the current assignment (keep it: it is the rollback plan) and the proposed
+    one, both in Kafka's JSON format. Nothing is written to the cluster. The plan is random per topic as in
+    Kafka, but drawn from --seed: the same bytes from ZooKeeper, the admin API and a snapshot of the cluster.
     """
     ctx = click.get_current_context()
     if not topics_file and not topic_opts:
@@ -197,7 +204,7 @@ def command(
     seen = _report_collector(report, engine, output_dir)
     topics = _topics(topics_file, topic_opts)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    source = _source(opts, snapshot_file)
+    source = _source(opts, snapshot_file, shared=shared_log_dirs)
     request = generate.Request(
         topics, broker_list, not disable_rack_aware, seed, output_dir, functools.partial(output_frame, opts.json),
         engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None or opts.json,
@@ -286,14 +293,20 @@ def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
         raise UsageError("--tolerance needs --balance bytes")
     if _from_command_line(ctx, "max_disk_utilization") and balance != "bytes":
         raise UsageError("--max-disk-utilization needs --balance bytes")
+    if ctx.params.get("shared_log_dirs") and balance != "bytes":
+        raise UsageError("--shared-log-dirs needs --balance bytes")
+    if ctx.params.get("shared_log_dirs") and ctx.params.get("snapshot_file"):
+        raise UsageError(
+            "--shared-log-dirs applies where the disks are read: give it to `snapshot` (the file records it)"
+        )
 
 
-def _source(opts: Options, snapshot_file: str | None) -> generate.Source:
+def _source(opts: Options, snapshot_file: str | None, shared: bool = False) -> generate.Source:
     if not snapshot_file:
         # The sizes are read from the brokers whenever they are at hand: --bootstrap-server may stand beside
         # --zookeeper (ZooKeeper mode with the brokers' help).
         conn = connection(opts, admin_too=True)
-        return generate.Source(None, conn.zk, conn.admin)
+        return generate.Source(None, conn.zk, conn.admin, shared_log_dirs=shared)
     # A connection from the environment is only mentioned, never used.
     env = (
         "KAFKA_REASSIGN_ZOOKEEPER"

@@ -54,9 +54,20 @@ from reassign_cli.render import Output
     "whenever the brokers are at hand: --bootstrap-server, alone or beside --zookeeper; capacity on Kafka "
     "3.3 and later).",
 )
+@click.option(
+    "--shared-log-dirs",
+    is_flag=True,
+    help="A broker's log dirs that report the same total and usable bytes share one filesystem: count it "
+    "once in the broker's disk capacity [default: each log dir is its own disk]. Recorded in the file.",
+)
 @connection_options
 def command(
-    opts: Options, output: str | None, jsonl: bool, topic_opts: tuple[str, ...], no_sizes: bool
+    opts: Options,
+    output: str | None,
+    jsonl: bool,
+    topic_opts: tuple[str, ...],
+    no_sizes: bool,
+    shared_log_dirs: bool = False,
 ) -> None:
     """Save the cluster state read from ZooKeeper or the admin API: registered brokers and racks, every topic's replica
     assignment (with adding/removing replicas during a reassignment), leader and ISR per partition, topics
@@ -75,7 +86,7 @@ def command(
     with open_backend(opts, admin_too=True) as backend:
         state = backend.read_state(topic_opts or None, partition_state=True)
         _check_topics(topic_opts, state)
-        report = None if no_sizes else _record_sizes(backend, state, out)
+        report = None if no_sizes else _record_sizes(backend, state, out, shared_log_dirs)
     if report is not None and report.unknown:
         out.warn(_unknown_sizes(report))
     if jsonl or (output is not None and output.endswith(".jsonl")):
@@ -117,7 +128,9 @@ def _check_topics(names: Sequence[str], state: ClusterState) -> None:
         raise missing_topics_error(missing)
 
 
-def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeReport | None:
+def _record_sizes(
+    backend: Backend, state: ClusterState, out: Output, shared: bool = False
+) -> SizeReport | None:
     """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make),
     and each broker's disk capacity where the brokers report it (Kafka 3.3+); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
     is still written, without sizes: they only inform generate's summary)."""
@@ -129,7 +142,11 @@ def _record_sizes(backend: Backend, state: ClusterState, out: Output) -> SizeRep
         return None
     try:
         report = sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids)
+        state.capacities, _ = mover.capacities(state.broker_ids, shared)
+        if mover.looks_shared:
+            from reassign_cli.backends.admin.log_dirs import shared_note
+
+            out.warn(shared_note(mover.looks_shared))
         return report
     except OperationalError as e:
         out.warn(f"partition sizes not recorded: {e}")

@@ -48,10 +48,15 @@ class Broker:
 @dataclass(frozen=True, slots=True)
 class Capacity:
     """A broker's disks as its log dirs report them to DescribeLogDirs (v4+, KIP-827, Kafka 3.3 and
-    later): the sums, over its live log dirs, of the volume's total and usable bytes."""
+    later): the sums, over its live log dirs, of the volume's total and usable bytes (each log dir its
+    own disk, unless `shared`)."""
 
     total: int
     usable: int
+    # How its log dirs were counted: True, those of one filesystem once (--shared-log-dirs); False, each
+    # log dir as its own disk (the default); None: unknown (a snapshot taken before the choice existed,
+    # which counted log dirs of one total size, equally full to 0.1%, once).
+    shared: bool | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

@@ -73,6 +73,8 @@ def _broker_document(b: Broker, cap: Capacity | None) -> dict[str, Any]:
     doc: dict[str, Any] = {"id": b.id, "rack": b.rack} if b.rack is not None else {"id": b.id}
     if cap is not None:
         doc["disk_total_bytes"], doc["disk_usable_bytes"] = cap.total, cap.usable
+        if cap.shared is not None:
+            doc["disk_shared_log_dirs"] = cap.shared
     return doc
 
 
@@ -285,7 +287,8 @@ _DISK_KEYS = ("disk_total_bytes", "disk_usable_bytes")
 
 def capacities(raw: list[Any]) -> dict[int, Capacity]:
     """The brokers' capacities from the (already checked) "brokers" list: both keys or neither, each a
-    non-negative integer, usable at most total."""
+    non-negative integer, usable at most total; and how the log dirs were counted
+    ("disk_shared_log_dirs", absent in snapshots taken before the choice existed: None)."""
     out: dict[int, Capacity] = {}
     for b in raw:
         values = [b.get(k) for k in _DISK_KEYS]
@@ -297,7 +300,10 @@ def capacities(raw: list[Any]) -> dict[int, Capacity]:
                 f'broker {b["id"]}: "disk_total_bytes" and "disk_usable_bytes" go together, as integers '
                 "with 0 <= usable <= total"
             )
-        out[b["id"]] = Capacity(total, usable)
+        shared = b.get("disk_shared_log_dirs")
+        if shared is not None and not isinstance(shared, bool):
+            raise _err(f'broker {b["id"]}: "disk_shared_log_dirs" must be true or false')
+        out[b["id"]] = Capacity(total, usable, shared)
     return out
 
 

@@ -61,6 +61,7 @@ class Source:
     zookeeper: ZkOptions | None = None
     admin: AdminOptions | None = None
     ignored_env: str | None = None  # with a snapshot: a connection setting from the environment, not used
+    shared_log_dirs: bool = False  # live: count a filesystem holding several log dirs once (capacity_of)
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +294,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     strategy.check(specs, brokers)
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
         _note_capacity(state, brokers, strategy, reporter)
+        if strategy.bytes_stats is not None and not strategy.bytes_stats.within():
+            reporter.warning(tolerance_note(strategy.bytes_stats))
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
@@ -312,6 +315,27 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     )
 
 
+def tolerance_note(stats: balance_bytes.BytesStats) -> str:
+    """The plan ends beyond --tolerance: how close it got, and why when the topics given cannot do
+    better (the other topics' bytes stay where they are)."""
+    measure = "utilization" if stats.disks is not None else "bytes"
+    head = (
+        f"--balance bytes: the tolerance {100 * stats.tolerance:g}% is not reached: broker "
+        f"{stats.worst_after()} ends {100 * stats.max_dev(stats.after):.1f}% from its goal ({measure})"
+    )
+    bound, broker = stats.reachable
+    if bound > stats.tolerance:
+        return (
+            f"{head}; with the topics given no plan gets below {100 * bound:.1f}% (broker {broker}: the "
+            "other topics' bytes stay where they are); select more topics to do better"
+        )
+    below = f"; no plan of these topics gets below {100 * bound:.1f}%" if bound > 0 else ""
+    return (
+        f"{head}; no plan within it was found (the partitions' sizes, the replica count band, the racks "
+        f"or the disk limit{below})"
+    )
+
+
 def _note_capacity(
     state: ClusterState, brokers: Sequence[Broker], strategy: BalancedStrategy, reporter: Reporter
 ) -> None:
@@ -327,6 +351,12 @@ def _note_capacity(
                 f"broker(s) {shorten(full, sep=', ')} already above --max-disk-utilization {d.limit:g} of "
                 "their disk: they receive nothing"
             )
+    if d is not None and any(state.capacities[b.id].shared is None for b in brokers):
+        reporter.warning(
+            "the snapshot's disk capacities predate --shared-log-dirs: log dirs of one size, equally full "
+            "to 0.1%, were counted once (as one filesystem); take the snapshot again to count each log dir "
+            "as its own disk, or with --shared-log-dirs to keep that rule"
+        )
     if lacking:
         reporter.warning(
             f"--balance bytes: no disk capacity known for broker(s) {shorten(lacking, sep=', ')}: balancing "
@@ -429,20 +459,22 @@ def _record_sizes(source: Source, state: ClusterState, reporter: Reporter, *, ne
     --throttle. Without the brokers (ZooKeeper alone) the sizes stay unknown, and --balance bytes
     (`needed`) is refused by the strategy's check. When the brokers fail to answer and the sizes are not
     needed, the plan goes on without them (warned)."""
-    from reassign_cli.backends.admin.log_dirs import LogDirMover
+    from reassign_cli.backends.admin.log_dirs import LogDirMover, shared_note
 
     if source.admin is None:
         return
     mover = LogDirMover(source.admin)
     try:
         sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids)
+        state.capacities, _ = mover.capacities(state.broker_ids, source.shared_log_dirs)
     except OperationalError as e:
         if needed:
             raise
         reporter.warning(f"partition sizes not read from the brokers ({e}): no bytes are reported")
     finally:
         mover.close()
+    if mover.looks_shared:
+        reporter.warning(shared_note(mover.looks_shared))
 
 
 def _read_zookeeper(options: ZkOptions, topics: list[str] | None) -> ClusterState:

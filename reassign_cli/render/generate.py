@@ -77,6 +77,9 @@ BYTES_KEYS = (
     "bytes_lower_bound",
     "bytes_max_dev_before",
     "bytes_max_dev_after",
+    "bytes_max_dev_after_broker",
+    "bytes_within_tolerance",
+    "bytes_best_reachable_dev",
     "bytes_tolerance",
     "bytes_mean",
     "bytes_per_broker_before",
@@ -90,14 +93,17 @@ DISK_KEYS = (
     "disk_utilization_mean",
     "disk_utilization_before",
     "disk_utilization_after",
+    "disk_in_use_before",
     "disk_peak_utilization",
     "max_disk_utilization",
 )
 
 
 def disk_lines(e: Mapping[str, Any]) -> list[str]:
-    """--balance bytes with the disks' capacity: utilization per broker before, after and at the peak of
-    the move, against --max-disk-utilization."""
+    """--balance bytes with the disks' capacity, in two measures named as such: utilization (the
+    partitions' bytes over the capacity: what is balanced) before and after; and the disk in use (all
+    that is on the volumes, Kafka's or not, plus what the broker receives) now and at the peak of the
+    move, against --max-disk-utilization."""
     before, after, peak = (
         e["disk_utilization_before"],
         e["disk_utilization_after"],
@@ -107,18 +113,18 @@ def disk_lines(e: Mapping[str, Any]) -> list[str]:
     lines: list[str] = []
     if top is not None:
         lines.append(
-            f"peak disk utilization during the move: {100 * peak[top]:.1f}% (broker {top}), "
-            f"limit {100 * e['max_disk_utilization']:g}%"
+            f"peak disk in use during the move (all data on the volumes): {100 * peak[top]:.1f}% "
+            f"(broker {top}), limit {100 * e['max_disk_utilization']:g}%"
         )
     if len(before) > MAX_BROKER_ROWS:
         return lines
-    caps = e["disk_capacity_per_broker"]
-    per = ", ".join(
-        f"{k}: {100 * before[k]:.1f}% -> {100 * after[k]:.1f}% (peak {100 * peak[k]:.1f}% of "
-        f"{human_bytes(caps[k])})"
+    caps, now = e["disk_capacity_per_broker"], e.get("disk_in_use_before", {})
+    per = "; ".join(
+        f"{k}: {100 * before[k]:.1f}% -> {100 * after[k]:.1f}% of {human_bytes(caps[k])}"
+        + (f" (disk in use {100 * now[k]:.1f}% now, peak {100 * peak[k]:.1f}%)" if k in now else "")
         for k in before
     )
-    return [*lines, f"disk utilization per broker: {per}"]
+    return [*lines, f"utilization per broker (its partitions' bytes over its capacity): {per}"]
 
 
 def bytes_lines(e: Mapping[str, Any]) -> list[str]:
@@ -133,7 +139,9 @@ def bytes_lines(e: Mapping[str, Any]) -> list[str]:
     lines = [
         f"bytes lower bound: {bound} ({human_bytes(bound)}){ratio}",
         f"worst broker from {mean}: {100 * e['bytes_max_dev_before']:.1f}% "
-        f"before, {100 * e['bytes_max_dev_after']:.1f}% after (tolerance {100 * e['bytes_tolerance']:g}%)",
+        f"before, {100 * e['bytes_max_dev_after']:.1f}% after (tolerance {100 * e['bytes_tolerance']:g}%"
+        + ("" if e.get("bytes_within_tolerance", True) else ", not reached")
+        + ")",
     ]
     if len(before) > MAX_BROKER_ROWS:
         b, a = list(before.values()), list(after.values())

@@ -111,9 +111,10 @@ def broker_rows(r: Report) -> list[BrokerRow]:
     """Every broker that holds or receives a replica, or is one of the plan's, by id."""
     st, e = r.stats, r.extra or {}
     ids = sorted(set(r.brokers) | set(st.replicas_before) | set(st.replicas_after))
-    bb, ba = _per_broker(e, "bytes_per_broker_before"), _per_broker(e, "bytes_per_broker_after")
-    if bb is None or ba is None:
-        bb, ba = (dict(r.seen.bytes_before), dict(r.seen.bytes_after)) if r.seen.sized else (None, None)
+    bb: Mapping[int, int] | None = None
+    ba: Mapping[int, int] | None = None
+    if r.seen.sized or "bytes_per_broker_before" in e:
+        bb, ba = bytes_per_broker(r)
     ub, ua = _per_broker(e, "disk_utilization_before"), _per_broker(e, "disk_utilization_after")
     chosen = set(r.brokers)
     return [
@@ -168,6 +169,20 @@ def broker_cells(x: BrokerRow) -> list[tuple[str, str | None]]:
     if x.utilization is not None:
         cells.append((f"{percent(x.utilization[0])} → {percent(x.utilization[1])}", None))
     return cells
+
+
+def bytes_per_broker(r: Report) -> tuple[Mapping[int, int], Mapping[int, int]]:
+    """Each broker's bytes before and after: with --balance bytes the plan summary's (every topic's
+    bytes on the brokers of the plan, the figures the tolerance is about), else the selected topics'
+    (counted by the Collector); brokers outside the plan then count the selected topics' bytes."""
+    e = r.extra or {}
+    if "bytes_per_broker_before" not in e:
+        return r.seen.bytes_before, r.seen.bytes_after
+    before: dict[int, int] = dict(r.seen.bytes_before)
+    after: dict[int, int] = dict(r.seen.bytes_after)
+    before.update({int(b): int(x) for b, x in e["bytes_per_broker_before"].items()})
+    after.update({int(b): int(x) for b, x in e["bytes_per_broker_after"].items()})
+    return before, after
 
 
 def _copies_line(r: Report) -> str:

@@ -60,10 +60,29 @@ def test_utilization_by_hand(tmp_path: Path) -> None:
 
 
 def test_text_summary(tmp_path: Path) -> None:
+    """Two measures, each named (issue 30, item 7): utilization, the partitions' bytes over the
+    capacity (what is balanced: broker 1 400 / 1000 = 40% -> 100 / 1000 = 10%); and the disk in use,
+    everything on the volumes (here only the partitions) now and at the peak of the move."""
     r = _gen(_snap(tmp_path, {1: (1000, 1000), 2: (3000, 3000)}))
     assert r.returncode == 0, r.stderr
     assert "worst broker from the mean disk utilization (10.0%): 300.0% before, 0.0% after" in r.stderr
-    assert "peak disk utilization during the move: 40.0% (broker 1), limit 85%" in r.stderr
+    assert (
+        "peak disk in use during the move (all data on the volumes): 40.0% (broker 1), limit 85%" in r.stderr
+    )
+    assert (
+        "utilization per broker (its partitions' bytes over its capacity): 1: 40.0% -> 10.0% of 1000 B "
+        "(disk in use 40.0% now, peak 40.0%); 2: 0.0% -> 10.0% of 2.93 KiB (disk in use 0.0% now, peak "
+        "10.0%)"
+    ) in r.stderr
+
+
+def test_other_data_on_the_volume_is_named_apart(tmp_path: Path) -> None:
+    """Broker 2's volume has 2500 of 3000 bytes in use by something else (usable 500), and 0 bytes of
+    partitions: utilization 0% -> 10% (300 bytes), but disk in use 83.3% now, 93.3% at the peak
+    (2500 + 300 of 3000): the two measures side by side, never mixed in one figure."""
+    r = _gen(_snap(tmp_path, {1: (1000, 1000), 2: (3000, 500)}), "--max-disk-utilization", "1")
+    assert r.returncode == 0, r.stderr
+    assert "2: 0.0% -> 10.0% of 2.93 KiB (disk in use 83.3% now, peak 93.3%)" in r.stderr
 
 
 def test_refused_when_the_peak_breaks_the_limit(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -209,22 +210,147 @@ def test_deterministic_with_capacities(x: tuple[Sized, dict[int, Capacity], floa
     assert np.array_equal(sa.disks.peak, sb.disks.peak)  # type: ignore[attr-defined]
 
 
-def test_log_dirs_on_one_volume_count_once() -> None:
-    """DescribeLogDirs answers (kafka-python's dicts): two dirs on one 1000-byte volume read a moment
-    apart (usable 400 and 400.5 of 1000: within 0.1%) count once; a second disk of the same size with
-    other usable bytes counts; an offline dir and a v3 answer (-1) count nothing."""
+def _dir(total: int, usable: int, error: int = 0) -> dict[str, object]:
+    """One log dir of a DescribeLogDirs answer (kafka-python's dicts)."""
+    return {"error_code": error, "log_dir": "/x", "topics": [], "total_bytes": total, "usable_bytes": usable}
+
+
+def test_each_log_dir_is_its_own_disk() -> None:
+    """Issue 30, item 20: DescribeLogDirs cannot tell two twin disks from one filesystem holding two log
+    dirs, so by default each live log dir counts: a new broker with two empty 1 TB disks has 2 TB (it
+    used to be planned as 1 TB); a two-disk broker at 70% reads as 70% (it read as 140%: 1.4 TB used of
+    1 TB). An offline dir and a v3 answer (-1) count nothing."""
+    from reassign_cli.backends.admin.log_dirs import capacity_of, looks_shared
+
+    tb = 10**12
+    assert capacity_of([_dir(tb, tb), _dir(tb, tb)]) == Capacity(2 * tb, 2 * tb)
+    seventy = capacity_of([_dir(tb, 3 * tb // 10), _dir(tb, 3 * tb // 10)])
+    assert seventy is not None and (seventy.total - seventy.usable) / seventy.total == 0.7
+    assert capacity_of([_dir(tb, tb), _dir(tb, tb)]).shared is False  # type: ignore[union-attr]
+    assert capacity_of([_dir(10**6, 400_000), _dir(5 * 10**6, 5 * 10**6, error=57)]) == Capacity(
+        10**6, 400_000
+    )
+    assert capacity_of([_dir(-1, -1)]) is None and capacity_of([]) is None
+    # They look like one filesystem: same total, usable within 0.1% of it (read a moment apart).
+    assert looks_shared([_dir(tb, tb), _dir(tb, tb)])
+    assert looks_shared([_dir(10**6, 400_000), _dir(10**6, 400_500)])
+    assert not looks_shared([_dir(10**6, 400_000), _dir(10**6, 700_000)])
+    assert not looks_shared([_dir(10**6, 400_000)])
+
+
+def test_shared_log_dirs_count_one_filesystem_once() -> None:
+    """--shared-log-dirs: dirs of one total whose usable bytes differ by less than 0.1% of it are one
+    filesystem, counted once; a second disk of the same size with other usable bytes still counts."""
     from reassign_cli.backends.admin.log_dirs import capacity_of
 
-    def d(total: int, usable: int, error: int = 0) -> dict[str, object]:
-        return {
-            "error_code": error,
-            "log_dir": "/x",
-            "topics": [],
-            "total_bytes": total,
-            "usable_bytes": usable,
-        }
+    assert capacity_of([_dir(10**6, 400_000), _dir(10**6, 400_500)], shared=True) == Capacity(10**6, 400_000)
+    two = capacity_of([_dir(10**6, 400_000), _dir(10**6, 700_000)], shared=True)
+    assert two == Capacity(2 * 10**6, 1_100_000) and two.shared is True  # type: ignore[union-attr]
 
-    assert capacity_of([d(10**6, 400_000), d(10**6, 400_500)]) == Capacity(10**6, 400_000)
-    assert capacity_of([d(10**6, 400_000), d(10**6, 700_000)]) == Capacity(2 * 10**6, 1_100_000)
-    assert capacity_of([d(10**6, 400_000), d(5 * 10**6, 5 * 10**6, error=57)]) == Capacity(10**6, 400_000)
-    assert capacity_of([d(-1, -1)]) is None and capacity_of([]) is None
+
+# ---------------------------------------------------------------------------------------------
+# A plan within the limit is found whenever one is known to exist (issue 30, item 19)
+# ---------------------------------------------------------------------------------------------
+
+
+def _stays_valid(case: Case) -> bool:
+    """Whether leaving every selected partition where it is is a valid plan: all its replicas on B, as
+    many as its target RF, spanning the racks it must. That plan receives nothing, so it keeps within
+    any limit: the planner must find one that does too."""
+    ids = {b.id for b in case.brokers}
+    rack = {b.id: b.rack for b in case.brokers}
+    n_racks = len({b.rack for b in case.brokers}) if case.racks in ("equal", "unequal") else 1
+    for t in case.selected:
+        for row in case.topics[t].replicas.values():
+            rf = case.rf or len(row)
+            if len(row) != rf or not set(row) <= ids:
+                return False
+            if n_racks > 1 and len({rack[b] for b in row}) < min(rf, n_racks):
+                return False
+    return True
+
+
+@SETTINGS
+@given(tight())
+def test_a_plan_within_the_limit_is_found_when_the_current_one_is(
+    x: tuple[Sized, dict[int, Capacity], float],
+) -> None:
+    """Whenever the current placement is a valid plan (it copies nothing, so no broker's peak grows),
+    the planner's plan keeps every broker that receives anything within the limit. (The property above
+    holds for a planner that always refuses; this one does not.)"""
+    s, caps, limit = x
+    assume(_stays_valid(s.case))
+    after, stats = _plan(s.case, caps, limit)
+    ids = [b.id for b in s.case.brokers]
+    now = loads(s.case.topics, {}, ids)
+    got = received_by_hand(s.case, after)
+    over = [
+        b
+        for b in ids
+        if got[b] > 0 and max(now[b], caps[b].total - caps[b].usable) + got[b] > limit * caps[b].total
+    ]
+    assert over == []
+    assert stats.disks.worst() is None  # type: ignore[attr-defined]
+
+
+G = 10**9
+
+
+def _crowded(n_small: int, added: int, full: float) -> tuple[Case, dict[int, Capacity]]:
+    """Broker 1 holds 100 partitions of 8 GB on a 1 TB disk with `full` of it in use; brokers 2 and 3
+    hold `n_small` partitions of 100 MB between them (1 TB disks); `added` empty 1 TB brokers join.
+    RF 1, no racks. Broker 1 is far below the mean count: the seeded rounds (more than 1,000 count units
+    to move) used to send it small partitions until its peak passed the limit."""
+    big = {p: [1] for p in range(100)}
+    small = {p: [2 + p % 2] for p in range(n_small)}
+    topics = {
+        "big": Topic("big", big, sizes=dict.fromkeys(big, 8 * G)),
+        "small": Topic("small", small, sizes=dict.fromkeys(small, G // 10)),
+    }
+    brokers = [Broker(i) for i in range(1, 4 + added)]
+    caps = {b.id: Capacity(10**12, 10**12) for b in brokers}
+    caps[1] = Capacity(10**12, int(10**12 * (1 - full)))
+    for b in (2, 3):
+        caps[b] = Capacity(10**12, 10**12 - n_small // 2 * (G // 10))
+    return Case(topics, brokers, ["big", "small"], None, "none", 7), caps
+
+
+@pytest.mark.parametrize(("n_small", "added", "full"), [(6000, 3, 0.8), (4000, 2, 0.8), (8000, 5, 0.84)])
+def test_above_1000_count_units_the_rounds_keep_within_the_limit(
+    n_small: int, added: int, full: float
+) -> None:
+    """Brokers added beside one at 80% of its disk, more than 1,000 count units to move: a plan within
+    the 85% limit exists (leaving everything in place is one), and the planner finds one, balanced:
+    every broker within 5% of its goal (equal disks: the mean)."""
+    case, caps = _crowded(n_small, added, full)
+    after, stats = _plan(case, caps, 0.85)
+    ids = [b.id for b in case.brokers]
+    now = loads(case.topics, {}, ids)
+    got = received_by_hand(case, after)
+    used = {b: max(now[b], caps[b].total - caps[b].usable) for b in ids}
+    assert all(used[b] + got[b] <= 0.85 * caps[b].total for b in ids if got[b] > 0), got
+    assert stats.disks.worst() is None  # type: ignore[attr-defined]
+    held = loads(case.topics, after, ids)
+    mean = sum(held.values()) / len(ids)
+    assert all(abs(held[b] - mean) <= TOL * mean for b in ids), held
+
+
+def test_above_1000_holes_the_fill_keeps_within_the_limit() -> None:
+    """Broker 9 leaves: its 1,500 partitions of 1 GB (RF 1) are holes to fill. Broker 1 is at 80% of its
+    1 TB disk; brokers 2 to 4 are empty 1 TB disks. A plan within the 85% limit exists (brokers 2 to 4
+    take 500 each: 50%); the planner must not send broker 1 more than 50 GB."""
+    parts = {p: [9] for p in range(1500)}
+    filler = {p: [1] for p in range(80)}
+    topics = {
+        "gone": Topic("gone", parts, sizes=dict.fromkeys(parts, G)),
+        "filler": Topic("filler", filler, sizes=dict.fromkeys(filler, 10 * G)),
+    }
+    brokers = [Broker(i) for i in range(1, 5)]
+    caps = {b.id: Capacity(10**12, 10**12) for b in brokers}
+    caps[1] = Capacity(10**12, 2 * 10**11)
+    case = Case(topics, brokers, ["gone"], None, "none", 3)
+    after, stats = _plan(case, caps, 0.85)
+    got = received_by_hand(case, after)
+    assert got[1] <= 50 * G, got
+    assert stats.disks.worst() is None  # type: ignore[attr-defined]
+    assert sum(got.values()) == 1500 * G

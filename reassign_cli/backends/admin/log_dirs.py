@@ -22,6 +22,7 @@ class LogDirMover:
         self._admin: Any = admin
         self._own = admin is None
         self.unanswered: list[int] = []  # the brokers that did not answer the last describe
+        self.looks_shared: list[int] = []  # set by `capacities`
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -100,9 +101,12 @@ class LogDirMover:
         wanted = set(replicas)
         return {k: v for k, v in out.items() if k in wanted}, silent
 
-    def capacities(self, brokers: Sequence[int]) -> tuple[dict[int, Capacity], list[int]]:
-        """Each broker's disk capacity (see `capacity_of`), asking DescribeLogDirs for no topic; and the
-        brokers that did not answer. A broker whose answer has no capacity (Kafka before 3.3, whose
+    def capacities(
+        self, brokers: Sequence[int], shared: bool = False
+    ) -> tuple[dict[int, Capacity], list[int]]:
+        """Each broker's disk capacity (see `capacity_of`; `shared`: --shared-log-dirs), asking
+        DescribeLogDirs for no topic; and the brokers that did not answer. `looks_shared` then lists the
+        brokers whose log dirs look like one filesystem although `shared` was not given. A broker whose answer has no capacity (Kafka before 3.3, whose
         DescribeLogDirs stops at v3) is left out, as is one with no live log dir.
 
         kafka-python (3.0+) speaks DescribeLogDirs v1-v5 and negotiates the newest the broker knows, so
@@ -112,15 +116,19 @@ class LogDirMover:
 
         out: dict[int, Capacity] = {}
         silent: list[int] = []
+        self.looks_shared = []
         for broker in sorted(brokers):
             try:
                 answers = self._client().describe_log_dirs({}, brokers=[broker])
             except KafkaError:
                 silent.append(broker)
                 continue
-            cap = capacity_of([d for answer in answers for d in answer["log_dirs"]])
+            dirs = [d for answer in answers for d in answer["log_dirs"]]
+            cap = capacity_of(dirs, shared)
             if cap is not None:
                 out[broker] = cap
+                if not shared and looks_shared(dirs):
+                    self.looks_shared.append(broker)
         return out, silent
 
     def _log_dirs(
@@ -153,27 +161,55 @@ class LogDirMover:
 SAME_VOLUME = 0.001  # two log dirs of one total size whose usable bytes differ by less (x total): one volume
 
 
-def capacity_of(dirs: Sequence[dict[str, Any]]) -> Capacity | None:
-    """A broker's capacity from its DescribeLogDirs answer: the sums of the total and usable bytes of its
-    live log dirs' volumes, each volume once. Kafka reports, for each log dir, the volume it is on, so
-    log dirs on one volume report the same total and, read a moment apart, nearly the same usable bytes
-    (a write may land in between): dirs of equal total whose usable bytes differ by less than SAME_VOLUME
-    of it count once (summing them would give the broker a disk it does not have). Two distinct disks of
-    one size, equally full to 0.1%, are then taken for one: the capacity is understated, never
-    overstated. None when no live log dir reports them."""
-    pairs = sorted(
+def _live(dirs: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(total, usable) of each live log dir that reports them (v4+), sorted."""
+    return sorted(
         (int(d["total_bytes"]), int(d["usable_bytes"]))
         for d in dirs
         if not d.get("error_code") and d.get("total_bytes", -1) >= 0 and d.get("usable_bytes", -1) >= 0
     )
-    if not pairs:
-        return None
-    volumes = [pairs[0]]
+
+
+def _volumes(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The sorted pairs with those of one volume counted once: dirs of equal total whose usable bytes
+    differ by less than SAME_VOLUME of it (read a moment apart, a write may land in between)."""
+    volumes = pairs[:1]
     for total, usable in pairs[1:]:
         last_total, last_usable = volumes[-1]
         if total != last_total or usable - last_usable > SAME_VOLUME * total:
             volumes.append((total, usable))
-    return Capacity(sum(t for t, _ in volumes), sum(u for _, u in volumes))
+    return volumes
+
+
+def capacity_of(dirs: Sequence[dict[str, Any]], shared: bool = False) -> Capacity | None:
+    """A broker's capacity from its DescribeLogDirs answer: the sums of the total and usable bytes that
+    its live log dirs report. Kafka reports, for each log dir, the filesystem it is on, and cannot say
+    whether two log dirs share one: two disks of one size, equally full, look the same as one disk
+    holding two dirs. So each log dir counts as its own disk; with `shared` (--shared-log-dirs), dirs
+    that look like one filesystem (see `_volumes`) count once. None when no live log dir reports them."""
+    pairs = _live(dirs)
+    if not pairs:
+        return None
+    counted = _volumes(pairs) if shared else pairs
+    return Capacity(sum(t for t, _ in counted), sum(u for _, u in counted), shared)
+
+
+def looks_shared(dirs: Sequence[dict[str, Any]]) -> bool:
+    """Whether two live log dirs report the same total bytes and usable bytes within SAME_VOLUME of it:
+    one filesystem, most likely (or twin disks equally full; DescribeLogDirs cannot tell)."""
+    pairs = _live(dirs)
+    return len(_volumes(pairs)) < len(pairs)
+
+
+def shared_note(brokers: Sequence[int]) -> str:
+    """The warning for brokers whose log dirs look like one filesystem, counted as one disk each."""
+    from reassign_cli.core.names import shorten
+
+    return (
+        f"broker(s) {shorten(list(brokers), sep=', ')}: two or more log dirs report the same total and "
+        "usable bytes, as log dirs on one filesystem do; each counts as its own disk, so the capacity "
+        "counts that filesystem once per log dir. If they share one, give --shared-log-dirs"
+    )
 
 
 def _note_dirs(

@@ -18,7 +18,7 @@ replicas.trim / can_add / can_move; leaders.choose_leaders), with each row's siz
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +27,7 @@ from reassign_cli.core.model import Broker, Capacity, Topic
 from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import planner
 from reassign_cli.planning.balanced import replicas as balance_replicas
-from reassign_cli.planning.balanced.state import Work, spans
+from reassign_cli.planning.balanced.state import DiskRoom, Work, spans
 from reassign_cli.planning.plan import TopicSpec
 
 ALPHA = 0.9  # a move must cut the bytes outside the band by more than this share of the bytes it copies
@@ -73,6 +73,23 @@ class BytesStats:
     # (n,) each broker's goal: the mean bytes, or with capacities its share of the bytes (utilization)
     goal: np.ndarray | None = None
     disks: DiskStats | None = None  # None: some broker of B has no known capacity (raw bytes balanced)
+    # The least worst deviation any plan of the selected topics reaches (see `reachable`), and the
+    # broker that sets it (-1: none, 0.0)
+    reachable: tuple[float, int] = (0.0, -1)
+
+    def worst_after(self) -> int:
+        """The id of the broker farthest from its goal once the plan is done (the lowest on ties)."""
+        goal = (
+            self.goal
+            if self.goal is not None and self.disks is not None
+            else np.full(len(self.ids), self.mean)
+        )
+        dev = np.abs(self.after - goal) / np.where(goal > 0, goal, 1)
+        return int(self.ids[int(np.argmax(dev))]) if len(dev) else -1
+
+    def within(self) -> bool:
+        """Whether every broker ends within the tolerance of its goal."""
+        return self.max_dev(self.after) <= self.tolerance + 1e-9
 
     def max_dev(self, loads: np.ndarray) -> float:
         if self.goal is not None and self.disks is not None:
@@ -99,6 +116,7 @@ class BytesStats:
             "disk_utilization_mean": round(float(self.before.sum() / d.total.sum()), 4),
             "disk_utilization_before": per(self.before),
             "disk_utilization_after": per(self.after),
+            "disk_in_use_before": per(d.base),
             "disk_peak_utilization": per(d.peak),
             "max_disk_utilization": d.limit,
         }
@@ -108,6 +126,9 @@ class BytesStats:
             "bytes_lower_bound": self.lower_bound,
             "bytes_max_dev_before": round(self.max_dev(self.before), 4),
             "bytes_max_dev_after": round(self.max_dev(self.after), 4),
+            "bytes_max_dev_after_broker": self.worst_after(),
+            "bytes_within_tolerance": self.within(),
+            "bytes_best_reachable_dev": round(self.reachable[0], 4),
             "bytes_tolerance": self.tolerance,
             "bytes_mean": round(self.mean),
             "bytes_per_broker_before": dict(
@@ -142,6 +163,20 @@ def disks(
     total = np.array([c.total for c in caps if c is not None], dtype=np.int64)
     used = np.array([c.total - c.usable for c in caps if c is not None], dtype=np.int64)
     return total, np.maximum(before.astype(np.int64), used)
+
+
+def reachable(fixed: np.ndarray, size: np.ndarray, goal: np.ndarray, ids: np.ndarray) -> tuple[float, int]:
+    """(a bound below the worst deviation any plan reaches, the broker that sets it): the bytes of the
+    topics not selected stay where they are, and a broker holds each selected partition once at most,
+    so broker b ends between fixed[b] and fixed[b] + every selected partition's size; its deviation is
+    at least the distance from that range to its goal. Racks, caps and partition sizes aside (the
+    bound can be below what is reachable, never above)."""
+    if not len(goal):
+        return 0.0, -1
+    top = fixed + float(size.sum())
+    gap = np.maximum(np.maximum(fixed - goal, goal - top), 0) / np.where(goal > 0, goal, 1)
+    i = int(np.argmax(gap))
+    return float(gap[i]), int(ids[i]) if gap[i] > 0 else -1
 
 
 def unknown_sizes(topics: Mapping[str, Topic], names: Sequence[str]) -> int:
@@ -306,6 +341,40 @@ def _band(
     return mean, low, high
 
 
+def receivable(w: Work, cur: np.ndarray) -> np.ndarray:
+    """(n,) the most replicas each broker may take under the topics' loosest caps, `cur` the current
+    rows: for each selected topic, its cap on the broker's rack less what the broker holds of it."""
+    cap = w.caps[-1] if w.caps else w.cap
+    on = cur >= 0
+    b = cur[on]
+    keys = np.broadcast_to(w.tix[:, None], cur.shape)[on] * w.n + b
+    uk, cnt = np.unique(keys, return_counts=True)
+    t, bb = np.divmod(uk, w.n)
+    held = np.minimum(cnt, cap[t, w.rack[bb]])
+    out = cap.sum(axis=0)[w.rack] - np.bincount(bb, weights=held, minlength=w.n).astype(np.int64)
+    return np.maximum(out, 0)
+
+
+def copies_bound(prob: planner._Problem, recv: np.ndarray, cmin: np.ndarray, cmax: np.ndarray) -> int:
+    """The fewest copies a plan with every count in [cmin, cmax] makes, as far as the topics' caps
+    (`recv`: what each broker may take) and the replicas selected (a broker gives only those) allow:
+    the larger of (a) what brokers below cmin must receive; (b) what must leave brokers above cmax
+    (at most what the others may take) plus the slots partitions must gain, net of what RF decreases
+    drop; (c) per partition, the slots
+    it must gain or the racks it lacks. --balance replicas' bound (planner._lower_bound) counts against
+    its even counts, which a bytes plan does not aim at: a plan beat it by 6x."""
+    cur = planner._dedup(prob.old)
+    kept = (cur >= 0).sum(axis=1)
+    racks = spans(np.append(prob.rack, -1)[cur])
+    need = np.minimum(prob.rf, prob.n_racks)
+    selected = prob.before - prob.fixed
+    a = int(np.minimum(np.clip(cmin - prob.before, 0, None), recv).sum())
+    give = int(np.minimum(np.clip(prob.before - cmax, 0, None), selected).sum())
+    b = min(give, int(recv.sum())) + int((prob.rf - kept).sum())
+    c = int(np.maximum(np.maximum(prob.rf - kept, need - racks), 0).sum())
+    return max(a, b, c)
+
+
 def lower_bound(
     prob: planner._Problem,
     size: np.ndarray,
@@ -361,6 +430,7 @@ def plan_bytes(
     goal = np.full(len(prob.ids), mean) if share is None else mean * share
     lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
     w = planner._work(prob, seed)
+    recv = receivable(w, old)
     # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
     if share is not None and np.ptp(share) > 0:
@@ -379,18 +449,27 @@ def plan_bytes(
     w.cap, w.tight = w.caps[2], False
     _bulk_counts(w, bx)
     _settle(w, bx)
+    result = _result(prob, w, bx, recv)
+    lb = lower_bound(prob, size, before, lo, hi)
+    after = _loads(w.rep, size, fixed)
+    reach = reachable(fixed, size, goal, prob.ids)
+    if disk is None:
+        return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, reachable=reach)
+    peak = disk[1] + received(w.rep, old, size, w.n)
+    on_disk = DiskStats(disk[0], disk[1], peak, max_utilization)
+    return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk, reach)
+
+
+def _result(prob: planner._Problem, w: Work, bx: _Bytes, recv: np.ndarray) -> planner.Balanced:
+    """The plan's rows, leaders chosen, and its stats with the bytes plan's own copies bound."""
     lead = balance_leaders.choose_leaders(w, prob.fixed_leaders, prob.old[:, 0])
     ordered = planner._leader_first(w.rep, lead)
     stats = planner._stats(prob, w, ordered, lead)
+    # Against the count band, widened to the counts the plan ends with where it could not reach it.
+    band = (np.minimum(bx.cmin, w.count), np.maximum(bx.cmax, w.count))
+    stats = dataclasses.replace(stats, lower_bound=copies_bound(prob, recv, *band))
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
-    result = planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
-    lb = lower_bound(prob, size, before, lo, hi)
-    after = _loads(w.rep, size, fixed)
-    if disk is None:
-        return result, BytesStats(tolerance, mean, lb, before, after, prob.ids)
-    peak = disk[1] + received(w.rep, old, size, w.n)
-    on_disk = DiskStats(disk[0], disk[1], peak, max_utilization)
-    return result, BytesStats(tolerance, mean, lb, before, after, prob.ids, goal, on_disk)
+    return planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
 
 
 def _trim(w: Work, bx: _Bytes, mean: np.ndarray) -> None:
@@ -405,7 +484,7 @@ def _fill(w: Work, bx: _Bytes) -> None:
     the topic's cap (and the count band when one fits); none: --balance replicas' chain of moves."""
     holes = w.holes()
     if int(holes.sum()) > BULK:
-        balance_replicas.fill_holes(w)
+        _bulk(w, bx, balance_replicas.fill_holes)
         return
     bx.refresh(w)
     every = np.arange(w.n)
@@ -448,16 +527,33 @@ def _bulk_counts(w: Work, bx: _Bytes) -> None:
     """When many count units must move: the seeded rounds of --balance replicas (towards its even
     counts: at scale the bytes then land near the mean too, and the later steps finish the job)."""
     if int(_violation(w.count, bx).sum()) > BULK:
-        # Towards the even counts of --balance replicas: at scale the bytes then land near the mean too.
-        for _ in balance_replicas.phases(w):
-            followers = True
-            for _ in range(balance_replicas.ROUNDS):
-                if balance_replicas._move_round(w, followers) == 0:
-                    if not followers:
-                        break
-                    followers = False
+        _bulk(w, bx, _count_rounds)
         w.cap, w.tight = w.caps[2], False
-        bx.refresh(w)
+
+
+def _count_rounds(w: Work) -> None:
+    """Towards the even counts of --balance replicas: at scale the bytes then land near the mean too."""
+    for _ in balance_replicas.phases(w):
+        followers = True
+        for _ in range(balance_replicas.ROUNDS):
+            if balance_replicas._move_round(w, followers) == 0:
+                if not followers:
+                    break
+                followers = False
+
+
+def _bulk(w: Work, bx: _Bytes, rounds: Callable[[Work], None]) -> None:
+    """The seeded rounds of --balance replicas, within each broker's disk room (the peak limit) when
+    capacities are known: a copy the rounds made beyond it could not be undone (a broker's peak counts
+    every byte it receives), and the plan would be refused although one within the limit exists."""
+    bx.refresh(w)
+    if bx.room is not None and bx.old is not None:
+        w.disk = DiskRoom(bx.old, bx.size, bx.room.copy())
+    try:
+        rounds(w)
+    finally:
+        w.disk = None
+    bx.refresh(w)
 
 
 def _settle(w: Work, bx: _Bytes) -> None:
@@ -489,9 +585,23 @@ def _count_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
             us = every[(count > bx.cmin) & (count >= count[x] + 2)]
             us = us[np.lexsort((us, -bx.key()[us], -count[us]))][:PARTNERS]
             found = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=False)
+            if not found and bx.room is not None and bx.room[x] < bx.size.max():
+                _yield_count(w, bx, x)
         if found:
             return True
     return False
+
+
+def _yield_count(w: Work, bx: _Bytes, x: int) -> None:
+    """Broker x is below its count band and the peak limit leaves it too little room to take more: the
+    limit wins. Its count may fall further (its bytes may then go where they fit), and the other
+    brokers' bands widen to hold what it would have held (as if it ended with none)."""
+    total = float(w.count.sum())
+    share = (bx.cmin[x] + bx.cmax[x]) / 2.0
+    bx.cmin[x] = 0
+    if total > share:
+        rest = np.arange(w.n) != x
+        bx.cmax[rest] = np.maximum(bx.cmax[rest], np.ceil(bx.cmax[rest] * total / (total - share)))
 
 
 def _bytes_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:

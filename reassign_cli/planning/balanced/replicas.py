@@ -189,6 +189,10 @@ def _fill_round(w: Work) -> int:
     rows, v = rows[ok], v[ok]
     ok = _cap_room(w, rows, v)
     rows, v = rows[ok], v[ok]
+    if w.disk is not None:
+        ok = w.disk.within(rows, v)
+        rows, v = rows[ok], v[ok]
+        w.disk.take(rows, v)
     _add(w, rows, v)
     return len(rows)
 
@@ -204,6 +208,9 @@ def _fill_one(w: Work, r: int, slots: _Slots | None = None) -> None:
     valid, capped = can_add(w, rows, every)
     order = np.lexsort((every, w.count, w.count - w.target))
     fits = order[(valid & capped)[order]]
+    if w.disk is not None:  # those within the disk room first (beyond it only if none has room: refused)
+        short = w.disk.cost(np.full(len(fits), r), fits) > w.disk.room[fits]
+        fits = fits[np.argsort(short, kind="stable")]
     if len(fits) == 0:
         fits = order[valid[order]]
         t = int(w.tix[r])
@@ -214,6 +221,8 @@ def _fill_one(w: Work, r: int, slots: _Slots | None = None) -> None:
     _add(w, np.array([r]), fits[:1])
     if len(fits):
         slots.added(r, int(fits[0]))
+        if w.disk is not None:
+            w.disk.take(np.array([r]), fits[:1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,6 +290,10 @@ def _move_round(w: Work, followers: bool, tries: int = 2) -> int:
         rows, cols, v = _topic_room(w, rows, cols, v)
         ok = group_rank(v) < np.bincount(offer, minlength=w.n)[v]
         rows, cols, v = _excess_room(w, rows[ok], cols[ok], v[ok], excess)
+    if w.disk is not None:
+        ok = w.disk.within(rows, v)
+        rows, cols, v = rows[ok], cols[ok], v[ok]
+        w.disk.take(rows, v)
     _move(w, rows, cols, v)
     return len(rows)
 

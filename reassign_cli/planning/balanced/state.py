@@ -105,6 +105,9 @@ class Work:
     # (P,) bytes of each row when every selected partition's size is known (--balance replicas then
     # prefers the smaller partitions among moves of equal count); None: the seeded order alone
     size: np.ndarray | None = None
+    # --balance bytes with --max-disk-utilization: the room each broker has left for copies, which the
+    # seeded rounds and the holes' pass keep within; None: no limit (--balance replicas, no capacities)
+    disk: DiskRoom | None = None
 
     @property
     def rack_ext(self) -> np.ndarray:
@@ -121,6 +124,40 @@ class Work:
 
     def required_racks(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         return np.minimum(self.rf[rows], self.n_racks)
+
+
+@dataclass(slots=True)
+class DiskRoom:
+    """The bytes each broker may still receive before its peak reaches --max-disk-utilization (its
+    partitions' bytes or its volumes' used bytes, plus every byte it receives in the plan). A replica a
+    broker held before the plan costs it nothing; one it gives away frees no room (the copy's source is
+    deleted only once the plan ends)."""
+
+    old: np.ndarray  # (P, W0) each row's replicas before the plan
+    size: np.ndarray  # (P,) bytes of each row
+    room: np.ndarray  # (n,) bytes each broker may still receive (updated by `take`)
+
+    def cost(self, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The bytes broker v receives by taking a replica of each row: 0 when it held the row before."""
+        back = (self.old[rows] == v[:, None]).any(axis=1)
+        return np.where(back, 0, self.size[rows])
+
+    def within(self, rows: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Among candidate additions (in order), those that keep each receiver within its room: the
+        candidates whose cost, added to that of the receiver's earlier candidates, still fits."""
+        cost = self.cost(rows, v)
+        order = np.argsort(v, kind="stable")
+        cum = np.cumsum(cost[order])
+        sv = v[order]
+        start = np.ones(len(sv), dtype=bool)
+        start[1:] = sv[1:] != sv[:-1]
+        before = np.maximum.accumulate(np.where(start, cum - cost[order], 0))
+        ok = np.empty(len(v), dtype=bool)
+        ok[order] = cum - before <= self.room[sv]
+        return ok
+
+    def take(self, rows: np.ndarray, v: np.ndarray) -> None:
+        np.subtract.at(self.room, v, self.cost(rows, v))
 
 
 def spans(racks: np.ndarray) -> np.ndarray:
