@@ -295,7 +295,9 @@ def apply_throttles(
     before: list[dict[str, Any]] = []
 
     def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
-        before[:] = [th.load_record(th.dump_record(rec))]
+        # The record as this run first found it: a later attempt (after a conflict) may find the entries
+        # of this run's own transactions that had landed, which the undo must still take for this run's.
+        before.append(th.load_record(th.dump_record(rec)))
         items: list[tuple[th.Entity, str | int, dict[str, str], Any]]
         items = [("topics", t, read("topics", t), cfg.keys()) for t, cfg in topic_cfgs.items()]
         items += [("brokers", b, read("brokers", str(b)), cfg.keys()) for b, cfg in broker_cfgs.items()]
@@ -304,9 +306,25 @@ def apply_throttles(
     done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
     assert done is not None  # plan never declines
     changes, after = done
-    return ThrottleWrites(
-        changes, before[0], sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline
-    )
+    had = _record_before(before, changes)
+    return ThrottleWrites(changes, had, sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline)
+
+
+def _record_before(seen: list[dict[str, Any]], changes: Sequence[ConfigChange]) -> dict[str, Any]:
+    """The record before this run: as its first attempt read it, plus what a later attempt found recorded
+    for keys this run did not write (another run's, between two attempts). A key this run wrote that
+    appeared meanwhile was recorded by this run's own transaction that landed before a conflict."""
+    out = th.load_record(th.dump_record(seen[0]))
+    ours = {(ch.entity, ch.name, k) for ch in changes for k in ch.after}
+    for rec in seen[1:]:
+        for entity, entries in rec.items():
+            if entity not in ("brokers", "topics"):
+                continue
+            for name, priors in entries.items():
+                for k, v in priors.items():
+                    if (entity, name, k) not in ours:
+                        out.setdefault(entity, {}).setdefault(name, {}).setdefault(k, v)
+    return out
 
 
 def _setter(updates: dict[str, str]) -> ConfigFn:

@@ -15,7 +15,6 @@ from tests import clusters
 from tests.conftest import Cluster, cluster_dir
 from tests.integration.reassign_support import Mover
 
-
 FAULT_TEST_TIMEOUT = 1200  # a fault test moves data slowly on purpose (up to ~450 s quiet, twice that loaded)
 
 

@@ -152,16 +152,17 @@ class FencedThrottles:
         txns = _pack(writes, change, stored, record_last)
         if guard == "end" and not self.session.owned(SETUP_PATH):
             guard = "none"  # our mark went with an expired session: another execute's may stand there now
+        mine: list[ConfigChange] = []  # this attempt's, kept in `landed` when a later transaction conflicts
         for i, (items, head_op) in enumerate(txns):
             if guard == "begin" and self.holding:
                 self.ensure_holding(SETUP_LOST_HALFWAY)
             ops = self._guard_ops("none" if guard == "begin" and self.holding else guard, i, len(txns))
             if not self._transaction(ops, items, head_op, guard if i == 0 else "none"):
+                landed += mine  # written: the next attempt plans from them, the caller must know them
                 return False, None
-            landed += [w.change for w in items if isinstance(w, _Write)]
+            mine += [w.change for w in items if isinstance(w, _Write)]
             if guard == "begin":
                 self.holding = True  # a conflict in a later transaction: the mark stays ours
-        del landed[:]
         if guard in ("begin", "end"):
             self.holding = guard == "begin"
         return True, result
