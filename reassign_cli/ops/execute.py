@@ -583,14 +583,59 @@ def _finish(
     if ending.dirs and ending.log_dirs is not None:
         moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
     targets = ending.targets
-    cleared = clear_throttles(backend, targets)
+    cleared = clear_until_back(backend, targets, req, report)
     report.cleared(cleared)
     code = verify_exit(results, moves)
+    if cleared is not None and cleared.pending and code == ExitCode.OK:
+        b = cleared.pending
+        report.warn(
+            f"Exit 4: the throttles this tool set on broker{'' if len(b) == 1 else 's'} {shorten(b)} are "
+            f"still set and recorded; {verify_command(req.file_name)} takes them off once "
+            f"{'it is' if len(b) == 1 else 'they are'} registered again"
+        )
+        code = ExitCode.BUSY
     if req.elect_leaders and code == ExitCode.OK:
         election = elect_leaders(backend, ElectRequest(partitions=sorted(targets)))
         report.election(election.initial, election.final)
         code = election.exit_code
     return code, results
+
+
+BROKER_BACK_SECONDS = 120.0  # without --timeout: how long a clear waits for a down broker to come back
+
+
+def clear_until_back(
+    backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
+) -> ClearResult | None:
+    """clear_throttles; while throttles of ours stay on brokers that are down (the admin API changes a
+    broker's config through that broker), wait for them to register again (within --timeout, else
+    BROKER_BACK_SECONDS) and clear again. What is still pending at the end stays recorded."""
+    cleared = clear_throttles(backend, targets)
+    if cleared is None or not cleared.pending:
+        return cleared
+    b = cleared.pending
+    report.info(
+        f"Waiting for broker{'' if len(b) == 1 else 's'} {shorten(b)} to register again, to take off the "
+        "throttles this tool set on "
+        f"{'it' if len(b) == 1 else 'them'} (a broker's config is changed through that broker)"
+    )
+    clock = _Clock(req if req.timeout is not None else dataclasses.replace(req, timeout=BROKER_BACK_SECONDS))
+    changes = list(cleared.changes)
+    try:
+        while cleared is not None and cleared.pending and not clock.expired():
+            clock.pause()
+            if not set(cleared.pending) & set(backend.read_state([]).broker_ids):
+                continue
+            cleared = clear_throttles(backend, targets)
+            if cleared is not None:
+                changes += cleared.changes
+                cleared.changes = changes
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting for a broker to come back; its throttles stay recorded",
+            hint=f"Take them off once it is back with: {verify_command(req.file_name)}",
+        ) from None
+    return cleared
 
 
 def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:
