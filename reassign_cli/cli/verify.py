@@ -92,7 +92,6 @@ def _report(
     from reassign_cli.core.copied import moving_bytes
     from reassign_cli.core.names import NAMES_SHOWN
     from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
-    from reassign_cli.errors import ExitCode
     from reassign_cli.render.copied import add_copied_json, copied_lines
     from reassign_cli.render.progress import (
         clearing_lines,
@@ -103,9 +102,7 @@ def _report(
     )
 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
-    code = verify_exit(results, moves)
-    if code == ExitCode.OK and cleared is not None and cleared.pending:
-        code = ExitCode.BUSY  # throttles of ours stay (recorded) on a broker that is down: not done yet
+    code = _exit(verify_exit(results, moves), cleared)
     found = moving_bytes(results, sizes) if sizes is not None else None
     if outcome.orphans is not None:  # before the Clearing lines, as list warns
         brokers, topics = outcome.orphans
@@ -147,6 +144,15 @@ def _report(
             out.info("Throttles kept: a replica is still moving between log dirs.")
         else:
             out.info("Throttles kept: another reassignment is still running in the cluster.")
+    return code
+
+
+def _exit(code: int, cleared: Any) -> int:
+    """Throttles of ours still set (recorded) on a broker that is down: not done yet (exit 4, not 0)."""
+    from reassign_cli.errors import ExitCode
+
+    if code == ExitCode.OK and cleared is not None and cleared.pending:
+        return int(ExitCode.BUSY)
     return code
 
 
