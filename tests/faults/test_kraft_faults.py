@@ -344,7 +344,6 @@ def test_7_the_leader_node_down_when_execute_wait_clears(
     finally:
         if a in kc.stopped:
             kc.start_broker(a)
-    assert "Clearing broker-level throttles on brokers 1,2,3" in child.out
     assert_clean(ka, kc, planned, {topic: values}, OPERATOR)
 
 
