@@ -161,7 +161,7 @@ def _report(
     )
 
     results, cleared, moves = outcome.results, outcome.cleared, outcome.moves
-    code = verify_exit(results, moves)
+    code = _exit(verify_exit(results, moves), cleared)
     found = moving_bytes(results, sizes) if sizes is not None else None
     if outcome.orphans is not None:  # before the Clearing lines, as list warns
         brokers, topics = outcome.orphans
@@ -204,6 +204,15 @@ def _report(
             out.info("Throttles kept: a replica is still moving between log dirs.")
         else:
             out.info("Throttles kept: another reassignment is still running in the cluster.")
+    return code
+
+
+def _exit(code: int, cleared: Any) -> int:
+    """Throttles of ours still set (recorded) on a broker that is down: not done yet (exit 4, not 0)."""
+    from reassign_cli.errors import ExitCode
+
+    if code == ExitCode.OK and cleared is not None and cleared.pending:
+        return int(ExitCode.BUSY)
     return code
 
 

@@ -30,9 +30,16 @@ start. A message of ours that this version does not understand is refused, never
 A write may also carry a lease, `"lease":{"kind":"setup"|"clear","run":"<hex>","since":<unix seconds>}`:
 an execute between its throttle writes and its reassignment ("setup"), or a clear taking throttles off
 ("clear"), holds it so that no other run changes the same throttles meanwhile (the admin API has no
-ephemeral node and no multi-key transaction). A lease older than LEASE_SECONDS is over (its holder was
-killed). Each write carries the lease as it found it unless it takes or ends one, so taking a lease is a
-read-modify-write like any other: of two runs, one wins.
+ephemeral node and no multi-key transaction). Each write carries the lease as it found it unless it takes,
+renews or ends one, so taking a lease is a read-modify-write like any other: of two runs, one wins.
+
+A lease is over when its holder stops renewing it (it was killed, or stalled): its holder writes it again
+with a new `since` at least every RENEW_SECONDS while it works, and another run that has seen the same
+lease (run and `since`) in the log for LEASE_SECONDS of its OWN clock takes it for over (`LeaseWatch`). No
+wall clock is compared across hosts: `since` only tells one renewal from the next (and keeps older
+versions, which read it as a time, from taking a renewed lease for over). The holder is fenced on the log:
+a renewal counts only if no other write ended after the one it was computed from, so a holder whose lease
+was taken over learns it at its next renewal, which it makes right before each throttle write.
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ def topic_spec(brokers: int) -> tuple[int, dict[str, str]]:
     return rf, configs
 
 
-LEASE_SECONDS = 60.0  # a lease older than this is over: its holder was killed (or is far too slow)
+LEASE_SECONDS = 30.0  # a lease seen unrenewed this long (the observer's own clock) is over
+RENEW_SECONDS = 10.0  # its holder writes it again at least this often while it holds it
 Lease = dict[str, Any]  # {"kind": "setup"|"clear", "run": str, "since": float}
 
 
@@ -193,11 +201,24 @@ def _is_lease(lease: Any) -> bool:
     )
 
 
-def lease_holder(lease: Lease | None, run: str, now: float) -> str:
-    """ "free" (none, or over), "mine" (held by `run`), or "other"."""
-    if lease is None or now - float(lease["since"]) > LEASE_SECONDS:
-        return "free"
-    return "mine" if lease["run"] == run else "other"
+class LeaseWatch:
+    """Whose a lease is, as one observer tells: "free" (none, or over), "mine" (held by `run`), or "other".
+    Over: the observer has seen the same renewal of another run's lease (its run and `since`) for
+    LEASE_SECONDS of its own monotonic clock (`now`); a new renewal starts the count again."""
+
+    def __init__(self) -> None:
+        self.renewal: tuple[str, float] | None = None
+        self.first_seen = 0.0
+
+    def holder(self, lease: Lease | None, run: str, now: float) -> str:
+        if lease is None:
+            return "free"
+        if lease["run"] == run:
+            return "mine"
+        renewal = (str(lease["run"]), float(lease["since"]))
+        if renewal != self.renewal:
+            self.renewal, self.first_seen = renewal, now
+        return "free" if now - self.first_seen >= LEASE_SECONDS else "other"
 
 
 @dataclass(slots=True)

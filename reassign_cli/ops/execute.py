@@ -350,7 +350,9 @@ def apply_throttles(
     before: list[dict[str, Any]] = []
 
     def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
-        before[:] = [th.load_record(th.dump_record(rec))]
+        # The record as this run first found it: a later attempt (after a conflict) may find the entries
+        # of this run's own transactions that had landed, which the undo must still take for this run's.
+        before.append(th.load_record(th.dump_record(rec)))
         items: list[tuple[th.Entity, str | int, dict[str, str], Any]]
         items = [("topics", t, read("topics", t), cfg.keys()) for t, cfg in topic_cfgs.items()]
         items += [("brokers", b, read("brokers", str(b)), cfg.keys()) for b, cfg in broker_cfgs.items()]
@@ -359,9 +361,25 @@ def apply_throttles(
     done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
     assert done is not None  # plan never declines
     changes, after = done
-    return ThrottleWrites(
-        changes, before[0], sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline
-    )
+    had = _record_before(before, changes)
+    return ThrottleWrites(changes, had, sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline)
+
+
+def _record_before(seen: list[dict[str, Any]], changes: Sequence[ConfigChange]) -> dict[str, Any]:
+    """The record before this run: as its first attempt read it, plus what a later attempt found recorded
+    for keys this run did not write (another run's, between two attempts). A key this run wrote that
+    appeared meanwhile was recorded by this run's own transaction that landed before a conflict."""
+    out = th.load_record(th.dump_record(seen[0]))
+    ours = {(ch.entity, ch.name, k) for ch in changes for k in ch.after}
+    for rec in seen[1:]:
+        for entity, entries in rec.items():
+            if entity not in ("brokers", "topics"):
+                continue
+            for name, priors in entries.items():
+                for k, v in priors.items():
+                    if (entity, name, k) not in ours:
+                        out.setdefault(entity, {}).setdefault(name, {}).setdefault(k, v)
+    return out
 
 
 def _setter(updates: dict[str, str]) -> ConfigFn:
@@ -737,14 +755,59 @@ def _finish(
     if ending.dirs and ending.log_dirs is not None:
         moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
     targets = ending.targets
-    cleared = clear_throttles(backend, targets)
+    cleared = clear_until_back(backend, targets, req, report)
     report.cleared(cleared)
     code = verify_exit(results, moves)
+    if cleared is not None and cleared.pending and code == ExitCode.OK:
+        b = cleared.pending
+        report.warn(
+            f"Exit 4: the throttles this tool set on broker{'' if len(b) == 1 else 's'} {shorten(b)} are "
+            f"still set and recorded; {verify_command(req)} takes them off once "
+            f"{'it is' if len(b) == 1 else 'they are'} registered again"
+        )
+        code = ExitCode.BUSY
     if req.elect_leaders and code == ExitCode.OK:
         election = elect_leaders(backend, ElectRequest(partitions=sorted(targets)))
         report.election(election.initial, election.final)
         code = election.exit_code
     return code, results
+
+
+BROKER_BACK_SECONDS = 120.0  # without --timeout: how long a clear waits for a down broker to come back
+
+
+def clear_until_back(
+    backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
+) -> ClearResult | None:
+    """clear_throttles; while throttles of ours stay on brokers that are down (the admin API changes a
+    broker's config through that broker), wait for them to register again (within --timeout, else
+    BROKER_BACK_SECONDS) and clear again. What is still pending at the end stays recorded."""
+    cleared = clear_throttles(backend, targets)
+    if cleared is None or not cleared.pending:
+        return cleared
+    b = cleared.pending
+    report.info(
+        f"Waiting for broker{'' if len(b) == 1 else 's'} {shorten(b)} to register again, to take off the "
+        "throttles this tool set on "
+        f"{'it' if len(b) == 1 else 'them'} (a broker's config is changed through that broker)"
+    )
+    clock = _Clock(req if req.timeout is not None else dataclasses.replace(req, timeout=BROKER_BACK_SECONDS))
+    changes = list(cleared.changes)
+    try:
+        while cleared is not None and cleared.pending and not clock.expired():
+            clock.pause()
+            if not set(cleared.pending) & set(backend.read_state([]).broker_ids):
+                continue
+            cleared = clear_throttles(backend, targets)
+            if cleared is not None:
+                changes += cleared.changes
+                cleared.changes = changes
+    except KeyboardInterrupt:
+        raise WaitInterrupted(
+            "Interrupted while waiting for a broker to come back; its throttles stay recorded",
+            hint=f"Take them off once it is back with: {verify_command(req)}",
+        ) from None
+    return cleared
 
 
 def _save_rollback(rb: str, req: ExecuteRequest, report: ExecuteReport) -> None:

@@ -28,7 +28,9 @@ def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> Conf
     return lambda cur: th.restore_config(cur, keys, priors)
 
 
-SETUP_WAIT_SECONDS = 20.0  # an execute's setup takes a second or two; a killed one's mark lasts a session
+# An execute's setup takes a second or two; a killed one's mark lasts a ZooKeeper session, its lease on the
+# admin API until seen unrenewed for record_log.LEASE_SECONDS (30 s).
+SETUP_WAIT_SECONDS = 45.0
 
 
 def clear_throttles(

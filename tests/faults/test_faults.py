@@ -13,6 +13,7 @@ from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
+    LEADER_RATE,
     REASSIGN,
     RECORD,
     Mover,
@@ -406,3 +407,32 @@ def test_12_execute_paused_past_its_session(
     assert r.returncode == 0, r.stderr
     planned = {(ta, 0): [3, 2], (tb, 0): [1, 3]}
     assert_recovered(zk, cluster.broker_ids, planned, {ta: va, tb: vb}, consume_all)
+
+
+def test_13_leader_broker_down_when_execute_wait_clears_over_the_admin_api(
+    cluster: Any, make_topic: Any, consume_all: Any, zk: Any, mover: Mover
+) -> None:
+    """Issue 30 item 26 on a ZooKeeper-mode cluster driven through the admin API only
+    (KAFKA_REASSIGN_BOOTSTRAP): the leader broker of the moving partition, which leaves it, is stopped in
+    mid-move, so it is down when `execute --wait` clears (a broker's config goes through that broker). --wait
+    waits for it and clears it once it is back: exit 0 and nothing of ours left. (--zookeeper writes the
+    broker's config znode whether it runs or not: no wait there.)"""
+    topic, values = _moving_topic(cluster, make_topic, [1, 2])
+    planned = {(topic, 0): [3, 2]}
+    plan = mover.plan("gone.json", planned)
+    mover.plans.append((plan, [topic]))
+    child = Child(
+        None, mover.tmp, "execute", "--reassignment-json-file", plan, "--throttle", "300000", "--wait",
+        "--poll-interval", "0.5", bootstrap=cluster.bootstrap_for(2),
+    )  # fmt: skip
+    try:
+        child.wait_for_line("partitions done")
+        cluster.stop_broker(1)
+        child.wait_for_line("Waiting for broker 1 to register again", timeout=300)
+        assert LEADER_RATE in (config(zk, "brokers", 1) or {})  # still set while it is down
+        cluster.start_broker(1)
+        assert child.finish() == 0, child.stderr
+    finally:
+        if 1 in cluster.stopped:
+            cluster.start_broker(1)
+    assert_recovered(zk, cluster.broker_ids, planned, {topic: values}, consume_all)

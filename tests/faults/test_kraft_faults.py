@@ -320,3 +320,61 @@ def test_6_kill9_in_the_setup_of_execute(
     r = _execute(kc, tmp_path, p, "--throttle", FAST, "--wait", "--poll-interval", "0.5")
     assert r.returncode == 0, r.stdout + r.stderr
     assert_clean(ka, kc, planned, {topic: values}, OPERATOR)
+
+
+def test_7_the_leader_node_down_when_execute_wait_clears(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path, children: list[Child]
+) -> None:
+    """Issue 30 item 26: the leader node of the moving partition stopped in mid-move, so it is down when the
+    move ends and `execute --wait` takes the throttles off (a broker's config goes through that broker).
+    --wait waits for it to come back and takes its throttles off then: exit 0 means nothing of ours is
+    left. (It used to print "stay until it is registered again" and exit 0, the rate left on the node.)"""
+    a, c = 1, 2  # a leads the moving partition and leaves it: the move ends without it
+    b = next(n for n in kc.broker_ids if n not in (a, c))
+    topic, values = _moving(ka, "gone", [a, c])
+    planned = {(topic, 0): [b, c]}
+    p = plan(tmp_path / "move.json", planned)
+    child = _waiting(kc, tmp_path, children, p)
+    try:
+        kc.stop_broker(a)
+        child.wait_for_line(f"Waiting for broker {a} to register again", timeout=300)
+        assert str(a) in replayed_record(record_messages(kc.bootstrap))["brokers"]  # still recorded
+        kc.start_broker(a)
+        assert child.finish() == 0, child.stderr
+    finally:
+        if a in kc.stopped:
+            kc.start_broker(a)
+    assert_clean(ka, kc, planned, {topic: values}, OPERATOR)
+
+
+def test_7b_the_node_still_down_at_the_timeout(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path, children: list[Child]
+) -> None:
+    """The same, the node not back within --timeout: exit 4 (not 0), its throttles recorded, and the next
+    verify once it is back takes them off."""
+    a, c = 1, 2
+    b = next(n for n in kc.broker_ids if n not in (a, c))
+    topic, values = _moving(ka, "still", [a, c])
+    planned = {(topic, 0): [b, c]}
+    p = plan(tmp_path / "move.json", planned)
+    child = _start(
+        kc, tmp_path, children, "execute", "--reassignment-json-file", p, "--throttle", RATE, "--wait",
+        "--poll-interval", "0.5", "--timeout", "120",
+    )  # fmt: skip
+    child.wait_for_line("partitions done")
+    try:
+        kc.stop_broker(a)
+        assert child.finish() == 4, child.stderr
+        assert f"Waiting for broker {a} to register again" in child.stderr
+        assert f"Exit 4: the throttles this tool set on broker {a} are still set and recorded" in child.stderr
+        assert str(a) in replayed_record(record_messages(kc.bootstrap))["brokers"]
+        v = _verify(kc, tmp_path, p)  # while it is still down: not done either
+        assert v.returncode == 4, v.stdout + v.stderr
+        assert f"Throttles this tool set on broker {a} stay until it is registered again" in v.stderr
+        kc.start_broker(a)
+    finally:
+        if a in kc.stopped:
+            kc.start_broker(a)
+    v = _verify(kc, tmp_path, p)
+    assert v.returncode == 0, v.stdout + v.stderr
+    assert_clean(ka, kc, planned, {topic: values}, OPERATOR)

@@ -121,3 +121,41 @@ def test_verify_killed_between_its_transactions(
     r = run_cli("verify", "--reassignment-json-file", plan, env=env)
     assert r.returncode == 0, r.stderr
     assert_restored(fake)
+
+
+def test_conflict_between_transactions_keeps_what_landed(
+    fake: Any, zk_chroot: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Issue 30 item 21: a setup of several transactions whose second one meets a conflict (another
+    client moves the record's version on between the two, as a concurrent run would) plans again from
+    fresh reads; the changes of the transaction that had landed stay this run's, so when its trigger then
+    loses the race, its undo takes back every throttle it wrote, the first transaction's included."""
+    from reassign_cli.backends.zookeeper import fenced, record
+    from reassign_cli.cli import main
+
+    plan = setup(fake, tmp_path)
+    monkeypatch.setattr(fenced, "TXN_LIMIT", 12_000)
+    monkeypatch.setattr(record, "HEAD_MAX", 600)
+    monkeypatch.setattr(record, "PART_MAX", 1_000)
+    real = fenced.FencedThrottles._transaction
+    calls: list[int] = []
+
+    def interleaved(self: Any, ops: Any, items: Any, head_op: Any, guard: Any) -> bool:
+        calls.append(len(items))
+        if len(calls) == 2:  # a second client writes the record between our first two transactions
+            data, _ = fake.get(HEAD)
+            fake.set(HEAD, data)
+        return bool(real(self, ops, items, head_op, guard))
+
+    monkeypatch.setattr(fenced.FencedThrottles, "_transaction", interleaved)
+    monkeypatch.setattr(fenced.FencedThrottles, "create_trigger", lambda self, data: False)
+    monkeypatch.setenv("KAFKA_REASSIGN_ZOOKEEPER", zk_chroot)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["execute", "--reassignment-json-file", str(plan), "--throttle", "1000", "--zk-timeout", "3"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 4, err
+    assert "this run's throttle changes were undone" in err
+    assert len(calls) > 3  # the first transaction landed, the second conflicted, the setup was planned again
+    assert fake.exists("/admin/reassign_partitions") is None
+    assert_restored(fake)

@@ -130,12 +130,14 @@ def test_config_write_with_lost_answer_is_applied_once(zk_chroot: str, landed: b
         ]
 
 
-def test_a_request_over_jute_maxbuffer_is_named_as_such(
+def test_a_request_over_jute_maxbuffer_reads_as_connection_loss(
     zk_chroot: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ZooKeeper drops the connection on a request larger than its jute.maxbuffer (1 MiB by default)
     instead of answering. Our budget is made too large here, so one transaction of about 1.5 MB goes out:
-    the drops are told apart from version conflicts, and nothing was written."""
+    the drops are told apart from version conflicts, and nothing was written. Our requests are checked
+    against the default before they are sent, so in production this happens only with a server set
+    below it: the error reports the lost connections, and names the size only as that case."""
     from reassign_cli.backends.zookeeper import fenced
 
     monkeypatch.setattr(fenced, "TXN_LIMIT", 4_000_000)
@@ -147,8 +149,43 @@ def test_a_request_over_jute_maxbuffer_is_named_as_such(
         updates = [("topics", f"t{i}", lambda c: {**c, "retention.ms": big}) for i in range(3)]
         with pytest.raises(OperationalError) as e:
             fenced_write(real, updates)
-        assert str(e.value).startswith("ZooKeeper dropped the connection 3 times on a transaction of ")
-        assert "larger than its jute.maxbuffer allows" in str(e.value)
+        assert str(e.value).startswith("the connection to ZooKeeper dropped 3 times while a throttle ")
+        assert "nothing of this change was written" in str(e.value)
+        assert "jute.maxbuffer is set below the default" in (e.value.hint or "")
         assert "kept changing" not in str(e.value)
         assert real.client.get_children("/config/topics") == []
+        assert real.client.exists("/reassign_cli/throttles") is None
+
+
+def test_lost_answers_are_reported_as_connection_loss(
+    zk_chroot: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 25: three answers lost with the connection in one commit (each request within the
+    limits, dropped before ZooKeeper applied it) are connection loss, not a size problem: the error says
+    what happened, that nothing landed, and what to do."""
+    from reassign_cli.backends.zookeeper.session import InDoubt, ZkSession
+
+    real_write = ZkSession.write
+    lost: list[str] = []
+
+    def dropping(self: ZkSession, path: str, start: Any) -> Any:
+        if path == "/reassign_cli/throttles" and len(lost) < 3:
+            lost.append(path)
+            raise InDoubt(path)  # the request never reached the server; the connection is back
+        return real_write(self, path, start)
+
+    monkeypatch.setattr(ZkSession, "write", dropping)
+    with open_session(ZkOptions(zk_chroot)) as real:
+        real.client.ensure_path("/config/changes")
+        real.client.ensure_path("/config/brokers")
+        updates = [("brokers", "1", lambda c: {**c, "leader.replication.throttled.rate": "1000"})]
+        with pytest.raises(OperationalError) as e:
+            fenced_write(real, updates, lambda r: r)
+        assert len(lost) == 3
+        message = str(e.value)
+        assert message.startswith("the connection to ZooKeeper dropped 3 times while a throttle transaction")
+        assert "had not landed" in message and "nothing of this change was written" in message
+        assert "jute.maxbuffer allows" not in message and "larger than" not in message
+        assert "run the command again" in (e.value.hint or "")
+        assert real.client.get_children("/config/brokers") == []
         assert real.client.exists("/reassign_cli/throttles") is None

@@ -18,10 +18,10 @@ from reassign_cli.core.record_log import (
     LEASE_SECONDS,
     NO_BASE,
     TOPIC,
+    LeaseWatch,
     Replay,
     decode_message,
     encode_write,
-    lease_holder,
     topic_spec,
 )
 from reassign_cli.errors import OperationalError
@@ -195,10 +195,11 @@ def test_the_lease_of_the_last_counted_write_is_the_logs() -> None:
     log = encode_write(NO_BASE, rec(b1="a"), "w0", lease) + encode_write(NO_BASE, rec(b2="b"), "w1")
     r = replay(log)  # w1 lost the race: its (absent) lease does not count
     assert (r.record, r.lease) == (rec(b1="a"), lease)
-    assert lease_holder(r.lease, "r1", 1001.0) == "mine"
-    assert lease_holder(r.lease, "r2", 1001.0) == "other"
-    assert lease_holder(r.lease, "r2", 1000.0 + LEASE_SECONDS + 1) == "free"  # its holder was killed
-    assert lease_holder(None, "r2", 0.0) == "free"
+    watch = LeaseWatch()
+    assert watch.holder(r.lease, "r1", 5.0) == "mine"
+    assert watch.holder(r.lease, "r2", 5.0) == "other"
+    assert watch.holder(r.lease, "r2", 5.0 + LEASE_SECONDS) == "free"  # not renewed: its holder was killed
+    assert watch.holder(None, "r2", 0.0) == "free"
     r.feed(2, encode_write(1, rec(), "w3")[0])  # a write that ends it
     assert (r.record, r.lease) == (rec(), None)
 
@@ -340,3 +341,29 @@ def test_prefixes_removed_anywhere_never_make_two_winners(
         assert counted is None or full.outcome[write_id] is counted
     if final.known:
         assert final.record == full.record
+
+
+def test_a_lease_is_over_only_when_seen_unrenewed_for_lease_seconds_by_its_observer() -> None:
+    """Issue 30 item 18: whether another run's lease is over is told on the observer's own (monotonic)
+    clock, from when it first saw that renewal; never by comparing the holder's wall clock (`since`)
+    with its own. Worked by hand with LEASE_SECONDS = 30."""
+    assert LEASE_SECONDS == 30.0
+    watch = LeaseWatch()
+    taken = {"kind": "setup", "run": "r1", "since": 1000.0}
+    # A holder whose wall clock is an hour behind ours (or a lease taken an hour ago and renewed since):
+    # just seen, so held, and held until we have seen it unrenewed for 30 s.
+    assert watch.holder(taken, "r2", 7_000.0) == "other"
+    assert watch.holder(taken, "r2", 7_029.9) == "other"
+    # Renewed at second 20 (a new `since`): the count starts again from when we see the renewal.
+    renewed = {**taken, "since": 1020.0}
+    assert watch.holder(renewed, "r2", 7_020.0) == "other"
+    assert watch.holder(renewed, "r2", 7_049.9) == "other"
+    assert watch.holder(renewed, "r2", 7_050.0) == "free"
+    # A holder whose clock is an hour ahead of ours does not hold its lease any longer than that.
+    ahead = LeaseWatch()
+    future = {"kind": "clear", "run": "r3", "since": 1e12}
+    assert ahead.holder(future, "r2", 10.0) == "other"
+    assert ahead.holder(future, "r2", 40.0) == "free"
+    # Our own lease is ours however old; no lease is free.
+    assert ahead.holder(taken, "r1", 1e9) == "mine"
+    assert ahead.holder(None, "r1", 0.0) == "free"

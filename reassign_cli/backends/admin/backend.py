@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import secrets
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ from reassign_cli.backends.protocol import (
     PlannedWrite,
     RecordFn,
     SetupInProgress,
+    SetupLost,
     ThrottlePlan,
 )
 from reassign_cli.core import throttle as th
@@ -44,7 +46,7 @@ from reassign_cli.core.client_config import AdminOptions
 from reassign_cli.core.elect_rules import encode_election
 from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic, TopicPartition, tp_str
 from reassign_cli.core.progress import passing_through
-from reassign_cli.core.record_log import TOPIC, Lease, lease_holder, topic_spec
+from reassign_cli.core.record_log import RENEW_SECONDS, TOPIC, Lease, LeaseWatch, topic_spec
 from reassign_cli.core.throttle import Entity
 from reassign_cli.core.znodes import encode_reassignment
 from reassign_cli.errors import OperationalError
@@ -57,9 +59,16 @@ SETTLE_POLL = 0.1
 NODE_GONE_SECONDS = 30.0  # how long a call retries while the node it was sent to is down
 NODE_GONE_POLL = 0.5
 MAX_RECORD_ROUNDS = 25
+READ_BATCH = 500  # entities per DescribeConfigs request (each broker's own go to that broker)
 SETUP_BUSY = (
     "another kafka-reassign run holds the record's lease right now (an execute between its throttle writes "
     "and its reassignment, or a clear taking throttles off)"
+)
+
+
+LEASE_LOST = (
+    "this execute lost its setup lease (it was stalled past the lease, and another run took the record "
+    "over): nothing was started, and the throttle writes it had not made yet were not made"
 )
 
 
@@ -101,6 +110,9 @@ class AdminBackend:
         self._wrote: dict[tuple[Entity, str], tuple[float, dict[str, str | None]]] = {}
         self.run = secrets.token_hex(8)  # this run's name in the record's lease
         self.holding = False  # this run holds the setup lease
+        self.watch = LeaseWatch()  # how long other runs' leases have been seen unrenewed
+        self._renewed = 0.0  # when this run last wrote its lease (monotonic)
+        self._renewer: _Renewer | None = None
 
     def as_dry_run(self) -> AdminBackend:
         return AdminBackend(self.options, self.admin, self.record, dry_run=True)
@@ -249,12 +261,33 @@ class AdminBackend:
 
         res = ConfigResource(RESOURCE[entity], name)
         answer = self._call(f"DescribeConfigs of {entity[:-1]} {name}", self.admin.describe_configs, [res])
-        configs = answer.get(RESOURCE[entity].lower(), {}).get(name, {})
-        return {
-            k: v["value"]
-            for k, v in configs.items()
-            if v.get("config_source") == OWN_SOURCE[entity] and v.get("value") is not None
-        }
+        return _own(answer, entity, name)
+
+    def read_configs(
+        self, keys: Iterable[tuple[Entity, str]]
+    ) -> dict[tuple[Entity, str], dict[str, str] | None]:
+        """read_config of many entities in few requests: one DescribeConfigs per READ_BATCH topics, and one
+        per broker for the brokers' own (kafka-python sends each to its broker). An entity this backend
+        wrote and has not read back, or one of a dry run's overlay, is read alone (read_config)."""
+        from kafka.admin import ConfigResource
+
+        out: dict[tuple[Entity, str], dict[str, str] | None] = {}
+        batch: list[tuple[Entity, str]] = []
+        for key in dict.fromkeys(keys):
+            if key in self._configs or key in self._wrote:
+                out[key] = self.read_config(*key)
+            elif key[0] == "brokers" and int(key[1]) not in self._live_brokers():
+                out[key] = None
+            else:
+                batch.append(key)
+        for i in range(0, len(batch), READ_BATCH):
+            chunk = batch[i : i + READ_BATCH]
+            resources = [ConfigResource(RESOURCE[e], n) for e, n in chunk]
+            answer = self._call(
+                f"DescribeConfigs of {len(chunk)} entities", self.admin.describe_configs, resources
+            )
+            out.update({(e, n): _own(answer, e, n) or None for e, n in chunk})
+        return out
 
     def update_configs(self, updates: Sequence[ConfigUpdate], *, create: bool = True) -> list[ConfigChange]:
         """Each entity read, its function applied, and only the keys that change sent (SET or DELETE) in
@@ -262,10 +295,11 @@ class AdminBackend:
         there is no version to check: a change to one of the same keys between the read and the write is
         overwritten, as with Kafka's own tool."""
         changes: list[ConfigChange] = []
+        stored_now = self.read_configs((e, n) for e, n, _ in updates)
         for entity, name, fn in updates:
             if entity == "brokers" and int(name) not in self._live_brokers():
                 continue
-            stored = self.read_config(entity, name)
+            stored = stored_now[(entity, name)]
             if stored is None and not create:
                 continue
             current = stored or {}
@@ -280,6 +314,7 @@ class AdminBackend:
                     )
                 )
         if changes:
+            self.fence()
             self._alter(changes, create)
         return changes
 
@@ -373,16 +408,48 @@ class AdminBackend:
                 self._release()
 
     def _holder(self, lease: Lease | None) -> str:
-        return lease_holder(lease, self.run, time.time())
+        return self.watch.holder(lease, self.run, time.monotonic())
 
     def _take(self, lease: Lease | None, kind: str) -> Lease:
         """This run's lease of `kind`; SetupInProgress while another run holds one."""
         if self._holder(lease) == "other":
             raise SetupInProgress(SETUP_BUSY)
+        self._renewed = time.monotonic()
         return {"kind": kind, "run": self.run, "since": time.time()}
+
+    def renew(self) -> None:
+        """Write this run's setup lease again (a new `since`): fenced on the log, a renewal counts only if no
+        other write ended after the one it read; SetupLost when the lease is no longer this run's."""
+
+        def step(rec: dict[str, Any], lease: Lease | None) -> tuple[dict[str, Any], Lease | None]:
+            if lease is None or self._holder(lease) != "mine":
+                raise SetupLost(LEASE_LOST, hint="Run execute again once verify shows where things stand.")
+            return rec, {**lease, "since": time.time()}
+
+        self.record.transact(step)
+        self._renewed = time.monotonic()
+
+    def fence(self) -> None:
+        """Before a throttle write or the reassignment of a setup: the lease renewed if RENEW_SECONDS have
+        passed since it was last written (another run takes it only after seeing it unrenewed for
+        LEASE_SECONDS), and SetupLost if the background renewal found it taken over."""
+        if not self.holding:
+            return
+        if self._renewer is not None and self._renewer.lost is not None:
+            self.holding = False
+            raise self._renewer.lost
+        if time.monotonic() - self._renewed >= RENEW_SECONDS:
+            try:
+                self.renew()
+            except SetupLost:
+                self.holding = False
+                raise
 
     def _release(self) -> None:
         """End this run's lease, if it still holds it (best effort: a lease also ends by itself)."""
+        if self._renewer is not None:
+            self._renewer.stop()
+            self._renewer = None
         with contextlib.suppress(OperationalError):
             self.record.transact(lambda rec, lease: (rec, None) if self._holder(lease) == "mine" else None)
         self.holding = False
@@ -395,13 +462,24 @@ class AdminBackend:
         def step(rec: dict[str, Any], lease: Lease | None) -> tuple[dict[str, Any], Lease | None] | None:
             if guard == "begin":
                 lease = self._take(lease, "setup")
-            got[:] = [plan(rec, read)]
+            # The entities the plan reads, read in one go (DescribeConfigs of many), then the plan on them.
+            asked: list[tuple[Entity, str]] = []
+
+            def note(e: Entity, n: str) -> dict[str, str]:
+                asked.append((e, n))
+                return {}
+
+            plan(rec, note)
+            known = self.read_configs(asked)
+            got[:] = [plan(rec, lambda e, n: dict(known[(e, n)] or {}) if (e, n) in known else read(e, n))]
             return None if got[0] is None else (got[0][1], lease)
 
         done = self.record.transact(step)
         if done is None or not got or got[0] is None:
             return None
-        self.holding = self.holding or guard == "begin"
+        if guard == "begin" and not self.holding:
+            self.holding = True
+            self._renewer = _Renewer(self)
         return self.update_configs(got[0][0], create=create), done[0]
 
     def _commit_record_last(
@@ -454,6 +532,7 @@ class AdminBackend:
         return created
 
     def _create(self, entries: Sequence[PlanEntry], additional: bool) -> bool:
+        self.fence()
         if not additional and list_reassignments(self.admin):
             return False
         self.add_reassignment(entries)
@@ -555,9 +634,54 @@ def open_admin_backend(options: AdminOptions) -> Iterator[AdminBackend]:
     """An AdminBackend on one admin client (and, when the record is used, one producer and consumer)."""
     admin = connect(options)
     record = RecordLog(options, admin)
+    backend = None
     try:
-        yield AdminBackend(options, admin, record)
+        backend = AdminBackend(options, admin, record)
+        yield backend
     finally:
+        if backend is not None and backend._renewer is not None:
+            backend._renewer.stop()
         record.close()
         with contextlib.suppress(Exception):
             admin.close()
+
+
+def _own(answer: Mapping[str, Any], entity: Entity, name: str) -> dict[str, str]:
+    """The entity's own dynamic keys in a DescribeConfigs answer (not defaults, static or cluster-wide
+    ones; no secrets); {} for an entity it does not name (a topic that does not exist)."""
+    configs = answer.get(RESOURCE[entity].lower(), {}).get(name, {})
+    return {
+        k: v["value"]
+        for k, v in configs.items()
+        if v.get("config_source") == OWN_SOURCE[entity] and v.get("value") is not None
+    }
+
+
+class _Renewer:
+    """Renews a setup lease in the background while its execute works (a slow read, a stalled request), so
+    that the lease stays with a run that is alive. A renewal that finds the lease taken over is kept in
+    `lost` for the next fence (the execute then writes nothing more and starts nothing)."""
+
+    def __init__(self, backend: AdminBackend) -> None:
+        self.backend = backend
+        self.lost: SetupLost | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="reassign-lease", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(RENEW_SECONDS / 2):
+            if time.monotonic() - self.backend._renewed < RENEW_SECONDS / 2:
+                continue
+            try:
+                self.backend.renew()
+            except SetupLost as e:
+                self.lost = e
+                return
+            except OperationalError:
+                continue  # the record unreachable for a moment: try again at the next tick
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import random
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,9 @@ class RecordLog:
         self._consumer: Any = None
         self._producer: Any = None
         self._start = 0  # the log's start offset, as last read
+        # One user of the replay, the consumer and the producer at a time: an execute's setup lease is
+        # renewed from a thread of its own (backends/admin/backend.py).
+        self._lock = threading.RLock()
 
     # -- reading ---------------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -54,6 +58,10 @@ class RecordLog:
 
     def read(self) -> dict[str, Any]:
         """The record: the log replayed from where the last read stopped to its current end."""
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> dict[str, Any]:
         if self.exists():
             self._consume_to_end()
             if not self.replay.known:
@@ -132,6 +140,10 @@ class RecordLog:
         """Read-modify-write of the record and its lease: `fn(record, lease)` gives the new pair (or None:
         write nothing, return None; or raises), appended if it changes either, until the append counts:
         when another run wrote first, `fn` is called again on what it wrote."""
+        with self._lock:
+            return self._transact(fn)
+
+    def _transact(self, fn: LeaseFn) -> tuple[dict[str, Any], Lease | None] | None:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:  # lost a race: a random pause, so that two writers do not race again in lockstep
                 time.sleep(_JITTER.uniform(0, min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX)))
@@ -176,8 +188,9 @@ class RecordLog:
 
     def lease(self) -> Lease | None:
         """The lease as the log says now."""
-        self.read()
-        return None if self.replay.lease is None else dict(self.replay.lease)
+        with self._lock:
+            self._read()
+            return None if self.replay.lease is None else dict(self.replay.lease)
 
     def planned(self, record: dict[str, Any]) -> tuple[list[bytes], bool]:
         """Dry run: the messages a write of `record` would append now, and whether the topic must be made."""

@@ -76,23 +76,35 @@ _Item = _Write | _Op  # a config write (with its change notification) or a part 
 
 TXN_LIMIT = 1_000_000  # bytes of one transaction request; ZooKeeper drops a connection past jute.maxbuffer
 OP_OVERHEAD = 320  # per operation beyond path and data: headers, an ACL list, the chroot
-DROPS_BEFORE_SIZE_ERROR = 3
+DROPS_BEFORE_GIVING_UP = 3
 TRIGGER_COMPANIONS = HEAD_MAX + 512  # the mark's delete and the head's rewrite, beside the trigger
 
 
 class _Drops:
-    """Transactions whose answer was lost and that did not land: ZooKeeper drops the connection on a
-    request over its jute.maxbuffer, so the same large one dropped again and again is a size problem."""
+    """Transactions whose answer was lost with the connection and that, looked at once it was back, had
+    not landed. Every request was checked against jute.maxbuffer before it was sent, so this is the
+    connection (or a server set up with a smaller jute.maxbuffer than the default), not our size."""
 
     def __init__(self) -> None:
         self.count = 0
         self.size = 0
 
-    def error(self) -> OperationalError:
+    def error(self, landed: Sequence[ConfigChange]) -> OperationalError:
+        times = "once" if self.count == 1 else f"{self.count} times"
+        done = (
+            "nothing of this change was written"
+            if not landed
+            else f"{len(landed)} config change(s) of this change had landed before, with their prior values "
+            "recorded (verify takes them off once nothing reassigns)"
+        )
         return OperationalError(
-            f"ZooKeeper dropped the connection {self.count} times on a transaction of {self.size} bytes "
-            f"and applied none of them: the request is larger than its jute.maxbuffer allows",
-            hint="Raise jute.maxbuffer on the ZooKeeper servers (default 1 MiB), or use --batch-size.",
+            f"the connection to ZooKeeper dropped {times} while a throttle transaction of {self.size} bytes "
+            f"was waiting for its answer; looked at after reconnecting, that transaction had not landed, "
+            f"and {done}",
+            hint="Check the ZooKeeper servers and the network to them (a server's log says why it closed "
+            "a connection), then run the command again; kafka-reassign verify shows where things stand. "
+            f"(A server whose jute.maxbuffer is set below the default, {JUTE_MAXBUFFER} bytes, also "
+            "closes the connection on a request this large.)",
         )
 
 
@@ -117,10 +129,10 @@ class FencedThrottles:
             done, out = self._attempt(plan, guard, record_last, create, landed)
             if done:
                 return None if out is None else (_merge(landed, out[0]), out[1])
-            if self.drops.count >= DROPS_BEFORE_SIZE_ERROR:
-                raise self.drops.error()
+            if self.drops.count >= DROPS_BEFORE_GIVING_UP:
+                raise self.drops.error(landed)
         if self.drops.count:
-            raise self.drops.error()
+            raise self.drops.error(landed)
         raise OperationalError(f"{PRIORS_PATH} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
 
     def _attempt(
@@ -152,16 +164,17 @@ class FencedThrottles:
         txns = _pack(writes, change, stored, record_last)
         if guard == "end" and not self.session.owned(SETUP_PATH):
             guard = "none"  # our mark went with an expired session: another execute's may stand there now
+        mine: list[ConfigChange] = []  # this attempt's, kept in `landed` when a later transaction conflicts
         for i, (items, head_op) in enumerate(txns):
             if guard == "begin" and self.holding:
                 self.ensure_holding(SETUP_LOST_HALFWAY)
             ops = self._guard_ops("none" if guard == "begin" and self.holding else guard, i, len(txns))
             if not self._transaction(ops, items, head_op, guard if i == 0 else "none"):
+                landed += mine  # written: the next attempt plans from them, the caller must know them
                 return False, None
-            landed += [w.change for w in items if isinstance(w, _Write)]
+            mine += [w.change for w in items if isinstance(w, _Write)]
             if guard == "begin":
                 self.holding = True  # a conflict in a later transaction: the mark stays ours
-        del landed[:]
         if guard in ("begin", "end"):
             self.holding = guard == "begin"
         return True, result
