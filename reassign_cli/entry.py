@@ -7,6 +7,7 @@ been written yet, so there is nothing to clean up. Kept free of imports beyond t
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -52,10 +53,19 @@ def _test_hook() -> str | None:
 
 def run() -> NoReturn:
     """`kafka-reassign` and `python -m reassign_cli`: cli.run() once loaded."""
+    _guarded("reassign_cli.cli")
+
+
+def run_dropin() -> NoReturn:
+    """`kafka-reassign-partitions` (Kafka's own syntax): cli.dropin.run() once loaded, with the same guard."""
+    _guarded("reassign_cli.cli.dropin")
+
+
+def _guarded(module: str) -> NoReturn:
     sigint.guard()
     at = _test_hook()
-    from reassign_cli.cli import run as run_command
-
+    run_command = importlib.import_module(module).run
     if at == "main":
         os.kill(os.getpid(), signal.SIGINT)
     run_command()
+    raise SystemExit(0)  # pragma: no cover - run_command exits

@@ -38,6 +38,21 @@ def test_sigint_during_startup_exits_130_with_one_line(point: str) -> None:
 def test_console_script_goes_through_the_guarded_entry() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["kafka-reassign"] == "reassign_cli.entry:run"
+    assert scripts["kafka-reassign-partitions"] == "reassign_cli.entry:run_dropin"
+
+
+@pytest.mark.parametrize("point", ["click", "reassign_cli.cli.dropin", "main"])
+def test_sigint_during_the_dropins_startup_exits_130_with_one_line(point: str) -> None:
+    """kafka-reassign-partitions goes through the same guard (its console script is entry.run_dropin)."""
+    r = subprocess.run(
+        [PYTHON, "-c", "from reassign_cli.entry import run_dropin; run_dropin()", "--list"],
+        env={**os.environ, entry.SIGINT_AT: point},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert (r.returncode, r.stderr, r.stdout) == (130, "Interrupted.\n", "")
 
 
 @pytest.mark.parametrize("point", ["click", "reassign_cli.cli.execute"])
