@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.core.throttle import Entity
 from reassign_cli.errors import BusyError
+
+if TYPE_CHECKING:
+    from reassign_cli.backends.admin.zookeeper_side import ZookeeperRecord
 
 ConfigFn = Callable[[dict[str, str]], dict[str, str]]
 ConfigUpdate = tuple[Entity, str, ConfigFn]  # (entity, name, read-modify-write function)
@@ -73,6 +76,18 @@ class ClearResult:
     # Every broker and topic our record named when the clear read it: the throttles of ours it found.
     recorded_brokers: list[int] = field(default_factory=list)
     recorded_topics: list[str] = field(default_factory=list)
+    # The throttle keys kept, by entity: (entity, name) -> {key: value}; `kept` says the same in words.
+    kept_keys: dict[tuple[Entity, str], dict[str, str]] = field(default_factory=dict)
+    record_name: str = ""  # where this backend keeps its record ("ZooKeeper", "the admin API")
+
+    @property
+    def cleared_brokers(self) -> list[int]:
+        """The brokers whose throttles of ours were restored (the record named them; not pending)."""
+        return [b for b in self.recorded_brokers if b not in self.pending]
+
+    @property
+    def cleared_topics(self) -> list[str]:
+        return list(self.recorded_topics)
 
 
 @dataclass(slots=True)
@@ -143,6 +158,11 @@ class Backend(Protocol):
     def read_priors(self) -> dict[str, Any]:
         """This tool's record of the throttle values that existed before it wrote any (throttle.py's
         record format); empty when there is none."""
+        ...
+
+    def zookeeper_record(self) -> ZookeeperRecord | None:
+        """The admin API on a ZooKeeper-mode cluster: the ZooKeeper backend's record of the throttles it set
+        there (which this backend cannot restore). None for the ZooKeeper backend and on KRaft."""
         ...
 
     def commit_throttles(

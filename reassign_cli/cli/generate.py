@@ -276,7 +276,7 @@ def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
 
 def _source(opts: Options, snapshot_file: str | None, sizes_from_brokers: bool = False) -> generate.Source:
     if not snapshot_file:
-        # --balance bytes reads the sizes from the brokers: --bootstrap-server may stand beside --zookeeper.
+        # Beside --zookeeper, the brokers serve --balance bytes (the sizes); otherwise ZooKeeper is read.
         conn = connection(opts, admin_too=sizes_from_brokers)
         return generate.Source(None, conn.zk, conn.admin)
     # A connection from the environment is only mentioned, never used.
