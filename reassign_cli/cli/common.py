@@ -260,7 +260,21 @@ def working_command(zookeeper: str) -> str:
             value = _value_of(args, name)
             verify += [name, value] if value is not None else []
         return command_line_of([*verify, "--zookeeper", zookeeper])
-    return command_line("--zookeeper", zookeeper)
+    return command_line_of([*_without(args, "--zookeeper"), "--zookeeper", zookeeper])
+
+
+def _without(args: list[str], name: str) -> list[str]:
+    """`args` without the option `name` and its value."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
 
 
 def _value_of(args: list[str], name: str) -> str | None:

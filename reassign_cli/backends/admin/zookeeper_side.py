@@ -36,7 +36,8 @@ def zookeeper_connect(describe_configs: Any, broker: int) -> str | None:
     """The broker's static zookeeper.connect; None on a KRaft broker."""
     from kafka.admin import ConfigResource
 
-    answer = describe_configs([ConfigResource("BROKER", str(broker))])
+    resource = ConfigResource("BROKER", str(broker), configs={"zookeeper.connect": None})
+    answer = describe_configs([resource], config_filter="all")
     configs = answer.get("broker", {}).get(str(broker), {})
     value = configs.get("zookeeper.connect", {}).get("value")
     return value or None
