@@ -13,6 +13,7 @@ and 2, reproduced as the issue describes them):
 from __future__ import annotations
 
 import shlex
+import socket
 import subprocess
 from typing import Any
 
@@ -183,3 +184,20 @@ def test_a_throttle_set_by_kafka_configs_is_kept_with_the_command_that_removes_i
     removed = kafka_configs(*shlex.split(command)[1:])
     assert removed.returncode == 0, removed.stderr
     wait_until(lambda: not rates(zk, 3), timeout=30, message="the throttle removed by the printed command")
+
+
+def test_a_zookeeper_port_given_as_a_broker_is_named(cluster: Any, run_cli: Any) -> None:
+    """Issue 30 item 8: ZooKeeper's port as --bootstrap-server is recognised (its answer to `srvr`), and the
+    advice says where it belongs. The version is ZooKeeper's own word, read here with the same command."""
+    host, _, port = cluster.zk_hosts.partition(",")[0].rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"srvr")
+        version = s.makefile("rb").readline().decode().split("-")[0].strip()  # "Zookeeper version: 3.8.4"
+    r = run_cli("list", "--bootstrap-server", f"{host}:{port}", "--zookeeper", "", "--connect-timeout", "5")
+    assert (r.returncode, r.stdout) == (1, ""), r.stderr
+    assert r.stderr.splitlines() == [
+        f"Error: cannot connect to Kafka at {host}:{port}: a ZooKeeper server "
+        f"({version.replace('Zookeeper', 'ZooKeeper')}), not a Kafka broker",
+        f"Give ZooKeeper as --zookeeper {host}:{port}/CHROOT (the brokers' zookeeper.connect), and the brokers' "
+        "listeners as --bootstrap-server.",
+    ]
