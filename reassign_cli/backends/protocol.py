@@ -20,14 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.core.throttle import Entity
 from reassign_cli.errors import BusyError
-
-if TYPE_CHECKING:
-    from reassign_cli.backends.admin.zookeeper_side import ZookeeperRecord
 
 ConfigFn = Callable[[dict[str, str]], dict[str, str]]
 ConfigUpdate = tuple[Entity, str, ConfigFn]  # (entity, name, read-modify-write function)
@@ -88,6 +85,20 @@ class ClearResult:
     @property
     def cleared_topics(self) -> list[str]:
         return list(self.recorded_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class ZookeeperRecord:
+    """The ZooKeeper backend's record as found through the brokers' zookeeper.connect."""
+
+    zookeeper: str  # the brokers' zookeeper.connect (host:port,.../chroot)
+    brokers: list[int] = field(default_factory=list)  # entities it holds throttles of ours for
+    topics: list[str] = field(default_factory=list)
+    unread: str | None = None  # why it could not be read (then brokers and topics are empty)
+
+    @property
+    def empty(self) -> bool:
+        return not self.brokers and not self.topics
 
 
 @dataclass(slots=True)

@@ -29,7 +29,6 @@ import orjson
 
 from reassign_cli.backends.admin.client import cancel_reassignments, connect, list_reassignments
 from reassign_cli.backends.admin.record_topic import RecordLog
-from reassign_cli.backends.admin.zookeeper_side import ZookeeperRecord
 from reassign_cli.backends.protocol import (
     ConfigChange,
     ConfigReader,
@@ -39,6 +38,7 @@ from reassign_cli.backends.protocol import (
     RecordFn,
     SetupInProgress,
     ThrottlePlan,
+    ZookeeperRecord,
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions

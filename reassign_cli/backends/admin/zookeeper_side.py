@@ -11,25 +11,11 @@ throttles, and says which command clears them.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
+from reassign_cli.backends.protocol import ZookeeperRecord
 from reassign_cli.core import throttle as th
 from reassign_cli.errors import ReassignError
-
-
-@dataclass(frozen=True, slots=True)
-class ZookeeperRecord:
-    """The ZooKeeper backend's record as found through the brokers' zookeeper.connect."""
-
-    zookeeper: str  # the brokers' zookeeper.connect (host:port,.../chroot)
-    brokers: list[int] = field(default_factory=list)  # entities it holds throttles of ours for
-    topics: list[str] = field(default_factory=list)
-    unread: str | None = None  # why it could not be read (then brokers and topics are empty)
-
-    @property
-    def empty(self) -> bool:
-        return not self.brokers and not self.topics
 
 
 def zookeeper_connect(describe_configs: Any, broker: int) -> str | None:
