@@ -49,6 +49,16 @@ class InvalidInputError(ReassignError):
     exit_code = ExitCode.INVALID
 
 
+class OtherRecordError(OperationalError):
+    """A clear through the admin API on a ZooKeeper-mode cluster whose ZooKeeper-side record names
+    throttles of ours: only the ZooKeeper backend can restore them. `zookeeper`: the brokers'
+    zookeeper.connect, for the command that works (the CLI adds it as the hint)."""
+
+    def __init__(self, message: str, *, zookeeper: str) -> None:
+        super().__init__(message)
+        self.zookeeper = zookeeper
+
+
 class Interrupted(ReassignError):
     """Ctrl-C while waiting; what was started keeps running in the cluster (the message says so)."""
 

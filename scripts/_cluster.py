@@ -417,15 +417,18 @@ def tools_log_config(libs: Path) -> Path:
     return path
 
 
+KAFKA_TOOLS = {"reassign-partitions": REASSIGN_MAIN, "configs": "kafka.admin.ConfigCommand"}
+
+
 def kafka_tool_command(tool: str, args: list[str]) -> list[str]:
-    """java command line for a Kafka 4.x tool (only reassign-partitions is wired up)."""
-    if tool != "reassign-partitions":
-        raise ClusterError(f"unknown kafka tool {tool!r} (known: reassign-partitions)")
+    """java command line for a Kafka 4.x tool (those of KAFKA_TOOLS: kafka-reassign-partitions, kafka-configs)."""
+    if tool not in KAFKA_TOOLS:
+        raise ClusterError(f"unknown kafka tool {tool!r} (known: {', '.join(KAFKA_TOOLS)})")
     libs = ensure_jars(kafka4_version())
     java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
     return [
         java, "-Xmx256m", *JVM_COMMON, f"-Dlog4j2.configurationFile={tools_log_config(libs)}",
-        "-cp", f"{libs}/*", REASSIGN_MAIN, *args,
+        "-cp", f"{libs}/*", KAFKA_TOOLS[tool], *args,
     ]  # fmt: skip
 
 
@@ -1381,7 +1384,7 @@ def cmd_jars() -> int:
 
 def cmd_kafka_tool(args: list[str]) -> int:
     if not args:
-        raise ClusterError("usage: scripts/cluster kafka-tool reassign-partitions ARGS...")
+        raise ClusterError("usage: scripts/cluster kafka-tool reassign-partitions|configs ARGS...")
     cmd = kafka_tool_command(args[0], args[1:])
     sys.stdout.flush()
     os.execv(cmd[0], cmd)  # the tool's own output and exit status
@@ -1411,7 +1414,7 @@ def parse_up(args: list[str]) -> tuple[str, str | None]:
 USAGE = """\
 usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | status | env | jars
                        | stop-broker N | start-broker N | stop-zookeeper | start-zookeeper
-                       | kafka-tool reassign-partitions ARGS...
+                       | kafka-tool reassign-partitions|configs ARGS...
 
   up              start ZooKeeper + brokers 1,2,3 (racks r1,r2,r3; chroot /kafka; Kafka 3.9 in ZooKeeper
                   mode) and wait until all are registered; writes $CLUSTER_DIR/env (prints it on
@@ -1439,6 +1442,9 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | stat
   kafka-tool reassign-partitions ARGS...
                   run Kafka 4.x's own kafka-reassign-partitions (also: java -cp "$KAFKA_TOOLS_CLASSPATH"
                   org.apache.kafka.tools.reassign.ReassignPartitionsCommand ARGS...)
+  kafka-tool configs ARGS...
+                  run Kafka 4.x's own kafka-configs (kafka.admin.ConfigCommand), e.g. to set or delete a
+                  throttle as an operator would
 
 environment: CLUSTER_DIR (state dir, default <repo>/.cluster), CLUSTER_ZK_PORT, CLUSTER_BROKER_PORTS
 (e.g. 19091,19092,19093), CLUSTER_TIMEOUT (startup wait, s), CLUSTER_STOP_TIMEOUT (s before KILL),

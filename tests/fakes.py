@@ -107,6 +107,9 @@ class FakeBackend:
     def offline_broker_configs(self) -> bool:
         return self.cluster.offline_broker_configs
 
+    def zookeeper_record(self) -> None:
+        return None
+
     # -- dry run -------------------------------------------------------------------------------
     def as_dry_run(self) -> FakeBackend:
         return FakeBackend(self.cluster, dry_run=True)

@@ -73,6 +73,32 @@ class ClearResult:
     # Every broker and topic our record named when the clear read it: the throttles of ours it found.
     recorded_brokers: list[int] = field(default_factory=list)
     recorded_topics: list[str] = field(default_factory=list)
+    # The throttle keys kept, by entity: (entity, name) -> {key: value}; `kept` says the same in words.
+    kept_keys: dict[tuple[Entity, str], dict[str, str]] = field(default_factory=dict)
+    record_name: str = ""  # where this backend keeps its record ("ZooKeeper", "the admin API")
+
+    @property
+    def cleared_brokers(self) -> list[int]:
+        """The brokers whose throttles of ours were restored (the record named them; not pending)."""
+        return [b for b in self.recorded_brokers if b not in self.pending]
+
+    @property
+    def cleared_topics(self) -> list[str]:
+        return list(self.recorded_topics)
+
+
+@dataclass(frozen=True, slots=True)
+class ZookeeperRecord:
+    """The ZooKeeper backend's record as found through the brokers' zookeeper.connect."""
+
+    zookeeper: str  # the brokers' zookeeper.connect (host:port,.../chroot)
+    brokers: list[int] = field(default_factory=list)  # entities it holds throttles of ours for
+    topics: list[str] = field(default_factory=list)
+    unread: str | None = None  # why it could not be read (then brokers and topics are empty)
+
+    @property
+    def empty(self) -> bool:
+        return not self.brokers and not self.topics
 
 
 @dataclass(slots=True)
@@ -143,6 +169,11 @@ class Backend(Protocol):
     def read_priors(self) -> dict[str, Any]:
         """This tool's record of the throttle values that existed before it wrote any (throttle.py's
         record format); empty when there is none."""
+        ...
+
+    def zookeeper_record(self) -> ZookeeperRecord | None:
+        """The admin API on a ZooKeeper-mode cluster: the ZooKeeper backend's record of the throttles it set
+        there (which this backend cannot restore). None for the ZooKeeper backend and on KRaft."""
         ...
 
     def commit_throttles(

@@ -8,9 +8,11 @@ import click
 
 from reassign_cli.cli.common import (
     Options,
+    command_line,
     connection,
     connection_options,
     open_backend,
+    registered_brokers,
 )
 from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.errors import UsageError
@@ -72,8 +74,9 @@ def command(
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
         raise UsageError(
-            "--bootstrap-server is required: the cancel goes through the admin API "
-            "(or set KAFKA_REASSIGN_BOOTSTRAP)"
+            "the cancel goes through the brokers (AlterPartitionReassignments): give --bootstrap-server "
+            "beside --zookeeper (ZooKeeper mode keeps its throttle record in ZooKeeper)",
+            hint=f"Run: {command_line('--bootstrap-server', registered_brokers(conn.zk))}",
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     if plan is None:
@@ -166,7 +169,8 @@ def _report(
     out: Any, opts: Options, outcome: Any, has_dirs: bool, extra: dict[str, object] | None = None
 ) -> int:
     from reassign_cli.core.cancel_rules import cancelled_line, stopped_moves_lines
-    from reassign_cli.render.progress import clearing_lines
+    from reassign_cli.core.names import NAMES_SHOWN
+    from reassign_cli.render.progress import cleared_json, clearing_lines, kept_lines
 
     if outcome.kept is not None:
         out.info(outcome.kept)
@@ -174,9 +178,7 @@ def _report(
         cleared = outcome.cleared
         doc: dict[str, object] = {
             "cancelled": [{"topic": t, "partition": p} for t, p in outcome.cancelled],
-            "throttles_cleared": None
-            if cleared is None
-            else {"brokers": cleared.brokers, "topics": cleared.topics},
+            "throttles_cleared": cleared_json(cleared),
             **(extra or {}),
         }
         if has_dirs:
@@ -192,4 +194,6 @@ def _report(
     if outcome.cleared is not None:
         for line in clearing_lines(outcome.cleared):
             out.result(line)
+        for line in kept_lines(outcome.cleared, limit=None if opts.verbose else NAMES_SHOWN):
+            out.info(line)
     return 0

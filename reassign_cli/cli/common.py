@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from reassign_cli.core.hints import ConnectionOption
-from reassign_cli.errors import ReassignError
+from reassign_cli.errors import OtherRecordError, ReassignError
 
 if TYPE_CHECKING:
     from reassign_cli.backends.admin.log_dirs import LogDirMover
@@ -38,6 +39,7 @@ class Options:
     explicit: frozenset[str] = frozenset()
     # The connection options given as flags, as typed: what a suggested command carries (core.hints).
     typed: tuple[ConnectionOption, ...] = ()
+    noted: bool = False  # the line naming the connection used was printed
 
     @property
     def json(self) -> bool:
@@ -90,12 +92,16 @@ def _option_decorators() -> list[Callable[[Any], Any]]:
             "files) [env: KAFKA_REASSIGN_COMMAND_CONFIG].",
         ),
         click.option(
+            "--connect-timeout",
             "--zk-timeout",
+            "zk_timeout",
             type=click.FloatRange(min=0.1),
             default=10.0,
             show_default=True,
             metavar="SECONDS",
-            help="ZooKeeper connect and request timeout.",
+            help="How long to try to reach ZooKeeper (also each ZooKeeper request's deadline) or the "
+            "--bootstrap-server brokers (default there: 30, or request.timeout.ms of --command-config). "
+            "--zk-timeout is its old name.",
         ),
         *ZK_SECURITY_OPTIONS,
         click.option(
@@ -172,12 +178,17 @@ def connection_options(f: F) -> F:
     receives `opts: Options` (`connection` / `open_backend` pick the backend from it)."""
 
     def wrapper(**kwargs: Any) -> Any:
+        from reassign_cli.render import progress
+
         route_library_logs(kwargs["verbose"])
         opts = _pop_options(kwargs)
+        progress.CONFIGS_CONNECTION = lambda: configs_connection(opts)
         try:
             return f(opts=opts, **kwargs)
         except ReassignError as e:
             e.verbose = opts.verbose  # cli.main prints the uncut message under -v
+            if isinstance(e, OtherRecordError) and e.hint is None:
+                e.hint = f"Run: {working_command(e.zookeeper)}"
             raise
 
     wrapper.__name__ = f.__name__
@@ -220,50 +231,132 @@ class Connection:
     admin: AdminOptions | None
 
 
-def connection(opts: Options, *, admin_too: bool = False) -> Connection:
-    """THE choice of backend, from the options (`admin_too`: the command may use the admin API beside
-    ZooKeeper: execute and verify for log-dir moves, cancel).
+def connection(opts: Options, *, admin_too: bool = True) -> Connection:
+    """THE choice of backend, from the options. One rule for every subcommand, whatever the source of
+    each value: a flag replaces its own environment variable and never hides the other one.
 
-    - --zookeeper and --bootstrap-server both on the command line: a usage error, except with admin_too
-      (ZooKeeper mode; the brokers serve the log-dir moves or the cancel).
-    - One of them on the command line: that one; the other's environment variable is not used (except
-      KAFKA_REASSIGN_BOOTSTRAP beside --zookeeper with admin_too). What is typed wins over the environment.
-    - Neither: KAFKA_REASSIGN_ZOOKEEPER if set (the environment of a ZooKeeper-mode setup may well hold
-      KAFKA_REASSIGN_BOOTSTRAP for cancel too), else KAFKA_REASSIGN_BOOTSTRAP.
-    """
+    - ZooKeeper (--zookeeper or KAFKA_REASSIGN_ZOOKEEPER) alone: ZooKeeper.
+    - The brokers (--bootstrap-server or KAFKA_REASSIGN_BOOTSTRAP) alone: the admin API.
+    - Both: ZooKeeper mode, with the brokers for what ZooKeeper does not carry (log-dir moves and their
+      state, partition sizes, the cancel). `admin_too=False` only leaves the brokers out of the result.
+    - Neither: a usage error. An empty value (`--zookeeper ''`) hides its variable.
+
+    When both are set and one came from the environment, one line on stderr says which was used."""
     from reassign_cli.errors import UsageError
 
-    zk_flag, bs_flag = "zookeeper" in opts.explicit, "bootstrap" in opts.explicit
-    if zk_flag and bs_flag and not admin_too:
-        raise UsageError(
-            "--zookeeper and --bootstrap-server cannot be used together: give one (--zookeeper for a "
-            "ZooKeeper-mode cluster through ZooKeeper, --bootstrap-server for the admin API)"
-        )
-    use_zk = zk_flag or (not bs_flag and bool(opts.zookeeper))
-    if not use_zk and not opts.bootstrap:
+    if not opts.zookeeper and not opts.bootstrap:
         raise UsageError(
             "--zookeeper or --bootstrap-server is required "
             "(or set KAFKA_REASSIGN_ZOOKEEPER or KAFKA_REASSIGN_BOOTSTRAP)"
         )
-    if use_zk:
-        if "command_config" in opts.explicit and not (admin_too and opts.bootstrap):
-            raise UsageError(
-                "--command-config configures --bootstrap-server, which this command does not use here"
-            )
-        admin = _admin_options(opts) if admin_too and opts.bootstrap else None
-        return Connection(_zk_options(opts), admin)
-    if admin_too and opts.zookeeper and not opts.quiet:
-        # Before the admin backend, `--bootstrap-server` beside KAFKA_REASSIGN_ZOOKEEPER meant ZooKeeper mode.
-        click.echo(
-            "Working through the admin API (--bootstrap-server); KAFKA_REASSIGN_ZOOKEEPER is not used "
-            "(give --zookeeper as well for ZooKeeper mode with the brokers' help).",
-            err=True,
-        )
-    if "zk_timeout" in opts.explicit:
-        raise UsageError(
-            "--zk-timeout is for --zookeeper; with --bootstrap-server set request.timeout.ms in --command-config"
-        )
-    return Connection(None, _admin_options(opts))
+    if not opts.zookeeper:
+        return Connection(None, _admin_options(opts))
+    if "command_config" in opts.explicit and not opts.bootstrap:
+        raise UsageError("--command-config configures --bootstrap-server, which is not given")
+    _note_both(opts)
+    admin = _admin_options(opts) if admin_too and opts.bootstrap else None
+    return Connection(_zk_options(opts), admin)
+
+
+def _note_both(opts: Options) -> None:
+    """Both connections set, one of them from the environment (a stale variable is easy to miss): say so,
+    once per command."""
+    if not opts.bootstrap or opts.noted or opts.quiet:
+        return
+    opts.noted = True
+    zk_from = "--zookeeper" if "zookeeper" in opts.explicit else "KAFKA_REASSIGN_ZOOKEEPER"
+    bs_from = "--bootstrap-server" if "bootstrap" in opts.explicit else "KAFKA_REASSIGN_BOOTSTRAP"
+    if zk_from.startswith("--") and bs_from.startswith("--"):
+        return
+    env = zk_from if not zk_from.startswith("--") else bs_from
+    click.echo(
+        f"Using ZooKeeper mode: ZooKeeper {opts.zookeeper} ({zk_from}), with the brokers {opts.bootstrap} "
+        f"({bs_from}) beside it; to use only one, unset {env} or give its option as ''.",
+        err=True,
+    )
+
+
+def command_line(*extra: str) -> str:
+    """This command as it was typed, with `extra` arguments added: the command that works, for a hint."""
+    import shlex
+    import sys
+
+    return shlex.join(["kafka-reassign", *sys.argv[1:], *extra])
+
+
+def working_command(zookeeper: str) -> str:
+    """The command that clears throttles recorded in ZooKeeper: this one with --zookeeper added (the
+    brokers stay: ZooKeeper mode with their help); after `execute --wait`, verify of the same plan."""
+    import sys
+
+    args = sys.argv[1:]
+    if "execute" in args:
+        verify = ["verify", "--reassignment-json-file", _value_of(args, "--reassignment-json-file") or "FILE"]
+        for name in ("--bootstrap-server", "--command-config"):
+            value = _value_of(args, name)
+            verify += [name, value] if value is not None else []
+        return command_line_of([*verify, "--zookeeper", zookeeper])
+    return command_line_of([*_without(args, "--zookeeper"), "--zookeeper", zookeeper])
+
+
+def _without(args: list[str], name: str) -> list[str]:
+    """`args` without the option `name` and its value."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            out.append(a)
+    return out
+
+
+def _value_of(args: list[str], name: str) -> str | None:
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a.partition("=")[2]
+    return None
+
+
+def command_line_of(args: list[str]) -> str:
+    import shlex
+
+    return shlex.join(["kafka-reassign", *args])
+
+
+def configs_connection(opts: Options) -> list[str]:
+    """The connection options of a kafka-configs command for this cluster: always --bootstrap-server
+    (Kafka 3.x's kafka-configs takes --zookeeper only for brokers that are down, 4.x not at all): the one
+    given, else the brokers registered in ZooKeeper; and --command-config when one is given."""
+    bootstrap = opts.bootstrap
+    if not bootstrap:
+        zk = connection(opts).zk
+        bootstrap = registered_brokers(zk) if zk is not None else "HOST:PORT"
+    extra = ["--command-config", opts.command_config] if opts.command_config else []
+    return ["--bootstrap-server", bootstrap, *extra]
+
+
+def registered_brokers(zk: ZkOptions) -> str:
+    """HOST:PORT,... of the brokers registered in ZooKeeper (each one's first listener), for a hint;
+    "HOST:PORT" when ZooKeeper cannot tell."""
+    from reassign_cli.backends.zookeeper.session import open_session
+    from reassign_cli.core.znodes import broker_endpoints
+
+    try:
+        with open_session(zk) as session:
+            found = []
+            for b in sorted(session.children("/brokers/ids"), key=lambda x: int(x) if x.isdigit() else 0):
+                data, _ = session.get(f"/brokers/ids/{b}")
+                endpoints = broker_endpoints(data or b"{}")
+                if endpoints:
+                    found.append(endpoints[0].rpartition("://")[2])
+    except ReassignError:
+        return "HOST:PORT"
+    return ",".join(found) or "HOST:PORT"
 
 
 def _admin_options(opts: Options) -> AdminOptions:
@@ -275,6 +368,10 @@ def _admin_options(opts: Options) -> AdminOptions:
         raw = read_input_file(opts.command_config, "command config")
         text = raw.decode("utf-8", errors="replace")
     options = admin_options(opts.bootstrap or "", text)
+    if "zk_timeout" in opts.explicit:  # --connect-timeout: the brokers' bootstrap and the reach probe
+        seconds = opts.zk_timeout
+        settings = {**options.settings, "bootstrap_timeout_ms": int(seconds * 1000)}
+        options = dataclasses.replace(options, settings=settings, connect_timeout=seconds)
     if options.ignored and opts.verbose:
         click.echo(f"Ignored in the command config: {', '.join(options.ignored)}", err=True)
     return options

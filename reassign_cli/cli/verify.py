@@ -153,6 +153,7 @@ def _report(
     from reassign_cli.core.progress import Status, move_json, moves_ongoing, report_json, verify_exit
     from reassign_cli.render.copied import add_copied_json, copied_lines
     from reassign_cli.render.progress import (
+        cleared_json,
         clearing_lines,
         kept_lines,
         orphans_line,
@@ -171,9 +172,7 @@ def _report(
         if checked_dirs:
             doc["status"] = {0: "complete", 4: "in_progress"}.get(code, "not_as_planned")
             doc["replica_moves"] = [move_json(m) for m in moves]
-        doc["throttles_cleared"] = (
-            {"brokers": cleared.brokers, "topics": cleared.topics} if cleared is not None else None
-        )
+        doc["throttles_cleared"] = cleared_json(cleared)
         orphans = outcome.orphans
         doc["orphaned_throttles"] = None if orphans is None else {"brokers": orphans[0], "topics": orphans[1]}
         if found is not None:

@@ -53,6 +53,7 @@ class AdminOptions:
     bootstrap: str
     settings: dict[str, Any] = field(default_factory=dict, repr=False)
     ignored: tuple[str, ...] = ()  # keys of the command config that were ignored
+    connect_timeout: float = 10.0  # seconds to reach a bootstrap broker (admin/reach.py's probe)
 
     @property
     def servers(self) -> list[str]:

@@ -22,7 +22,7 @@ from reassign_cli.core.model import TopicPartition, tp_str
 from reassign_cli.core.names import shorten
 from reassign_cli.core.progress import MoveStatus, moves_ongoing
 from reassign_cli.errors import BusyError, InvalidInputError, OperationalError
-from reassign_cli.ops.unthrottle import clear_throttles
+from reassign_cli.ops.unthrottle import clear_throttles, refuse_other_record
 from reassign_cli.ops.verify import blind_spot, replica_moves
 
 RETRIED = ("ReplicaNotAvailableError", "NoResponse")  # as Kafka: the replica is not there yet
@@ -52,6 +52,8 @@ def cancel(
     is called with the partitions about to be cancelled, once they are known to be safe to cancel and
     before anything is written (cancel --all saves its rollback file there). `hint`: the advice when the
     partitions have not reverted within `timeout` (the CLI's has the commands to paste)."""
+    if not preserve_throttles:
+        refuse_other_record(backend)  # before anything is cancelled: the command that works is named
     topics = sorted({t for t, _ in targets})
     plan = cancel_plan(targets, backend.read_state(topics, partition_state=True))
     if plan.unsafe:

@@ -21,7 +21,9 @@ from reassign_cli.backends.protocol import (
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.model import TopicPartition
+from reassign_cli.core.names import shorten
 from reassign_cli.core.progress import anything_reassigning
+from reassign_cli.errors import OtherRecordError
 
 
 def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
@@ -49,6 +51,7 @@ def clear_throttles(
     execute that wrote its throttles but has not created its reassignment yet holds the setup mark, and
     the clear waits for it (up to setup_wait seconds, then keeps the throttles: None).
     """
+    refuse_other_record(backend)
     deadline = time.monotonic() + setup_wait
     result: list[ClearResult] = []
     while True:
@@ -70,6 +73,33 @@ def clear_throttles(
         return result[0]
 
 
+def _keep(
+    result: ClearResult, entity: th.Entity, name: str, cur: dict[str, str], keys: Sequence[str]
+) -> None:
+    """Throttle keys found on an entity our record does not name: left alone, and reported."""
+    found = {k: cur[k] for k in keys if k in cur}
+    if found:
+        result.kept_keys[(entity, name)] = found
+        result.kept += [f"{entity[:-1]} {name}: {k}={v}" for k, v in found.items()]
+
+
+def refuse_other_record(backend: Backend) -> None:
+    """OtherRecordError (nothing changed) when the cluster is in ZooKeeper mode and the ZooKeeper backend's
+    record names throttles of ours: the admin API cannot restore them (their prior values are in that
+    record), and a clear through it would report them as someone else's. A record that cannot be read
+    (ZooKeeper out of reach from here) is not a reason to refuse."""
+    other = backend.zookeeper_record()
+    if other is None or other.empty:
+        return
+    parts = [f"brokers {shorten(other.brokers)}" if other.brokers else "", f"topics {shorten(other.topics)}"]
+    where = " and ".join(p for p in parts if p and p != "topics ")
+    raise OtherRecordError(
+        f"kafka-reassign set throttles on {where} through ZooKeeper ({other.zookeeper}); their prior "
+        "values are recorded there, and only --zookeeper can restore them: nothing was changed",
+        zookeeper=other.zookeeper,
+    )
+
+
 def _plan_clear(
     backend: Backend,
     targets: dict[TopicPartition, list[int]],
@@ -86,6 +116,7 @@ def _plan_clear(
     brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}
     topics = kafka_topics | set(record.get("topics", {}))
     result = ClearResult(sorted(kafka_brokers), sorted(kafka_topics))
+    result.record_name = getattr(backend, "record_name", "")
     result.recorded_brokers, result.recorded_topics = th.recorded_entities(record)
     out[:] = [result]
     if not backend.offline_broker_configs:
@@ -101,14 +132,12 @@ def _plan_clear(
                 updates.append(("topics", t, _restorer(list(priors), priors)))
             forget.append(("topics", t))
         elif t in full.topics:
-            cur = read("topics", t)
-            result.kept += [f"topic {t}: {k}={cur[k]}" for k in th.TOPIC_KEYS if k in cur]
+            _keep(result, "topics", t, read("topics", t), th.TOPIC_KEYS)
     for b in sorted(brokers):
         priors = th.record_entry(record, "brokers", b)
         if priors:
             updates.append(("brokers", str(b), _restorer(list(priors), priors)))
             forget.append(("brokers", b))
         else:
-            cur = read("brokers", str(b))
-            result.kept += [f"broker {b}: {k}={cur[k]}" for k in th.BROKER_KEYS if k in cur]
+            _keep(result, "brokers", str(b), read("brokers", str(b)), th.BROKER_KEYS)
     return updates, th.record_forget_all(record, forget)

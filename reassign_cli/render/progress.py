@@ -3,8 +3,9 @@ progress (Rich bar on a terminal, plain lines otherwise) and reasons on stderr."
 
 from __future__ import annotations
 
+import shlex
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -222,7 +223,7 @@ class ExecuteReport:
             self.info("Throttles kept: another reassignment is still running in the cluster.")
             self.doc["throttles_cleared"] = None
             return
-        self.doc["throttles_cleared"] = {"brokers": result.brokers, "topics": result.topics}
+        self.doc["throttles_cleared"] = cleared_json(result)
         for line in clearing_lines(result):
             self.result(line)
         for line in kept_lines(result):
@@ -306,12 +307,34 @@ def list_line(
     return line
 
 
+# The connection options of Kafka's kafka-configs for the commands printed beside kept throttles: set by the
+# CLI (cli/common.py) for the command that runs, read only when a throttle was kept.
+CONFIGS_CONNECTION: Callable[[], list[str]] = lambda: ["--bootstrap-server", "HOST:PORT"]  # noqa: E731
+
+
 def kept_lines(result: ClearResult, limit: int | None = NAMES_SHOWN) -> list[str]:
-    """The throttles a clear left alone: at most `limit` lines of kept keys (None: all), then a count."""
-    kept = result.kept if limit is None else result.kept[:limit]
-    lines = [f"Kept a throttle this tool did not set: {k}" for k in kept]
-    if len(kept) < len(result.kept):
-        lines.append(f"... and {len(result.kept) - len(kept)} more kept (all with -v)")
+    """The throttles a clear left alone, and why: per entity (at most `limit`; None: all) its keys and the
+    kafka-configs command that removes them, then a count."""
+    kept = list(result.kept_keys.items())
+    shown = kept if limit is None else kept[:limit]
+    lines: list[str] = []
+    if shown:
+        where = f" through {result.record_name}" if result.record_name else ""
+        lines.append(
+            f"Kept throttles that are not in this tool's record of those it set{where}: set by hand, by "
+            "Kafka's own tools, or by kafka-reassign through the other connection (--zookeeper / "
+            "--bootstrap-server alone), whose record this one does not read. Each is left in place:"
+        )
+    connection = CONFIGS_CONNECTION() if shown else []
+    for (entity, name), keys in shown:
+        values = ", ".join(f"{k}={v}" for k, v in keys.items())
+        target = ["--entity-type", entity, "--entity-name", name]
+        command = shlex.join(
+            ["kafka-configs", *connection, *target, "--alter", "--delete-config", ",".join(keys)]
+        )
+        lines.append(f"  {entity[:-1]} {name}: {values}; to remove: {command}")
+    if len(shown) < len(kept):
+        lines.append(f"... and {len(kept) - len(shown)} more kept (all with -v)")
     if result.pending:
         b = result.pending
         lines.append(
@@ -351,8 +374,18 @@ def rollback_block(js: str) -> str:
 
 
 def clearing_lines(result: ClearResult) -> list[str]:
-    b, t = result.brokers, result.topics
-    return [
-        f"Clearing broker-level throttles on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))}",
-        f"Clearing topic-level throttles on topic{'' if len(t) == 1 else 's'} {','.join(t)}",
-    ]
+    """Kafka's two lines, for what was really cleared: the brokers and topics whose throttles of ours were
+    restored (an empty list: its line left out); one line when there was nothing of ours to clear."""
+    b, t = result.cleared_brokers, result.cleared_topics
+    lines = [f"Clearing broker-level throttles on broker{'' if len(b) == 1 else 's'} {','.join(map(str, b))}"]
+    lines = lines if b else []
+    if t:
+        lines.append(f"Clearing topic-level throttles on topic{'' if len(t) == 1 else 's'} {','.join(t)}")
+    return lines or ["No throttles set by this tool were found: nothing cleared."]
+
+
+def cleared_json(result: ClearResult | None) -> dict[str, object] | None:
+    """`throttles_cleared` of the JSON documents: what was really cleared."""
+    if result is None:
+        return None
+    return {"brokers": result.cleared_brokers, "topics": result.cleared_topics}

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from reassign_cli.cli.common import Options, connection
 from reassign_cli.errors import UsageError
@@ -23,56 +25,87 @@ def opts(
         zk_timeout=10.0,
         format="text",
         color=False,
-        quiet=False,
         verbose=False,
         bootstrap=bs,
         command_config=kw.get("command_config"),  # type: ignore[arg-type]
+        quiet=bool(kw.get("quiet")),
         explicit=frozenset(explicit),
     )
 
 
+# The rule (docs/kraft.md): a flag replaces its own variable, never the other one; ZooKeeper alone, the brokers
+# alone, or both (ZooKeeper mode with the brokers beside it), the same for every subcommand.
 CASES = {
-    # name: (zookeeper, bootstrap, typed, admin_too) -> (ZooKeeper used?, admin bootstrap or None)
-    "--zookeeper": ((ZK, None, ("zookeeper",), False), (True, None)),
-    "--bootstrap-server": ((None, BS, ("bootstrap",), False), (False, BS)),
-    "both from the environment: ZooKeeper": ((ZK, BS, (), False), (True, None)),
-    "both from the environment, execute/cancel: ZooKeeper, brokers beside": ((ZK, BS, (), True), (True, BS)),
-    "only KAFKA_REASSIGN_BOOTSTRAP": ((None, BS, (), False), (False, BS)),
-    "typed --bootstrap-server wins over KAFKA_REASSIGN_ZOOKEEPER": (
-        (ZK, BS, ("bootstrap",), False),
-        (False, BS),
+    # name: (zookeeper, bootstrap, typed) -> (ZooKeeper used?, admin bootstrap or None)
+    "--zookeeper": ((ZK, None, ("zookeeper",)), (True, None)),
+    "--bootstrap-server": ((None, BS, ("bootstrap",)), (False, BS)),
+    "only KAFKA_REASSIGN_ZOOKEEPER": ((ZK, None, ()), (True, None)),
+    "only KAFKA_REASSIGN_BOOTSTRAP": ((None, BS, ()), (False, BS)),
+    "both typed": ((ZK, BS, ("zookeeper", "bootstrap")), (True, BS)),
+    "both from the environment": ((ZK, BS, ()), (True, BS)),
+    "typed --bootstrap-server beside KAFKA_REASSIGN_ZOOKEEPER": ((ZK, BS, ("bootstrap",)), (True, BS)),
+    "typed --zookeeper beside KAFKA_REASSIGN_BOOTSTRAP": ((ZK, BS, ("zookeeper",)), (True, BS)),
+    "--zookeeper '' hides KAFKA_REASSIGN_ZOOKEEPER": (("", BS, ("zookeeper", "bootstrap")), (False, BS)),
+    "--bootstrap-server '' hides KAFKA_REASSIGN_BOOTSTRAP": (
+        (ZK, "", ("zookeeper", "bootstrap")),
+        (True, None),
     ),
-    "the same for cancel": ((ZK, BS, ("bootstrap",), True), (False, BS)),
-    "typed --zookeeper wins over KAFKA_REASSIGN_BOOTSTRAP": ((ZK, BS, ("zookeeper",), False), (True, None)),
-    "cancel: --zookeeper, brokers from the environment": ((ZK, BS, ("zookeeper",), True), (True, BS)),
-    "cancel/execute: both typed": ((ZK, BS, ("zookeeper", "bootstrap"), True), (True, BS)),
 }
 
 
 @pytest.mark.parametrize(("given", "expected"), CASES.values(), ids=CASES.keys())
 def test_backend_choice(
-    given: tuple[str | None, str | None, tuple[str, ...], bool], expected: tuple[bool, str | None]
+    given: tuple[str | None, str | None, tuple[str, ...]], expected: tuple[bool, str | None]
 ) -> None:
-    zk, bs, typed, admin_too = given
-    conn = connection(opts(zk, bs, typed), admin_too=admin_too)
+    zk, bs, typed = given
+    conn = connection(opts(zk, bs, typed))
     assert (conn.zk is not None, conn.admin.bootstrap if conn.admin else None) == expected
     if conn.zk is not None:
         assert conn.zk.connect == ZK
 
 
+@given(
+    zk=st.sampled_from([None, "", ZK]),
+    bs=st.sampled_from([None, "", BS]),
+    typed=st.sets(st.sampled_from(["zookeeper", "bootstrap"])),
+)
+def test_a_flag_and_its_variable_never_pick_different_backends(
+    zk: str | None, bs: str | None, typed: set[str]
+) -> None:
+    """The same values, typed or from the environment, in any mix: the same connection (issue 30 item 1)."""
+
+    def choice(explicit: tuple[str, ...]) -> tuple[str | None, str | None] | str:
+        try:
+            conn = connection(opts(zk, bs, explicit, quiet=True))
+        except UsageError as e:
+            return str(e)
+        return (conn.zk.connect if conn.zk else None, conn.admin.bootstrap if conn.admin else None)
+
+    assert choice(tuple(sorted(typed))) == choice(())
+
+
+def test_which_one_was_used_is_said_once_when_a_variable_is_involved(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    o = opts(ZK, BS, ())
+    connection(o)
+    connection(o)
+    err = capsys.readouterr().err
+    assert err == (
+        f"Using ZooKeeper mode: ZooKeeper {ZK} (KAFKA_REASSIGN_ZOOKEEPER), with the brokers {BS} "
+        "(KAFKA_REASSIGN_BOOTSTRAP) beside it; to use only one, unset KAFKA_REASSIGN_ZOOKEEPER or give its "
+        "option as ''.\n"
+    )
+    connection(opts(ZK, BS, ("zookeeper", "bootstrap")))  # both typed: nothing to point out
+    assert capsys.readouterr().err == ""
+
+
 USAGE = {
-    "both typed": (
-        (ZK, BS, ("zookeeper", "bootstrap")),
-        "--zookeeper and --bootstrap-server cannot be used together",
-    ),
     "neither": ((None, None, ()), "--zookeeper or --bootstrap-server is required"),
+    "both empty": (("", "", ("zookeeper", "bootstrap")), "--zookeeper or --bootstrap-server is required"),
     "--command-config without the admin API": (
         (ZK, None, ("zookeeper", "command_config")),
         "--command-config configures --bootstrap-server",
-    ),
-    "--zk-timeout with the admin API": (
-        (None, BS, ("bootstrap", "zk_timeout")),
-        "--zk-timeout is for --zookeeper",
     ),
 }
 
@@ -81,6 +114,15 @@ USAGE = {
 def test_usage_errors(given: tuple[str | None, str | None, tuple[str, ...]], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         connection(opts(*given, command_config="x.properties"))
+
+
+def test_the_connect_timeout_reaches_the_brokers() -> None:
+    """--connect-timeout (old name --zk-timeout) is the brokers' bootstrap timeout too (issue 30 item 8)."""
+    o = opts(None, BS, ("bootstrap", "zk_timeout"))
+    o.zk_timeout = 2.5
+    admin = connection(o).admin
+    assert admin is not None
+    assert (admin.connect_timeout, admin.client_settings()["bootstrap_timeout_ms"]) == (2.5, 2500)
 
 
 def test_the_command_config_file_is_read_and_mapped(tmp_path: Path) -> None:
@@ -93,9 +135,6 @@ def test_the_command_config_file_is_read_and_mapped(tmp_path: Path) -> None:
 
 def test_through_the_real_command_line(tmp_path: Path) -> None:
     # Usage errors come before any connection (the addresses do not exist) and before any file is read.
-    both = run_cli("list", "--zookeeper", "127.0.0.1:1", "--bootstrap-server", "127.0.0.1:1")
-    assert (both.returncode, both.stdout) == (2, "")
-    assert both.stderr.startswith("Error: --zookeeper and --bootstrap-server cannot be used together")
     snap = run_cli("generate", "--snapshot", "s.json", "--topic", "t", "--bootstrap-server", "127.0.0.1:1")
     assert (snap.returncode, snap.stderr.splitlines()[0]) == (
         2,

@@ -21,7 +21,7 @@ def _child(cluster: Any, mover: Mover, plan: Any, *args: str) -> Child:
     if not any(p == plan for p, _ in mover.plans):
         mover.plans.append((plan, sorted({t for t, _ in _targets(plan)})))
     return Child(
-        cluster.zookeeper,
+        "",  # the admin API alone (KAFKA_REASSIGN_ZOOKEEPER empty: not set)
         mover.tmp,
         *("execute", "--reassignment-json-file", plan, "--bootstrap-server", cluster.bootstrap),
         *("--poll-interval", "0.5", *args),
@@ -103,6 +103,8 @@ def test_12_target_broker_down_in_the_window_is_stuck_while_others_proceed(
         plan,
         "--bootstrap-server",
         cluster.bootstrap,
+        "--zookeeper",
+        "",
         "--throttle",
         FAST,
     )

@@ -13,6 +13,7 @@ from tests.clusters import kafka_tool
 from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
     RECORD,
     Mover,
     await_idle,
@@ -71,8 +72,10 @@ def test_cancel_all_stops_kafkas_move_and_ours(
         assert c.stdout.splitlines() == [
             "Saved the targets of the reassignments cancelled to pre-cancel.json",
             f"Successfully cancelled partition reassignments for: {first}-0,{second}-0",
+            # Ours: the rates of brokers 1,2,3 (back to Kafka's values, recorded as priors) and our topic's
+            # lists; Kafka's topic's lists are not ours (kept, below).
             "Clearing broker-level throttles on brokers 1,2,3",
-            f"Clearing topic-level throttles on topics {first},{second}",
+            f"Clearing topic-level throttles on topic {ours_topic}",
         ]
         # The rollback file: where each partition was heading, worked out by hand (RS minus RR).
         heading = {theirs_topic: [3, 1], ours_topic: [2, 3]}
@@ -92,7 +95,16 @@ def test_cancel_all_stops_kafkas_move_and_ours(
         assert config(zk, "topics", theirs_topic) == kafka_topic
         assert {b: config(zk, "brokers", b) for b in (1, 2, 3)} == kafka_brokers
         assert get_json(zk, RECORD) is None
-        assert c.stderr == ""
+        kept = c.stderr.splitlines()
+        assert len(kept) == 2 and kept[0].startswith("Kept throttles that are not in this tool's record"), (
+            kept
+        )
+        keys = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+        kafka_values = ", ".join(f"{k}={kafka_topic[k]}" for k in keys)
+        assert kept[1] == (
+            f"  topic {theirs_topic}: {kafka_values}; to remove: kafka-configs --bootstrap-server {cluster.bootstrap} "
+            f"--entity-type topics --entity-name {theirs_topic} --alter --delete-config {','.join(keys)}"
+        )
 
         again = _cancel_all(mover, cluster, "--rollback-file", "again.json")
         assert (again.returncode, again.stdout, again.stderr) == (

@@ -60,7 +60,7 @@ def test_cancel_all_on_kraft(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> Non
             "Saved the targets of the reassignments cancelled to pre.json",
             f"Successfully cancelled partition reassignments for: {first}-0,{second}-0",
             "Clearing broker-level throttles on brokers 1,2,3",
-            f"Clearing topic-level throttles on topics {first},{second}",
+            f"Clearing topic-level throttles on topic {ours_topic}",  # Kafka's topic's lists are not ours
         ]
         heading = {ours_topic: [3, 2], theirs_topic: [3, 1]}
         assert json.loads((tmp_path / "pre.json").read_text()) == {

@@ -58,7 +58,7 @@ def _data(cluster: Any, make_topic: Any, mover: Mover) -> tuple[str, str, dict[s
     """Topic a on broker 1, b on broker 2, 8 partitions each, 12 MB and 1 MB alternating out of phase."""
     warm = make_topic({0: [1]})  # the record of prior values made once (a first write creates its topic)
     run = mover.execute(
-        mover.plan("warm.json", {(warm, 0): [2]}), "--bootstrap-server", cluster.bootstrap,
+        mover.plan("warm.json", {(warm, 0): [2]}), "--bootstrap-server", cluster.bootstrap, "--zookeeper", "",
         "--throttle", "1000000000", "--wait", "--poll-interval", "0.3",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr

@@ -29,7 +29,7 @@ GROWS = re.compile(r"(\S+-0): its leader's log grows at .* --throttle (\d+) woul
 
 def _paced(cluster: Any, mover: Mover, plan: Any, throttle: int) -> Child:
     return Child(
-        cluster.zookeeper,
+        "",  # the admin API alone (KAFKA_REASSIGN_ZOOKEEPER empty: not set)
         mover.tmp,
         *("execute", "--reassignment-json-file", plan, "--bootstrap-server", cluster.bootstrap),
         *("--max-moves-per-broker", "1", "--throttle", str(throttle), "--poll-interval", "0.5"),
@@ -106,7 +106,9 @@ def test_a_log_that_outgrows_its_copy_gets_a_throttle_that_lets_it_finish(
         assert need > RATE * RECORD, m[0]  # more than the log grows: the copy can gain on it
         assert producer.is_alive()  # the log still grows
         # the same plan with --throttle R: only the rates of the running move change
-        r = mover.execute(plan, "--bootstrap-server", cluster.bootstrap, "--throttle", str(need))
+        r = mover.execute(
+            plan, "--bootstrap-server", cluster.bootstrap, "--zookeeper", "", "--throttle", str(need)
+        )
         assert r.returncode == 0, r.stderr
         assert "only its throttle rates are changed" in r.stderr
         assert child.finish(timeout=SECONDS) == 0, child.stderr

@@ -47,11 +47,12 @@ def test_orphan_warning_at_1700_topics() -> None:
 
 
 def test_kept_lines_capped() -> None:
-    kept = [f"topic t{i}: leader.replication.throttled.replicas=*" for i in range(25)]
-    lines = kept_lines(ClearResult([], [], kept=kept))
-    assert lines[:10] == [f"Kept a throttle this tool did not set: {k}" for k in kept[:10]]
-    assert lines[10:] == ["... and 15 more kept (all with -v)"]
-    assert len(kept_lines(ClearResult([], [], kept=kept), limit=None)) == 25
+    kept = {("topics", f"t{i}"): {"leader.replication.throttled.replicas": "*"} for i in range(25)}
+    lines = kept_lines(ClearResult([], [], kept_keys=kept))
+    assert len(lines) == 1 + 10 + 1
+    assert [x.split(":")[0] for x in lines[1:11]] == [f"  topic t{i}" for i in range(10)]
+    assert lines[11:] == ["... and 15 more kept (all with -v)"]
+    assert len(kept_lines(ClearResult([], [], kept_keys=kept), limit=None)) == 1 + 25
 
 
 def test_listed_cuts_and_keeps_the_whole_message() -> None:

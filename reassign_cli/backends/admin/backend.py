@@ -40,6 +40,7 @@ from reassign_cli.backends.protocol import (
     SetupInProgress,
     SetupLost,
     ThrottlePlan,
+    ZookeeperRecord,
 )
 from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
@@ -88,6 +89,7 @@ def kafka_uuid(value: Any) -> str | None:
 
 class AdminBackend:
     offline_broker_configs = False
+    record_name = "the admin API"  # where the record of our throttles is: its record topic
 
     def __init__(
         self, options: AdminOptions, admin: Any, record: RecordLog, *, dry_run: bool = False
@@ -237,6 +239,21 @@ class AdminBackend:
             cluster = self._call("DescribeCluster", self.admin.describe_cluster)
             self._live = {int(b["broker_id"]) for b in cluster["brokers"] if not b.get("is_fenced")}
         return self._live
+
+    def zookeeper_record(self) -> ZookeeperRecord | None:
+        """On a ZooKeeper-mode cluster, the ZooKeeper backend's record of its throttles (admin/
+        zookeeper_side.py); None on a KRaft cluster."""
+        from reassign_cli.backends.admin.zookeeper_side import read_zookeeper_record, zookeeper_connect
+
+        live = sorted(self._live_brokers())
+        if not live:
+            return None
+        connect = self._call(
+            "DescribeConfigs of a broker", zookeeper_connect, self.admin.describe_configs, live[0]
+        )
+        if connect is None:
+            return None
+        return read_zookeeper_record(connect, self.options.connect_timeout)
 
     # -- configs ---------------------------------------------------------------------------------
     def read_config(self, entity: Entity, name: str) -> dict[str, str] | None:

@@ -17,13 +17,15 @@ def connect(options: AdminOptions) -> Any:
     from kafka.admin import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    from reassign_cli.backends.admin.reach import HINT, check_reachable
     from reassign_cli.backends.admin.sasl_probe import check_plain_credentials
 
+    check_reachable(options)  # a refused port, a bad name, ZooKeeper's port: one line now, not in 30 s
     check_plain_credentials(options)  # a wrong password: one line now, not "Unable to bootstrap" in 30 s
     try:
         return KafkaAdminClient(**options.client_settings())
     except KafkaError as e:
-        raise OperationalError(f"cannot connect to Kafka at {options.bootstrap}: {e}") from None
+        raise OperationalError(f"cannot connect to Kafka at {options.bootstrap}: {e}", hint=HINT) from None
     except (OSError, ValueError) as e:  # e.g. an unreadable PEM file, a bad setting
         raise OperationalError(f"cannot connect to Kafka at {options.bootstrap}: {e}") from None
 

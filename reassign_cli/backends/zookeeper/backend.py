@@ -32,6 +32,7 @@ class ZkBackend:
     reads see them, nothing is written. `admin`: the brokers for what ZooKeeper does not carry (cancel)."""
 
     offline_broker_configs = True  # /config/brokers/<id> is a znode, whether the broker runs or not
+    record_name = "ZooKeeper"  # where the record of our throttles is: /reassign_cli/throttles
 
     def __init__(
         self, session: ZkSession, *, dry_run: bool = False, admin: AdminOptions | None = None
@@ -64,6 +65,9 @@ class ZkBackend:
 
     def read_priors(self) -> dict[str, Any]:
         return self.store.read_priors()
+
+    def zookeeper_record(self) -> None:
+        return None  # this backend's own record: read_priors
 
     def commit_throttles(
         self, plan: ThrottlePlan, *, guard: Guard = "none", record_last: bool = False, create: bool = True
