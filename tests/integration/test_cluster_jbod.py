@@ -140,6 +140,20 @@ def check_separate_filesystems(directory: Path, expected: tuple[int, int]) -> di
     return dirs
 
 
+def restart_after_kill_everything(d: Path, sizes: str | None, dirs: dict[int, list[str]]) -> None:
+    """Every process killed (no `down`): the next `up --jbod` replaces the stale mounts with fresh, empty
+    ones rather than stacking new mounts on them."""
+    pids = [int(p.read_text()) for p in (d / "pids").glob("*.pid")]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in pids), timeout=30, message="killed")
+    assert len(mounts_under(d)) == 6  # left behind
+    up = jbod_script("up", "--jbod", directory=d, sizes=sizes)
+    assert up.returncode == 0, up.stderr
+    assert sorted(mounts_under(d)) == sorted(p for paths in dirs.values() for p in paths)
+    assert not [p for paths in dirs.values() for p in paths if any(Path(p).glob("t-jbod-*"))]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "sizes", "expected"),
@@ -185,6 +199,8 @@ def test_jbod_cluster(
         assert moved.is_dir() and os.stat(moved).st_dev == os.stat(target).st_dev != os.stat(source).st_dev
         assert not (Path(source) / f"{topic}-0").exists()
 
+        if not mode:  # ZooKeeper mode only (one more start): a cluster killed outright, then `up` again
+            restart_after_kill_everything(d, sizes, dirs)
         # a broker that crashed: down still unmounts everything
         os.kill(int((d / "pids" / "broker-3.pid").read_text()), signal.SIGKILL)
     finally:
@@ -236,3 +252,34 @@ def test_up_jbod_without_mount_permission_is_one_error_line(prefix: tuple[str, .
     finally:
         jbod_script("down", directory=d)
         subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def test_up_jbod_unmounts_its_mounts_when_a_later_mount_fails(tmp_path: Path) -> None:
+    """A `mount` in front of the real one refuses broker 2's d1 only (the fourth of six): the three
+    made before are unmounted again, and the error is one line."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "mount").write_text(
+        f'#!/bin/sh\necho "$6" >> {tmp_path}/calls\n'
+        'case "$6" in *broker-2/d1) echo "mount: $6: refused by the test" >&2; exit 32;; esac\n'
+        'exec /usr/bin/mount "$@"\n'
+    )
+    (fake / "mount").chmod(0o755)
+    d = tmp_path / "cluster"
+    try:
+        r = jbod_script("up", "--jbod", directory=d, prefix=("env", f"PATH={fake}:{os.environ['PATH']}"))
+        assert r.returncode == 1, r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and "cannot mount a 512 MiB tmpfs at " in lines[0], r.stderr
+        assert "broker-2/d1: mount: " in lines[0] and "refused by the test" in lines[0], r.stderr
+        called = (tmp_path / "calls").read_text().split()
+        assert [p.split("/data/")[1] for p in called] == [
+            "broker-1/d0",
+            "broker-1/d1",
+            "broker-2/d0",
+            "broker-2/d1",
+        ]
+        assert mounts_under(d) == []
+        assert not (d / "env").exists()
+    finally:
+        jbod_script("down", directory=d)
