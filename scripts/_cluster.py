@@ -6,6 +6,7 @@ Three modes, chosen at `up` and remembered in state.json:
           zookeeper.set.acl=true authenticating over TLS, and a second broker listener, SASL_SSL
           (SASL/PLAIN over TLS), beside the PLAINTEXT one
   kraft   3 combined KRaft nodes (broker+controller), Kafka 3.9.x or 4.x
+Any mode may add --jbod: each broker's two log dirs are tmpfs mounts of different sizes (needs root).
 
 Called by scripts/cluster (see `scripts/cluster --help` and docs/cluster.md). Everything lives under the
 state directory ($CLUSTER_DIR, default <repo>/.cluster): configs, data, logs, pid files, the ports
@@ -53,6 +54,11 @@ KAFKA_SASL_USER = "admin"  # the SASL/PLAIN user of the secure cluster's SASL_SS
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 REASSIGN_MAIN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 JVM_COMMON = ["-XX:-UsePerfData", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
+
+# --jbod: each broker's log dirs d0, d1 on tmpfs mounts of these sizes (CLUSTER_JBOD_SIZES overrides); the
+# mount source names our mounts in /proc/mounts, so that `down` unmounts those and no other.
+JBOD_DEFAULT_SIZES = (256 * 2**20, 512 * 2**20)
+JBOD_SOURCE = "reassign-cli-jbod"
 
 START_TIMEOUT = float(os.environ.get("CLUSTER_TIMEOUT", "180"))
 STOP_TIMEOUT = float(os.environ.get("CLUSTER_STOP_TIMEOUT", "60"))
@@ -670,6 +676,12 @@ class Cluster:
         st = self.load_state() or {}
         return str(st.get("kafka_version") or kafka_version())
 
+    @property
+    def jbod_sizes(self) -> list[int] | None:
+        """The tmpfs size of each log dir (d0, d1) of a JBOD cluster; None for one without --jbod."""
+        sizes = (self.load_state() or {}).get("jbod_sizes")
+        return [int(x) for x in sizes] if isinstance(sizes, list) else None
+
     def names(self) -> list[str]:
         brokers = [f"broker-{i}" for i in BROKER_IDS]
         return brokers if self.mode == "kraft" else ["zookeeper", *brokers]
@@ -969,6 +981,95 @@ def cluster_ready(c: Cluster) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- JBOD: tmpfs log dirs
+
+
+def parse_size(text: str) -> int:
+    """'256M' -> 268435456 (K, M, G: binary units; a bare number is bytes)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)i?B?\s*", text, re.I)
+    if not m or int(m.group(1)) == 0:
+        raise ClusterError(f"CLUSTER_JBOD_SIZES: expected sizes like 256M,512M, got {text!r}")
+    return int(m.group(1)) * 1024 ** " KMG".index(m.group(2).upper() or " ")
+
+
+def jbod_sizes() -> list[int]:
+    """The tmpfs size of each of a broker's log dirs: $CLUSTER_JBOD_SIZES (e.g. 256M,512M) or the default."""
+    text = os.environ.get("CLUSTER_JBOD_SIZES")
+    if not text:
+        return list(JBOD_DEFAULT_SIZES)
+    sizes = [parse_size(t) for t in text.split(",")]
+    if len(sizes) != LOG_DIRS_PER_BROKER:
+        raise ClusterError(f"CLUSTER_JBOD_SIZES: expected {LOG_DIRS_PER_BROKER} sizes, got {text!r}")
+    return sizes
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+def jbod_mounts(c: Cluster) -> list[Path]:
+    """Our tmpfs mounts under this state dir's data, as /proc/mounts lists them (in mount order)."""
+    data = c.root / "data"
+    out = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        source, point, fstype = line.split()[:3]
+        where = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point))
+        if source == JBOD_SOURCE and fstype == "tmpfs" and data in where.parents:
+            out.append(where)
+    return out
+
+
+def check_can_mount() -> None:
+    if os.geteuid() != 0:
+        raise ClusterError(
+            f"`up --jbod` mounts tmpfs log dirs and needs root (running as uid {os.geteuid()})"
+        )
+
+
+def mount_jbod(c: Cluster, sizes: list[int]) -> None:
+    """A tmpfs of sizes[k] at each broker's log dir dk; on a refused mount, unmount what this call made."""
+    for i in BROKER_IDS:
+        for k, path in enumerate(c.broker_log_dirs(i)):
+            size = sizes[k]
+            Path(path).mkdir(parents=True, exist_ok=True)
+            cmd = ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", JBOD_SOURCE, path]
+            r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+            if r.returncode != 0:
+                unmount_jbod(c)
+                why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[0]
+                raise ClusterError(f"cannot mount a {mib(size)} tmpfs at {path}: {why}")
+
+
+def unmount_jbod(c: Cluster) -> int:
+    """Unmount every JBOD tmpfs of this state dir (none of another's); how many there were."""
+    mounts = jbod_mounts(c)
+    for path in reversed(mounts):
+        r = subprocess.run(["umount", str(path)], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise ClusterError(f"cannot unmount {path}: {r.stderr.strip()}")
+    return len(mounts)
+
+
+def jbod_status(c: Cluster) -> None:
+    """One line per JBOD log dir: its path, configured size, and the tmpfs mounted there (or not)."""
+    sizes = c.jbod_sizes or []
+    mounted = set(jbod_mounts(c))
+    for i in BROKER_IDS:
+        for k, size in enumerate(sizes):
+            path = c.broker_log_dirs(i)[k]
+            if Path(path) in mounted:
+                st = os.statvfs(path)
+                shown = f"tmpfs {mib(st.f_blocks * st.f_frsize)}, {mib(st.f_bavail * st.f_frsize)} free"
+            else:
+                shown = "NOT MOUNTED"
+            print(f"broker-{i} d{k} {path} ({mib(size)}): {shown}")
+
+
+def log_dirs_line(c: Cluster) -> str:
+    """CLUSTER_LOG_DIRS: '1:/…/d0,/…/d1;2:…' (each broker's log dirs, in the order of log.dirs)."""
+    return ";".join(f"{i}:{','.join(c.broker_log_dirs(i))}" for i in BROKER_IDS)
+
+
 def write_env(c: Cluster) -> None:
     zk_port, bports = c.ports()
     bootstrap = ",".join(f"{HOST}:{bports[i]}" for i in BROKER_IDS)
@@ -1004,6 +1105,7 @@ def write_env(c: Cluster) -> None:
             "CLUSTER_MODE": c.mode,
         }
     )
+    lines["CLUSTER_LOG_DIRS"] = log_dirs_line(c)
     if c.mode == "kraft":
         cports = c.controller_ports()
         lines["CLUSTER_CONTROLLER_PORTS"] = ",".join(str(cports[i]) for i in BROKER_IDS)
@@ -1097,23 +1199,31 @@ def start_brokers(c: Cluster, ids: list[int]) -> None:
         c.spawn(f"broker-{i}", "kafka.Kafka", heap, c.jaas_flags(f"broker-{i}"))
 
 
-def check_mode(c: Cluster, mode: str, version: str) -> None:
+def jbod_label(sizes: list[int] | None) -> str:
+    return f", JBOD {'+'.join(mib(n) for n in sizes)}" if sizes else ""
+
+
+def check_mode(c: Cluster, mode: str, version: str, sizes: list[int] | None = None) -> None:
     if mode != "kraft" and is_kafka4(version):
         raise ClusterError(
             f"Kafka {version} has no ZooKeeper mode: use `up --kraft --kafka-version {version}`"
         )
     if not c.load_state() or not any(c.alive(n) for n in c.names()):
         return
-    if (c.mode, c.version) != (mode, version):
+    if (c.mode, c.version, c.jbod_sizes) != (mode, version, sizes):
         raise ClusterError(
-            f"a {c.mode} cluster (Kafka {c.version}) runs in {c.root}, not {mode} (Kafka {version}): "
+            f"a {c.mode} cluster (Kafka {c.version}{jbod_label(c.jbod_sizes)}) runs in {c.root}, "
+            f"not {mode} (Kafka {version}{jbod_label(sizes)}): "
             "run `scripts/cluster down` first or use another CLUSTER_DIR"
         )
 
 
-def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None) -> int:
+def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None, jbod: bool = False) -> int:
     version = version or kafka_version()
-    check_mode(c, mode, version)
+    sizes = jbod_sizes() if jbod else None
+    if jbod:
+        check_can_mount()
+    check_mode(c, mode, version, sizes)
     ensure_jars(version)
     try:  # fetched before anything starts, so that the env file can name it
         ensure_jars(kafka4_version())
@@ -1130,7 +1240,7 @@ def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None) -> int:
     t0 = time.monotonic()
     try:
         if not running:
-            fresh_state(c, mode, version)
+            fresh_state(c, mode, version, sizes)
         else:
             say(f"partly running ({', '.join(running)}); starting the rest")
         if c.mode != "kraft" and not c.alive("zookeeper"):
@@ -1147,6 +1257,8 @@ def cmd_up(c: Cluster, mode: str = "zk", version: str | None = None) -> int:
         if started:
             say(f"startup failed: stopping what this run started ({', '.join(started)})")
             c.stop(started[::-1])
+        if not running:
+            unmount_jbod(c)
         raise
     write_env(c)
     say(f"up in {time.monotonic() - t0:.1f}s: {describe(c)}; env in {c.env_file}")
@@ -1161,21 +1273,28 @@ def describe(c: Cluster) -> str:
     return f"{c.mode} mode, Kafka {c.version}, controller is broker {controller_id(zk_port, c.tls())}"
 
 
-def fresh_state(c: Cluster, mode: str = "zk", version: str | None = None) -> None:
-    """A new cluster: new ports, empty data directories (and new certificates for `secure`)."""
+def fresh_state(
+    c: Cluster, mode: str = "zk", version: str | None = None, sizes: list[int] | None = None
+) -> None:
+    """A new cluster: new ports, empty data directories (tmpfs mounts of `sizes` for JBOD; and new
+    certificates for `secure`)."""
     version = version or kafka_version()
     zk_port, bports = port_overrides()
     fixed = {p for p in [zk_port, *(bports or {}).values()] if p}
     picked = iter(pick_ports(10, fixed))
     zk_port = None if mode == "kraft" else zk_port or next(picked)
     bports = bports or {i: next(picked) for i in BROKER_IDS}
+    unmount_jbod(c)  # left behind by a cluster that died without `down`
     shutil.rmtree(c.root / "data", ignore_errors=True)
     c.env_file.unlink(missing_ok=True)
+    if sizes:
+        mount_jbod(c, sizes)
     state: dict[str, object] = {
         "mode": mode,
         "zk_port": zk_port,
         "broker_ports": {str(i): p for i, p in bports.items()},
         "kafka_version": version,
+        "jbod_sizes": sizes,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if mode == "kraft":
@@ -1195,7 +1314,7 @@ def fresh_state(c: Cluster, mode: str = "zk", version: str | None = None) -> Non
         format_kraft_storage(c, str(state["cluster_id"]))
     where = f"ZooKeeper :{zk_port}, " if zk_port else ""
     say(
-        f"new {mode} cluster (Kafka {version}) in {c.root}: {where}brokers "
+        f"new {mode} cluster (Kafka {version}{jbod_label(sizes)}) in {c.root}: {where}brokers "
         + ", ".join(f"{i}:{p}" for i, p in bports.items())
     )
 
@@ -1213,6 +1332,9 @@ def cmd_down(c: Cluster) -> int:
     # brokers first (in parallel), then ZooKeeper
     c.stop([n for n in running if n != "zookeeper"])
     c.stop([n for n in running if n == "zookeeper"])
+    unmounted = unmount_jbod(c)
+    if unmounted:
+        say(f"unmounted {unmounted} tmpfs log dirs")
     if st:
         ports = c.all_ports()
         try:
@@ -1251,8 +1373,9 @@ def cmd_status(c: Cluster) -> int:
     if not st:
         print(f"no cluster in {c.root}")
         return 3
-    print(f"mode: {c.mode}, Kafka {c.version}")
+    print(f"mode: {c.mode}, Kafka {c.version}{jbod_label(c.jbod_sizes)}")
     ok, any_alive = status_rows(c)
+    jbod_status(c)
     if c.mode == "kraft":
         view = kraft_view(c)
         for i in sorted(view)[:1]:  # what the first answering broker knows
@@ -1390,11 +1513,13 @@ def cmd_kafka_tool(args: list[str]) -> int:
     os.execv(cmd[0], cmd)  # the tool's own output and exit status
 
 
-def parse_up(args: list[str]) -> tuple[str, str | None]:
-    mode, version = "zk", None
+def parse_up(args: list[str]) -> tuple[str, str | None, bool]:
+    mode, version, jbod = "zk", None, False
     it = iter(args)
     for a in it:
-        if a in ("--secure", "--kraft"):
+        if a == "--jbod":
+            jbod = True
+        elif a in ("--secure", "--kraft"):
             if mode != "zk":
                 raise ClusterError("choose one of --secure and --kraft")
             mode = a[2:]
@@ -1408,11 +1533,11 @@ def parse_up(args: list[str]) -> tuple[str, str | None]:
             raise ClusterError(f"up: unknown option {a!r}")
     if version and not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise ClusterError(f"--kafka-version: expected X.Y.Z, got {version!r}")
-    return mode, version
+    return mode, version, jbod
 
 
 USAGE = """\
-usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | status | env | jars
+usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] [--jbod] | down | status | env | jars
                        | stop-broker N | start-broker N | stop-zookeeper | start-zookeeper
                        | kafka-tool reassign-partitions|configs ARGS...
 
@@ -1429,7 +1554,9 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | stat
   up --kraft [--kafka-version V]
                   three combined KRaft broker+controller nodes 1,2,3 (racks r1,r2,r3), Kafka V (default
                   the ZooKeeper-mode version; 4.x supported); env has KAFKA_REASSIGN_BOOTSTRAP
-  down            stop what `up` started (by pid: TERM, then KILL after a timeout)
+  up ... --jbod   (any mode) each broker's two log dirs on tmpfs mounts of their own, 256 MiB and
+                  512 MiB (CLUSTER_JBOD_SIZES=256M,512M); needs root; `down` unmounts them
+  down            stop what `up` started (by pid: TERM, then KILL after a timeout), unmount its tmpfs
   status          mode, processes, ports, registered brokers, controller; exit 0: all up,
                   1: partly running, 3: nothing running
   stop-broker N   stop broker N and wait until it left /brokers/ids (KRaft: the others' metadata)
@@ -1448,7 +1575,7 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] | down | stat
 
 environment: CLUSTER_DIR (state dir, default <repo>/.cluster), CLUSTER_ZK_PORT, CLUSTER_BROKER_PORTS
 (e.g. 19091,19092,19093), CLUSTER_TIMEOUT (startup wait, s), CLUSTER_STOP_TIMEOUT (s before KILL),
-CLUSTER_BROKER_HEAP, KAFKA_VERSION, KAFKA4_VERSION, KAFKA_JARS_DIR, JAVA
+CLUSTER_BROKER_HEAP, CLUSTER_JBOD_SIZES, KAFKA_VERSION, KAFKA4_VERSION, KAFKA_JARS_DIR, JAVA
 """
 
 

@@ -263,13 +263,28 @@ def test_secure_mode_configs(tmp_path: Path) -> None:
 
 
 def test_up_options() -> None:
-    assert cl.parse_up([]) == ("zk", None)
-    assert cl.parse_up(["--secure"]) == ("secure", None)
-    assert cl.parse_up(["--kraft", "--kafka-version", "4.3.1"]) == ("kraft", "4.3.1")
-    assert cl.parse_up(["--kraft", "--kafka-version=3.9.2"]) == ("kraft", "3.9.2")
+    assert cl.parse_up([]) == ("zk", None, False)
+    assert cl.parse_up(["--secure"]) == ("secure", None, False)
+    assert cl.parse_up(["--kraft", "--kafka-version", "4.3.1"]) == ("kraft", "4.3.1", False)
+    assert cl.parse_up(["--kraft", "--kafka-version=3.9.2"]) == ("kraft", "3.9.2", False)
+    assert cl.parse_up(["--jbod"]) == ("zk", None, True)
+    assert cl.parse_up(["--kraft", "--jbod", "--kafka-version", "4.3.1"]) == ("kraft", "4.3.1", True)
     for bad in (["--secure", "--kraft"], ["--kraft", "--kafka-version"], ["--kafka-version", "4"], ["-x"]):
         with pytest.raises(cl.ClusterError):
             cl.parse_up(bad)
+
+
+def test_jbod_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTER_JBOD_SIZES", raising=False)
+    assert cl.jbod_sizes() == [268435456, 536870912]  # 256 MiB, 512 MiB
+    monkeypatch.setenv("CLUSTER_JBOD_SIZES", "64M,1G")
+    assert cl.jbod_sizes() == [67108864, 1073741824]
+    monkeypatch.setenv("CLUSTER_JBOD_SIZES", "4096,512k")
+    assert cl.jbod_sizes() == [4096, 524288]
+    for bad in ("256M", "256M,512M,1G", "0,1M", "12X,1M", "-1M,2M"):
+        monkeypatch.setenv("CLUSTER_JBOD_SIZES", bad)
+        with pytest.raises(cl.ClusterError):
+            cl.jbod_sizes()
 
 
 def kraft_nodes(compose: dict[str, Any]) -> dict[int, dict[str, Any]]:
