@@ -62,7 +62,7 @@ def test_only_what_was_typed_is_carried() -> None:
     assert set(typed) == {
         ("--bootstrap-server", "k:1"),
         ("--command-config", "a b.properties"),
-        ("--zk-timeout", "3.0"),
+        ("--connect-timeout", "3.0"),  # --zk-timeout is its older spelling
     }
     assert _typed([], env) == ()
 
