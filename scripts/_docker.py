@@ -18,7 +18,9 @@ Environment: CLUSTER_DIR (default <repo>/.cluster), RC_DOCKER (the docker client
 /usr/bin/docker: Debian's, which builds with BuildKit), RC_COMPOSE ("docker-compose" or
 "docker compose"; default docker-compose if installed, else the v2 plugin), RC_BASE_IMAGE (use this
 base instead of bootstrapping one), RC_ZK_PORT, RC_BROKER_<n>_PORT, RC_KRAFT_<n>_PORT,
-RC_CONTROLLER_<n>_PORT (default: free ports). Python standard library only (plus scripts/_cluster.py).
+RC_CONTROLLER_<n>_PORT (default: free ports), RC_ALLOW_BRIDGE_DAEMON=1 (a hosted CI runner: use its
+running dockerd even though its daemon.json allows bridges). Python standard library only (plus
+scripts/_cluster.py).
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ def check_daemon_json() -> None:
     except json.JSONDecodeError as e:
         raise DockerError(f"{DAEMON_JSON} is not JSON ({e}): fix it by hand") from None
     wrong = {k: current.get(k) for k, v in DAEMON_SETTINGS.items() if current.get(k) != v}
+    if wrong and os.environ.get("RC_ALLOW_BRIDGE_DAEMON") == "1" and daemon_answers():
+        say(f"warning: {DAEMON_JSON} allows bridged networking ({wrong}); using the running dockerd as told")
+        return
     if wrong:
         raise DockerError(
             f"{DAEMON_JSON} allows bridged networking ({wrong}); this machine needs "
@@ -119,7 +124,12 @@ def check_daemon_json() -> None:
 
 
 def ensure_packages() -> None:
-    missing = [pkg for path, pkg in APT_PACKAGES.items() if not Path(path).exists()]
+    needed = {
+        p: pkg
+        for p, pkg in APT_PACKAGES.items()
+        if pkg != "mmdebstrap" or not os.environ.get("RC_BASE_IMAGE")
+    }
+    missing = [pkg for path, pkg in needed.items() if not Path(path).exists()]
     if (
         not shutil.which("docker-compose")
         and run([docker_bin(), "compose", "version"], capture_output=True).returncode
