@@ -78,7 +78,11 @@ def docker_bin() -> str:
 
 
 def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(cmd, text=True, stdin=subprocess.DEVNULL, **kw)  # type: ignore[call-overload]
+    """subprocess.run in text mode; a program that is not installed (yet) exits 127, as in a shell."""
+    try:
+        return subprocess.run(cmd, text=True, stdin=subprocess.DEVNULL, **kw)  # type: ignore[call-overload]
+    except FileNotFoundError as e:
+        return subprocess.CompletedProcess(cmd, 127, "", f"{e}\n")
 
 
 def checked(cmd: list[str], what: str, **kw: object) -> subprocess.CompletedProcess[str]:
