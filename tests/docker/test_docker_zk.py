@@ -94,8 +94,8 @@ def test_the_tools_image_generates_what_the_venv_generates(cluster: Cluster, mak
 def ci_dry_run(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in read_env_file(cluster.directory / "env").items() if k == "CLUSTER_DIR"}
     return subprocess.run(
-        [PYTHON, str(REPO / "scripts" / "_ci_dry_run.py"), *args],
-        env={**os.environ, **env},
+        [str(REPO / "scripts" / "ci-dry-run"), *args],
+        env={**os.environ, **env, "CI_DRY_RUN_PYTHON": PYTHON},
         capture_output=True,
         text=True,
         timeout=600,
