@@ -299,6 +299,7 @@ MARKERS = {
     "spark": "needs pyspark and Java",
     "spark_cluster": "needs a standalone Spark master + worker (scripts/spark-cluster)",
     "slow": "takes more than a few seconds",
+    "docker": "the compose cluster (scripts/docker; runs only with REASSIGN_DOCKER_TESTS=1)",
 }
 
 

@@ -102,10 +102,37 @@ def brokers(compose: dict[str, Any]) -> dict[int, dict[str, Any]]:
 def test_services_and_images(compose: dict[str, Any]) -> None:
     services = {n: svc for n, svc in compose["services"].items() if "profiles" not in svc}
     assert set(services) == {"zookeeper"} | {f"kafka-{i}" for i in cl.BROKER_IDS}
-    # Confluent Platform 7.9.x ships Kafka 3.9: the last line with ZooKeeper mode
-    assert re.fullmatch(r"confluentinc/cp-zookeeper:7\.9\.\d+", services["zookeeper"]["image"])
-    images = {svc["image"] for svc in brokers(compose).values()}
-    assert len(images) == 1 and re.fullmatch(r"confluentinc/cp-kafka:7\.9\.\d+", images.pop())
+    # one image, built from docker/ (no registry image: the jars are Maven Central's, as scripts/cluster's)
+    for svc in compose["services"].values():
+        assert svc["image"] == "${RC_KAFKA_IMAGE:-reassign-cli/kafka:local}"
+        assert svc["build"] == {
+            "context": "docker",
+            "dockerfile": "kafka.Dockerfile",
+            "network": "host",
+            "args": {"BASE": "${RC_BASE_IMAGE:-eclipse-temurin:17-jre}"},
+        }
+    versions = {svc["environment"]["RC_KAFKA_VERSION"] for svc in brokers(compose).values()}
+    assert versions == {cl.kafka_version()}
+
+
+def test_host_network_only_and_listeners_on_loopback(compose: dict[str, Any]) -> None:
+    """No bridge network, no published port: every service shares the host's network namespace and
+    binds 127.0.0.1 (the machine's rule; also what makes the env file's addresses the same as
+    scripts/cluster's)."""
+    assert set(compose) == {"services"}  # no networks: or volumes: section
+    for name, svc in compose["services"].items():
+        assert svc["network_mode"] == "host", name
+        assert "ports" not in svc and "networks" not in svc, name
+        for key in ("KAFKA_LISTENERS", "KAFKA_ADVERTISED_LISTENERS", "KAFKA_CONTROLLER_QUORUM_VOTERS"):
+            for endpoint in svc["environment"].get(key, "").split(","):
+                assert not endpoint or re.search(r"(//|@)127\.0\.0\.1:\$\{RC_[A-Z0-9_]+:-\d+\}$", endpoint), (
+                    name,
+                    endpoint,
+                )
+    defaults = [
+        int(m) for m in re.findall(r"\$\{RC_[A-Z0-9_]+PORT:-(\d+)\}", COMPOSE.read_text())
+    ]  # every port comes from the environment, with a default
+    assert 2181 in defaults and {19092, 19093, 19094} <= set(defaults)
 
 
 def test_broker_ids_racks_chroot_log_dirs_heap(compose: dict[str, Any]) -> None:
@@ -113,13 +140,12 @@ def test_broker_ids_racks_chroot_log_dirs_heap(compose: dict[str, Any]) -> None:
         env = svc["environment"]
         assert env["KAFKA_BROKER_ID"] == str(broker_id)
         assert env["KAFKA_BROKER_RACK"] == cl.RACKS[broker_id]
-        assert env["KAFKA_ZOOKEEPER_CONNECT"] == f"zookeeper:2181{cl.CHROOT}"
+        assert env["KAFKA_ZOOKEEPER_CONNECT"] == f"127.0.0.1:${{RC_ZK_PORT:-2181}}{cl.CHROOT}"
         assert len(env["KAFKA_LOG_DIRS"].split(",")) == cl.LOG_DIRS_PER_BROKER
         assert env["KAFKA_HEAP_OPTS"] == cl.BROKER_HEAP
         assert "kafka.controller=INFO" in env["KAFKA_LOG4J_LOGGERS"].split(",")
     zk_env = compose["services"]["zookeeper"]["environment"]
-    assert zk_env["ZOOKEEPER_ADMIN_ENABLE_SERVER"] == "false"
-    assert zk_env["KAFKA_HEAP_OPTS"] == cl.ZK_HEAP
+    assert zk_env["RC_ROLE"] == "zookeeper" and zk_env["KAFKA_HEAP_OPTS"] == cl.ZK_HEAP
 
 
 def test_shared_settings_come_from_the_one_env_file(compose: dict[str, Any]) -> None:
@@ -159,30 +185,18 @@ def test_env_name_conversion() -> None:
         cl.env_name_to_property("AUTO_CREATE")
 
 
-def test_ports_published_on_localhost_and_advertised(compose: dict[str, Any]) -> None:
-    published = []
-    for broker_id, svc in brokers(compose).items():
-        env = svc["environment"]
-        (mapping,) = svc["ports"]
-        host_ip, host_port, container_port = mapping.split(":")
-        assert host_ip == "127.0.0.1" and host_port == container_port
-        assert f"PLAINTEXT_HOST://127.0.0.1:{host_port}" in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
-        assert f"PLAINTEXT://kafka-{broker_id}:29092" in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
-        assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == "PLAINTEXT"
-        published.append(int(host_port))
-    assert len(set(published)) == len(cl.BROKER_IDS)
-    assert compose["services"]["zookeeper"]["ports"] == ["127.0.0.1:2181:2181"]
-
-
 def test_healthchecks_and_start_order(compose: dict[str, Any]) -> None:
     services = compose["services"]
     for name, svc in services.items():  # the kraft profile's nodes too
         test = svc["healthcheck"]["test"]
         assert test[0] in ("CMD", "CMD-SHELL") and len(test) >= 2, name
-    assert "srvr" in " ".join(services["zookeeper"]["healthcheck"]["test"])
+        assert test == ["CMD", "kafka-run", "health"], name  # docker/kafka-run: by RC_ROLE, no JVM per check
     for svc in brokers(compose).values():
         assert svc["depends_on"] == {"zookeeper": {"condition": "service_healthy"}}
-        assert "kafka-broker-api-versions" in " ".join(svc["healthcheck"]["test"])
+    roles = {name: svc["environment"]["RC_ROLE"] for name, svc in services.items()}
+    assert roles == {"zookeeper": "zookeeper"} | {f"kafka-{i}": "broker" for i in cl.BROKER_IDS} | {
+        f"kraft-{i}": "kraft" for i in cl.BROKER_IDS
+    }
 
 
 # ----------------------------------------------------------------------- the other scripts/cluster modes
@@ -296,30 +310,26 @@ def test_kraft_profile_matches_scripts_cluster_kraft(compose: dict[str, Any]) ->
     nodes = kraft_nodes(compose)
     assert sorted(nodes) == list(cl.BROKER_IDS)
     shared = cl.read_env_file(cl.BROKER_ENV_FILE)
-    ctrl = {i: 29093 for i in cl.BROKER_IDS}
-    script_props = cl.kraft_properties(1, 29092, ctrl, ["/d0", "/d1"], "/meta")
-    images, cluster_ids, published = set(), set(), []
+    script_props = cl.kraft_properties(1, 29092, {i: 29093 for i in cl.BROKER_IDS}, ["/d0", "/d1"], "/meta")
+    cluster_ids, ports = set(), []
     for i, svc in nodes.items():
         env = svc["environment"]
         assert svc["profiles"] == ["kraft"] and svc["env_file"] == [str(cl.BROKER_ENV_FILE.relative_to(REPO))]
         assert not set(shared) & set(env), "the kraft nodes override shared settings"
-        images.add(svc["image"])
-        cluster_ids.add(env["CLUSTER_ID"])
+        cluster_ids.add(env["RC_CLUSTER_ID"])
+        assert env["RC_KAFKA_VERSION"] == cl.pom_version(cl.POM4)  # the newest 4.x of kafka4-pom.xml
         assert env["KAFKA_NODE_ID"] == str(i) and env["KAFKA_BROKER_RACK"] == cl.RACKS[i]
         assert env["KAFKA_PROCESS_ROLES"] == script_props["process.roles"]
         assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == ",".join(
-            f"{n}@kraft-{n}:29093" for n in cl.BROKER_IDS
+            f"{n}@127.0.0.1:${{RC_CONTROLLER_{n}_PORT:-{19291 + n}}}" for n in cl.BROKER_IDS
         )
+        port = f"${{RC_KRAFT_{i}_PORT:-{19191 + i}}}"
+        assert env["KAFKA_ADVERTISED_LISTENERS"] == f"PLAINTEXT://127.0.0.1:{port}" and env["RC_PORT"] == port
         assert len(env["KAFKA_LOG_DIRS"].split(",")) == cl.LOG_DIRS_PER_BROKER
         assert env["KAFKA_METADATA_LOG_DIR"] not in env["KAFKA_LOG_DIRS"].split(",")
         assert env["KAFKA_HEAP_OPTS"] == cl.EXTRA_BROKER_HEAP
-        (mapping,) = svc["ports"]
-        host_ip, host_port, container_port = mapping.split(":")
-        assert host_ip == "127.0.0.1" and host_port == container_port
-        assert f"PLAINTEXT_HOST://127.0.0.1:{host_port}" in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
-        published.append(int(host_port))
-    # the newest 4.x of scripts/maven/kafka4-pom.xml, one cluster id (22 characters: a 16-byte Uuid)
-    assert images == {f"apache/kafka:{cl.pom_version(cl.POM4)}"}
-    assert len(cluster_ids) == 1 and len(cluster_ids.pop()) == 22
-    zk_mode_ports = {int(svc["ports"][0].split(":")[1]) for svc in brokers(compose).values()}
-    assert len(set(published)) == 3 and not set(published) & zk_mode_ports
+        ports.append(port)
+    # one cluster id (22 characters: a 16-byte Uuid); ports apart from the ZooKeeper-mode brokers'
+    assert len(cluster_ids) == 1 and len(cluster_ids.pop().split(":-")[1].rstrip("}")) == 22
+    zk_mode = {svc["environment"]["KAFKA_LISTENERS"] for svc in brokers(compose).values()}
+    assert len(set(ports)) == 3 and not any(p in listener for p in ports for listener in zk_mode)
