@@ -416,6 +416,9 @@ def wait_healthy(st: dict[str, object], timeout: float = UP_TIMEOUT) -> None:
     cl.wait_for(ok, timeout, "every container healthy and every broker serving metadata")
 
 
+CONTAINER_LOG_DIRS = ("/var/lib/kafka/d0", "/var/lib/kafka/d1")  # KAFKA_LOG_DIRS in docker-compose.yml
+
+
 def write_env(st: dict[str, object]) -> None:
     """The same variables as scripts/cluster's env file (see write_env in scripts/_cluster.py)."""
     bports = broker_ports(st)
@@ -442,6 +445,8 @@ def write_env(st: dict[str, object]) -> None:
             "CLUSTER_MODE": mode,
         }
     )
+    # The brokers' log.dirs as the brokers see them (inside their containers; docker-compose.yml)
+    lines["CLUSTER_LOG_DIRS"] = ";".join(f"{i}:{','.join(CONTAINER_LOG_DIRS)}" for i in cl.BROKER_IDS)
     if mode == "kraft":
         lines["CLUSTER_CONTROLLER_PORTS"] = ",".join(
             str(ports[f"RC_CONTROLLER_{i}_PORT"]) for i in cl.BROKER_IDS

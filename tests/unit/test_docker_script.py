@@ -46,6 +46,9 @@ class ScriptCluster:
     def sasl_ports(self) -> dict[int, int]:
         return {}
 
+    def broker_log_dirs(self, broker_id: int) -> list[str]:
+        return list(dk.CONTAINER_LOG_DIRS)  # the compose brokers' log.dirs, as the brokers name them
+
 
 @pytest.mark.parametrize("mode", ["zk", "kraft"])
 def test_env_file_has_exactly_the_names_and_values_of_scripts_cluster(
