@@ -107,6 +107,8 @@ class FakeBackend:
     def offline_broker_configs(self) -> bool:
         return self.cluster.offline_broker_configs
 
+    offline_broker_clear = False  # no controller to write through
+
     # -- dry run -------------------------------------------------------------------------------
     def as_dry_run(self) -> FakeBackend:
         return FakeBackend(self.cluster, dry_run=True)

@@ -10,6 +10,7 @@ from reassign_cli.cli.common import (
     Options,
     connection,
     connection_options,
+    controller_option,
     open_backend,
 )
 from reassign_cli.cli.options import wait_timeout_option
@@ -37,6 +38,7 @@ from reassign_cli.errors import UsageError
 )
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
 @wait_timeout_option(60.0, "How long to wait for the controller to revert the partitions (exit 4 after).")
+@controller_option
 @connection_options
 def command(
     opts: Options,

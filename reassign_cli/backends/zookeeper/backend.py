@@ -32,6 +32,7 @@ class ZkBackend:
     reads see them, nothing is written. `admin`: the brokers for what ZooKeeper does not carry (cancel)."""
 
     offline_broker_configs = True  # /config/brokers/<id> is a znode, whether the broker runs or not
+    offline_broker_clear = False  # not needed: offline_broker_configs
 
     def __init__(
         self, session: ZkSession, *, dry_run: bool = False, admin: AdminOptions | None = None
