@@ -110,6 +110,8 @@ class FakeBackend:
     def zookeeper_record(self) -> None:
         return None
 
+    offline_broker_clear = False  # no controller to write through
+
     # -- dry run -------------------------------------------------------------------------------
     def as_dry_run(self) -> FakeBackend:
         return FakeBackend(self.cluster, dry_run=True)

@@ -131,6 +131,9 @@ class Backend(Protocol):
     # Whether the config of a broker that is not registered can be read and written: yes in ZooKeeper (a
     # znode); no through the admin API, where a broker's own config is changed through that broker.
     offline_broker_configs: bool
+    # Whether the keys this tool recorded on a broker that is not registered can still be put back (written
+    # without reading them, as the record says): through a KRaft controller (--bootstrap-controller).
+    offline_broker_clear: bool
 
     # -- dry run ---------------------------------------------------------------------------------
     def as_dry_run(self) -> Backend:

@@ -11,6 +11,7 @@ from reassign_cli.cli.common import (
     command_line,
     connection,
     connection_options,
+    controller_option,
     open_backend,
     registered_brokers,
 )
@@ -39,6 +40,7 @@ from reassign_cli.errors import UsageError
 )
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttles in place.")
 @wait_timeout_option(60.0, "How long to wait for the controller to revert the partitions (exit 4 after).")
+@controller_option
 @connection_options
 def command(
     opts: Options,

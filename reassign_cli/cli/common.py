@@ -35,6 +35,7 @@ class Options:
     command_config: str | None = None
     zk_jaas_file: str | None = None
     zk_tls_config_file: str | None = None
+    bootstrap_controller: str | None = None  # KRaft controllers (controller_option: execute, verify, cancel)
     # Which of these came from the command line (not the environment or a default).
     explicit: frozenset[str] = frozenset()
     # The connection options given as flags, as typed: what a suggested command carries (core.hints).
@@ -168,9 +169,23 @@ def _pop_options(kwargs: dict[str, Any]) -> Options:
         command_config=kwargs.pop("command_config"),
         zk_jaas_file=kwargs.pop("zk_jaas_file"),
         zk_tls_config_file=kwargs.pop("zk_tls_config_file"),
+        bootstrap_controller=kwargs.pop("bootstrap_controller", None),
         explicit=explicit,
         typed=typed_connection(ctx),
     )
+
+
+def controller_option(f: F) -> F:
+    """--bootstrap-controller, for the commands that take throttles off (above @connection_options)."""
+    return click.option(
+        "--bootstrap-controller",
+        "bootstrap_controller",
+        envvar="KAFKA_REASSIGN_BOOTSTRAP_CONTROLLER",
+        metavar="HOST:PORT[,...]",
+        help="KRaft controllers (their controller listener, KIP-919): the throttles this tool set on a broker "
+        "that is down are taken off through the active controller, instead of waiting for the broker; uses "
+        "--command-config too [env: KAFKA_REASSIGN_BOOTSTRAP_CONTROLLER].",
+    )(f)
 
 
 def connection_options(f: F) -> F:
@@ -412,7 +427,7 @@ def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]
         from reassign_cli.backends.admin.backend import open_admin_backend
 
         assert conn.admin is not None
-        with open_admin_backend(conn.admin) as admin_backend:
+        with open_admin_backend(conn.admin, _controller_options(opts, conn.admin)) as admin_backend:
             yield admin_backend
         return
     from reassign_cli.backends.zookeeper.backend import ZkBackend
@@ -420,6 +435,19 @@ def open_backend(opts: Options, *, admin_too: bool = False) -> Iterator[Backend]
 
     with open_session(conn.zk) as session:
         yield ZkBackend(session, admin=conn.admin)
+
+
+def _controller_options(opts: Options, admin: AdminOptions) -> AdminOptions | None:
+    """--bootstrap-controller with the client settings of --command-config (None when not given)."""
+    import dataclasses
+
+    from reassign_cli.errors import UsageError
+
+    if not opts.bootstrap_controller:
+        return None
+    if not [s for s in opts.bootstrap_controller.split(",") if s.strip()]:
+        raise UsageError("--bootstrap-controller needs at least one HOST:PORT")
+    return dataclasses.replace(admin, bootstrap=opts.bootstrap_controller)
 
 
 def log_dir_mover(backend: Backend) -> LogDirMover | None:

@@ -9,6 +9,7 @@ import click
 from reassign_cli.cli.common import (
     Options,
     connection_options,
+    controller_option,
     log_dir_mover,
     open_backend,
 )
@@ -137,6 +138,7 @@ def _rate(value: int | None) -> int | None:
     is_flag=True,
     help="Refuse (exit 3, nothing written) a plan that changes the number of replicas of a partition.",
 )
+@controller_option
 @connection_options
 def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions with

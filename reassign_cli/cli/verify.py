@@ -10,6 +10,7 @@ import click
 from reassign_cli.cli.common import (
     Options,
     connection_options,
+    controller_option,
     executed_file_option,
     log_dir_mover,
     open_backend,
@@ -39,6 +40,7 @@ from reassign_cli.cli.inputs import read_input_file
     metavar="NAME=VALUE",
     help="With --metrics-file: one more label on every series, e.g. cluster=eu1 (repeatable).",
 )
+@controller_option
 @connection_options
 def command(
     opts: Options,

@@ -119,7 +119,7 @@ def _plan_clear(
     result.record_name = getattr(backend, "record_name", "")
     result.recorded_brokers, result.recorded_topics = th.recorded_entities(record)
     out[:] = [result]
-    if not backend.offline_broker_configs:
+    if not backend.offline_broker_configs and not backend.offline_broker_clear:
         offline = brokers - set(full.broker_ids)
         result.pending = sorted(b for b in offline if th.record_entry(record, "brokers", b))
         brokers -= offline

@@ -41,6 +41,7 @@ from tests.integration.kraft_support import (
     Admin,
     admin,
     cli,
+    eventually,
     kafka_tool,
     plan,
     record_messages,
@@ -344,6 +345,54 @@ def test_7_the_leader_node_down_when_execute_wait_clears(
     finally:
         if a in kc.stopped:
             kc.start_broker(a)
+    assert_clean(ka, kc, planned, {topic: values}, OPERATOR)
+
+
+def _controllers(kc: ExtraCluster) -> str:
+    """--bootstrap-controller: every node's controller listener (scripts/cluster's env)."""
+    host = kc.bootstrap.split(",")[0].rsplit(":", 1)[0]
+    return ",".join(f"{host}:{p}" for p in kc.env["CLUSTER_CONTROLLER_PORTS"].split(","))
+
+
+def test_7c_the_leader_node_down_when_execute_wait_clears_through_the_controller(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path, children: list[Child]
+) -> None:
+    """Issue 30 item 26, with --bootstrap-controller (KIP-919): the node stays down; --wait takes its
+    throttles off through the active controller instead of waiting for it, and exits 0 with our record
+    empty while the node is still down. Once it is back, its config holds exactly what it held before
+    execute: an operator's own leader rate (which execute had raised to its own) and no follower rate.
+    (Without the controller client this waited for the node within --timeout and exited 4.)"""
+    a, c = 1, 2
+    b = next(n for n in kc.broker_ids if n not in (a, c))
+    prior = "5151515"
+    topic, values = _moving(ka, "ctrl", [a, c])
+    planned = {(topic, 0): [b, c]}
+    p = plan(tmp_path / "move.json", planned)
+    steady(ka, lambda: ka.alter("brokers", a, {LR: prior}) or True, "an operator's rate on the leader")
+    try:
+        child = _start(
+            kc, tmp_path, children, "execute", "--reassignment-json-file", p, "--throttle", RATE, "--wait",
+            "--poll-interval", "0.5", "--timeout", "120", "--bootstrap-controller", _controllers(kc),
+        )  # fmt: skip
+        child.wait_for_line("partitions done")
+        try:
+            kc.stop_broker(a)
+            assert child.finish() == 0, child.stderr
+            assert "register again" not in child.stderr
+            assert replayed_record(record_messages(kc.bootstrap)) == EMPTY  # while a is still down
+            assert a in kc.stopped
+            kc.start_broker(a)
+        finally:
+            if a in kc.stopped:
+                kc.start_broker(a)
+        eventually(
+            lambda: steady(ka, lambda: ka.throttles([a], []), "configs"),
+            {f"broker {a}": {LR: prior}},
+            "rates",
+        )
+    finally:  # on a failure, our record's leftovers first (they restore `prior`), then the operator's rate
+        assert _verify(kc, tmp_path, p).returncode in (0, 4)
+        steady(ka, lambda: ka.alter("brokers", a, {LR: None}) or True, "no operator's rate on the leader")
     assert_clean(ka, kc, planned, {topic: values}, OPERATOR)
 
 

@@ -6,7 +6,9 @@ ZooKeeper-mode brokers from 2.4 alike.
   and ListPartitionReassignments (every reassignment of the cluster: AR/RR, and the controller's RS).
 - configs: DescribeConfigs (the entity's own dynamic keys) and IncrementalAlterConfigs (SET/DELETE of the
   keys that change only: nothing else of the entity is touched). A broker's config goes through that
-  broker, so brokers that are not registered are out of reach (`offline_broker_configs` False).
+  broker, so brokers that are not registered are out of reach (`offline_broker_configs` False), except for
+  the clear: with `--bootstrap-controller` (KRaft), the keys this tool recorded on a broker that is down
+  are put back through the active controller (controller.py; `offline_broker_clear`).
 - the prior-values record: the topic `__reassign_cli_throttles` (record_topic.py, core/record_log.py).
 - create_reassignment: AlterPartitionReassignments, refused (False) while ListPartitionReassignments lists
   any, as Kafka's tool refuses; start_election: ElectLeaders (PREFERRED); cancel: AlterPartitionReassignments
@@ -29,6 +31,7 @@ from typing import Any
 import orjson
 
 from reassign_cli.backends.admin.client import cancel_reassignments, connect, list_reassignments
+from reassign_cli.backends.admin.controller import ControllerClient
 from reassign_cli.backends.admin.record_topic import RecordLog
 from reassign_cli.backends.protocol import (
     ConfigChange,
@@ -92,9 +95,17 @@ class AdminBackend:
     record_name = "the admin API"  # where the record of our throttles is: its record topic
 
     def __init__(
-        self, options: AdminOptions, admin: Any, record: RecordLog, *, dry_run: bool = False
+        self,
+        options: AdminOptions,
+        admin: Any,
+        record: RecordLog,
+        *,
+        dry_run: bool = False,
+        controller: ControllerClient | None = None,
     ) -> None:
         self.options = options
+        self.controller = controller  # --bootstrap-controller: a down broker's recorded keys go through it
+        self.offline_broker_clear = controller is not None
         self.admin = admin
         self.record = record
         self.dry_run = dry_run
@@ -117,7 +128,7 @@ class AdminBackend:
         self._renewer: _Renewer | None = None
 
     def as_dry_run(self) -> AdminBackend:
-        return AdminBackend(self.options, self.admin, self.record, dry_run=True)
+        return AdminBackend(self.options, self.admin, self.record, dry_run=True, controller=self.controller)
 
     def planned_writes(self) -> list[PlannedWrite]:
         return self.planned
@@ -315,7 +326,9 @@ class AdminBackend:
         stored_now = self.read_configs((e, n) for e, n, _ in updates)
         for entity, name, fn in updates:
             if entity == "brokers" and int(name) not in self._live_brokers():
-                continue
+                blind = _blind_change(name, fn) if self.controller is not None else None
+                changes += [blind] if blind is not None else []
+                continue  # else out of reach (see offline_broker_configs)
             stored = stored_now[(entity, name)]
             if stored is None and not create:
                 continue
@@ -338,6 +351,9 @@ class AdminBackend:
     def _alter(self, changes: list[ConfigChange], create: bool) -> None:
         from kafka.admin import AlterConfigOp, ConfigResource
 
+        down = [ch for ch in changes if ch.entity == "brokers" and int(ch.name) not in self._live_brokers()]
+        changes = [ch for ch in changes if ch not in down]
+        self._alter_through_controller(down)
         if self.dry_run:
             for ch in changes:
                 ops = {k: ch.after.get(k) for k in ch.before}
@@ -374,6 +390,19 @@ class AdminBackend:
                     f"IncrementalAlterConfigs on {ch.entity[:-1]} {ch.name} failed: {outcome}"
                 )
             self._wrote[(ch.entity, ch.name)] = (time.monotonic(), {k: ch.after.get(k) for k in ch.before})
+
+    def _alter_through_controller(self, changes: list[ConfigChange]) -> None:
+        """The keys of brokers that are down, through the active KRaft controller (--bootstrap-controller);
+        the broker applies them from the metadata log when it is registered again."""
+        for ch in changes:
+            ops = {k: ch.after.get(k) for k in ch.before}
+            if self.dry_run:
+                self._plan(
+                    "IncrementalAlterConfigs", f"broker {ch.name} (through the controller)", _json(ops)
+                )
+                continue
+            assert self.controller is not None
+            self.controller.alter_broker(int(ch.name), ops)
 
     # -- the record of prior values --------------------------------------------------------------
     def read_priors(self) -> dict[str, Any]:
@@ -647,13 +676,17 @@ def _json(value: Any) -> bytes:
 
 
 @contextlib.contextmanager
-def open_admin_backend(options: AdminOptions) -> Iterator[AdminBackend]:
-    """An AdminBackend on one admin client (and, when the record is used, one producer and consumer)."""
+def open_admin_backend(
+    options: AdminOptions, controller: AdminOptions | None = None
+) -> Iterator[AdminBackend]:
+    """An AdminBackend on one admin client (and, when the record is used, one producer and consumer);
+    `controller`: the KRaft controllers of --bootstrap-controller (connected to only when used)."""
     admin = connect(options)
     record = RecordLog(options, admin)
     backend = None
     try:
-        backend = AdminBackend(options, admin, record)
+        client = ControllerClient(controller) if controller is not None else None
+        backend = AdminBackend(options, admin, record, controller=client)
         yield backend
     finally:
         if backend is not None and backend._renewer is not None:
@@ -661,6 +694,21 @@ def open_admin_backend(options: AdminOptions) -> Iterator[AdminBackend]:
         record.close()
         with contextlib.suppress(Exception):
             admin.close()
+
+
+_UNREAD = "\0unread"  # the value of a key of a broker that is down (its config cannot be read)
+
+
+def _blind_change(name: str, fn: Any) -> ConfigChange | None:
+    """What `fn` does to broker `name`'s throttle keys, found without reading them (the broker is down): fn
+    applied to every key set to a value no config has; a key it removes is deleted, a key it sets is set,
+    a key it leaves alone is not touched. For a clear's restore this is exact (core.throttle
+    restore_config). The values before are unknown and given as None."""
+    probe = {k: _UNREAD for k in th.BROKER_KEYS}
+    new = fn(dict(probe))
+    after = {k: v for k, v in new.items() if v != _UNREAD}
+    keys = sorted(set(after) | {k for k in probe if k not in new})
+    return ConfigChange("brokers", name, dict.fromkeys(keys), after) if keys else None
 
 
 def _own(answer: Mapping[str, Any], entity: Entity, name: str) -> dict[str, str]:

@@ -50,18 +50,22 @@ def _backoff(attempt: int) -> float:
 
 
 def _retriable(error: Any) -> bool:
-    """A timeout, or an error Kafka marks retriable (NotController, a connection lost, ...): the request may
-    be sent again."""
-    return bool(getattr(error, "retriable", False))
+    """A timeout, or an error Kafka marks retriable (NotController, a connection lost, ...), or the node
+    kafka-python meant to send to no longer in its metadata (nothing was sent): the request may be sent
+    again."""
+    from kafka.errors import UnknownBrokerIdError
+
+    return bool(getattr(error, "retriable", False)) or isinstance(error, UnknownBrokerIdError)
 
 
 def _forget_controller(admin: Any, error: Exception) -> None:
     """kafka-python sends the controller's requests to the node a Metadata answer once named and asks again
-    only on NOT_CONTROLLER: when that node is gone, forget it so that the retry asks a live node (as
-    AdminBackend._call does; docs/faults.md, KRaft)."""
-    from kafka.errors import KafkaConnectionError, NodeNotReadyError
+    only on NOT_CONTROLLER: when that node is gone (down, or no longer in the client's metadata), forget it
+    so that the retry asks a live node (as AdminBackend._call does; docs/faults.md, KRaft)."""
+    from kafka.errors import KafkaConnectionError, NodeNotReadyError, UnknownBrokerIdError
 
-    if isinstance(error, (KafkaConnectionError, NodeNotReadyError)) and hasattr(admin, "_controller_id"):
+    gone = (KafkaConnectionError, NodeNotReadyError, UnknownBrokerIdError)
+    if isinstance(error, gone) and hasattr(admin, "_controller_id"):
         admin._controller_id = None
 
 

@@ -33,6 +33,7 @@ class ZkBackend:
 
     offline_broker_configs = True  # /config/brokers/<id> is a znode, whether the broker runs or not
     record_name = "ZooKeeper"  # where the record of our throttles is: /reassign_cli/throttles
+    offline_broker_clear = False  # not needed: offline_broker_configs
 
     def __init__(
         self, session: ZkSession, *, dry_run: bool = False, admin: AdminOptions | None = None
