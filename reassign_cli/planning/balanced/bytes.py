@@ -327,18 +327,18 @@ def _band(
     prob: planner._Problem, size: np.ndarray, fixed: np.ndarray, share: np.ndarray | None = None
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """(the mean bytes, each broker's count band). The band is mean count ± COUNT_BAND; with capacities
-    (`share`: each broker's capacity over the mean capacity), its share of the count ± COUNT_BAND."""
+    (`share`: each broker's capacity over the mean capacity), its share of the count ± COUNT_BAND.
+    Widened to what the rack rule forces: each broker's counts over every result --balance replicas may
+    aim at (planner.replica_range). Not its one target, whose ties go to the brokers holding the most
+    now: a plan changes those, and its replan found another band and moved again."""
     n = len(prob.ids)
     mean = (float(fixed.sum()) + float((size * prob.rf).sum())) / n
     mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
-    if share is None:
-        cmin = min(int(np.ceil(mc * (1 - COUNT_BAND) - 1e-9)), int(np.floor(mc)))
-        cmax = max(int(np.floor(mc * (1 + COUNT_BAND) + 1e-9)), int(np.ceil(mc)))
-        return mean, np.full(n, cmin), np.full(n, cmax)
-    m = mc * share
+    m = np.full(n, mc) if share is None else mc * share
     low = np.minimum(np.ceil(m * (1 - COUNT_BAND) - 1e-9), np.floor(m)).astype(np.int64)
     high = np.maximum(np.floor(m * (1 + COUNT_BAND) + 1e-9), np.ceil(m)).astype(np.int64)
-    return mean, low, high
+    forced = planner.replica_range(prob)
+    return mean, np.minimum(low, forced[0]), np.maximum(high, forced[1])
 
 
 def receivable(w: Work, cur: np.ndarray) -> np.ndarray:
@@ -431,13 +431,12 @@ def plan_bytes(
     lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
     w = planner._work(prob, seed)
     recv = receivable(w, old)
-    # The count band, widened to what the rack rule forces (the counts --balance replicas aims at).
     target = prob.targets.target
     if share is not None and np.ptp(share) > 0:
         # Disks of different sizes: the seeded bulk rounds of --balance replicas aim at each one's share
         # of the count, not at even counts (which the later steps would then have to undo, copy by copy).
         w.target = _shares(share, int(target.sum()))
-    bx = _Bytes(size, before.copy(), lo, hi, np.minimum(cmin, target), np.maximum(cmax, target), fixed)
+    bx = _Bytes(size, before.copy(), lo, hi, cmin, cmax, fixed)
     slack = np.maximum(hi - goal, float(size.max()) if len(size) else 0.0)
     bx.hard, bx.mean, bx.weighted = (goal - slack, goal + slack), goal, disk is not None
     if disk is not None:

@@ -34,7 +34,7 @@ from reassign_cli.core.replicas import ReplicaStore, TopicReplicas, stack
 from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import replicas as balance_replicas
 from reassign_cli.planning.balanced.state import PairCounts, Work, spans
-from reassign_cli.planning.balanced.targets import Targets, fill, rack_bounds, rack_fill
+from reassign_cli.planning.balanced.targets import Targets, fill, rack_bounds, rack_fill, rack_range
 from reassign_cli.planning.plan import AssignmentLike, TopicSpec
 
 __all__ = [
@@ -346,6 +346,19 @@ def _replica_targets(
     values, counts = np.unique(rf, return_counts=True)
     bounds = rack_bounds(dict(zip(values.tolist(), counts.tolist(), strict=True)), np.bincount(rack))
     return rack_fill(fixed, cap, total, before, rack, bounds)
+
+
+def replica_range(prob: _Problem) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) x 2: the least and the most replicas each broker ends with in any result `_replica_targets`
+    may aim at, whichever way its ties (the counts now) go: the same for a plan and for its result."""
+    cap = np.full(len(prob.fixed), len(prob.rf), dtype=np.int64)
+    total = int(prob.rf.sum())
+    if prob.n_racks == 1:
+        t = fill(prob.fixed, cap, total, prob.fixed)
+        return t.low, t.high
+    values, counts = np.unique(prob.rf, return_counts=True)
+    bounds = rack_bounds(dict(zip(values.tolist(), counts.tolist(), strict=True)), np.bincount(prob.rack))
+    return rack_range(prob.fixed, cap, total, prob.rack, bounds)
 
 
 def _dedup(old: np.ndarray) -> np.ndarray:

@@ -72,19 +72,10 @@ def rack_fill(
     bounds: tuple[np.ndarray, np.ndarray],
 ) -> Targets:
     """`fill` where rack r's brokers together take between bounds[0][r] and bounds[1][r] units."""
-    rmin, rmax = bounds
-    n_racks = len(rmin)
+    n_racks = len(bounds[0])
     base = base.astype(np.int64)
     cap = np.maximum(cap.astype(np.int64), 0)
-    total = min(int(total), int(np.minimum(np.bincount(rack, cap, n_racks), rmax).sum()))
-
-    def per_rack(level: int) -> np.ndarray:
-        raw = np.bincount(rack, np.clip(level - base, 0, cap), n_racks).astype(np.int64)
-        return np.clip(raw, rmin, rmax)
-
-    top = int((base + cap).max()) if len(base) else 0
-    level = _level(lambda lv: int(per_rack(lv).sum()), total, int(base.min()) if len(base) else 0, top)
-    g0, g1 = per_rack(level - 1), per_rack(level)
+    level, total, g0, g1 = _rack_levels(base, cap, total, rack, bounds)
     room = g1 - g0
     extra = total - int(g0.sum())
     rising = np.flatnonzero(np.clip(level - base, 0, cap) > np.clip(level - 1 - base, 0, cap))
@@ -105,6 +96,44 @@ def rack_fill(
         low[m] = fill(bm, cm, int(g0[r]), pm).low
         high[m] = fill(bm, cm, int(g1[r]), pm).high
     return Targets(target, low, high)
+
+
+def _rack_levels(
+    base: np.ndarray, cap: np.ndarray, total: int, rack: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """(the level L, the total that fits, each rack's units at L - 1 and at L) of `rack_fill`."""
+    rmin, rmax = bounds
+    n_racks = len(rmin)
+    total = min(int(total), int(np.minimum(np.bincount(rack, cap, n_racks), rmax).sum()))
+
+    def per_rack(level: int) -> np.ndarray:
+        raw = np.bincount(rack, np.clip(level - base, 0, cap), n_racks).astype(np.int64)
+        return np.clip(raw, rmin, rmax)
+
+    top = int((base + cap).max()) if len(base) else 0
+    level = _level(lambda lv: int(per_rack(lv).sum()), total, int(base.min()) if len(base) else 0, top)
+    return level, total, per_rack(level - 1), per_rack(level)
+
+
+def rack_range(
+    base: np.ndarray, cap: np.ndarray, total: int, rack: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) x 2: the least and the most each broker holds in any result of `rack_fill`, whichever way its
+    ties go (`pref` aside): rack r takes between g0[r] and g1[r] units and the racks together `total`,
+    so at least total - (what the other racks take at most) and at most total - (their least); within
+    the rack, `fill`'s low at its least and high at its most. Unlike `rack_fill`'s low and high, it does
+    not depend on the counts now, so a plan cannot change it (--balance bytes' count band)."""
+    base = base.astype(np.int64)
+    cap = np.maximum(cap.astype(np.int64), 0)
+    _, total, g0, g1 = _rack_levels(base, cap, total, rack, bounds)
+    least = np.maximum(g0, total - (int(g1.sum()) - g1))
+    most = np.maximum(np.minimum(g1, total - (int(g0.sum()) - g0)), least)
+    low, high = np.empty(len(base), dtype=np.int64), np.empty(len(base), dtype=np.int64)
+    for r in range(len(g0)):
+        m = np.flatnonzero(rack == r)
+        low[m] = fill(base[m], cap[m], int(least[r]), base[m]).low
+        high[m] = fill(base[m], cap[m], int(most[r]), base[m]).high
+    return low, high
 
 
 def rack_bounds(rf_counts: dict[int, int], rack_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
