@@ -729,13 +729,17 @@ def _lines_balanced(
     topics, specs = eng.selected(path, sel)
     strategy = BalancedStrategy(seed, ClusterState(brokers, topics), others=others)
     result = strategy.make_plan(specs, brokers)
+    stats = _balanced_stats(result, {name: t.replicas for name, t in topics.items()}, request.stats)
+    # the same "stats" keys as the local engine's (_doc_stats); the executors report no sizes
+    extra = _doc_stats(strategy.extra_stats(), stats, None)
     with _Outputs(request.output_dir, request.frame(seed, None)) as outs:
         parts_dir = outs.parts_dir(eng.executors_here)
         proposed = eng.format_plan(result, parts_dir)
         outs.write_current(eng.current(path, sel, parts_dir))
-        outs.write_proposed(proposed, lambda: request.frame(seed, strategy.extra_stats())[2])
-    stats = _balanced_stats(result, {name: t.replicas for name, t in topics.items()}, request.stats)
-    return Outcome(seed, brokers, stats, strategy.extra_stats(), outs.paths, kept=[topics, result])
+        outs.write_proposed(proposed, lambda: request.frame(seed, extra)[2])
+    return Outcome(
+        seed, brokers, stats, strategy.extra_stats(), outs.paths, kept=[topics, result], json_stats=extra
+    )
 
 
 SPARK_NO_SIZES = (
