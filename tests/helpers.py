@@ -159,3 +159,20 @@ def run_cli(
         timeout=timeout,
         stdin=None if input is not None else subprocess.DEVNULL,
     )
+
+
+def run_dropin(
+    *args: str | os.PathLike[str], cwd: str | os.PathLike[str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`kafka-reassign-partitions ARGS` (Kafka's syntax) as a real subprocess, with no KAFKA_REASSIGN_*
+    variable: Kafka's tool reads none, so every connection option is on the command line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+    return subprocess.run(
+        [PYTHON, "-m", "reassign_cli.cli.dropin", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )

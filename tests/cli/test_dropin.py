@@ -4,7 +4,6 @@ see tests/integration/test_dropin.py), and the subcommand each action becomes.""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import Any
 
@@ -12,19 +11,11 @@ import pytest
 
 from reassign_cli.cli.dropin import kafka_exit, translate
 from reassign_cli.cli.kafka_syntax import action_hint
-from tests.helpers import PYTHON, run_cli
+from tests.helpers import run_cli, run_dropin
 
 
 def dropin(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
-    return subprocess.run(
-        [PYTHON, "-m", "reassign_cli.cli.dropin", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_dropin(*args, timeout=120)
 
 
 # (argv, the first line Kafka's tool prints on stderr) - every one exits 1, as Kafka's does.

@@ -5,11 +5,10 @@ the drop-in (Kafka 2.8's message, exit 1)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from typing import Any
 
-from tests.helpers import PYTHON, wait_until
+from tests.helpers import run_dropin, wait_until
 from tests.integration.kraft_support import any_dirs, kafka_tool
 from tests.integration.reassign_support import (
     REASSIGN,
@@ -23,16 +22,7 @@ from tests.integration.reassign_support import (
 
 
 def dropin(*args: str, cwd: Any) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
-    return subprocess.run(
-        [PYTHON, "-m", "reassign_cli.cli.dropin", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_dropin(*args, cwd=cwd)
 
 
 def test_additional_beside_a_znode_reassignment(cluster: Any, make_topic: Any, zk: Any, mover: Mover) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.clusters import ExtraCluster
-from tests.helpers import PYTHON, wait_until
+from tests.helpers import run_dropin, wait_until
 from tests.integration.kraft_support import FR, LDR, LR, Admin, any_dirs, idle, kafka_tool, plan
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -26,16 +26,7 @@ THROTTLE = "1000"
 
 
 def dropin(bootstrap: str, *args: str | os.PathLike[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
-    return subprocess.run(
-        [PYTHON, "-m", "reassign_cli.cli.dropin", "--bootstrap-server", bootstrap, *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_dropin("--bootstrap-server", bootstrap, *args, cwd=cwd)
 
 
 def both(kc: ExtraCluster, tmp_path: Path, *args: str | os.PathLike[str]) -> tuple[Any, Any]:
