@@ -196,7 +196,11 @@ def test_4_zookeeper_down_during_execute_wait(
     r = mover.execute(plan, "--throttle", FAST, "--resume", "--poll-interval", "0.5")
     assert r.returncode == 0, r.stderr
     assert child.finish() == 0, child.stderr
-    assert "Clearing broker-level throttles on brokers 1,2,3" in child.out
+    # Both waited for the same move: whichever cleared first names what it cleared, the other finds
+    # nothing of ours left and says so (a clear prints only what it really took off).
+    outs = [child.out, r.stdout]
+    assert sum("Clearing broker-level throttles on brokers 1,2,3" in o for o in outs) == 1, outs
+    assert sum("nothing cleared" in o for o in outs) == 1, outs
     assert_recovered(zk, cluster.broker_ids, {(topic, 0): [3, 2]}, {topic: values}, consume_all)
 
 
