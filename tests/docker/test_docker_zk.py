@@ -19,7 +19,7 @@ from tests.helpers import PYTHON, REPO, read_env_file
 ZK_ENV_NAMES = {
     "KAFKA_REASSIGN_ZOOKEEPER", "KAFKA_BOOTSTRAP", "CLUSTER_ZK_HOSTS", "CLUSTER_ZK_CHROOT", "CLUSTER_ZK_PORT",
     "CLUSTER_BROKER_IDS", "CLUSTER_BROKER_PORTS", "CLUSTER_BROKER_1", "CLUSTER_BROKER_2", "CLUSTER_BROKER_3",
-    "CLUSTER_RACKS", "CLUSTER_DIR", "CLUSTER_KAFKA_VERSION", "CLUSTER_MODE", "KAFKA_TOOLS_CLASSPATH",
+    "CLUSTER_RACKS", "CLUSTER_DIR", "CLUSTER_KAFKA_VERSION", "CLUSTER_MODE", "KAFKA_TOOLS_CLASSPATH", "CLUSTER_LOG_DIRS",
 }  # fmt: skip
 
 
@@ -45,6 +45,9 @@ def test_env_file_has_the_names_of_scripts_cluster(docker_up: tuple[Path, dict[s
     assert env["CLUSTER_RACKS"] == "r1,r2,r3" and env["CLUSTER_ZK_CHROOT"] == "/kafka"
     assert env["KAFKA_REASSIGN_ZOOKEEPER"] == f"127.0.0.1:{env['CLUSTER_ZK_PORT']}/kafka"
     assert env["CLUSTER_DIR"] == str(directory)
+    # the brokers' log.dirs as they name them, inside their containers (docker-compose.yml)
+    dirs = "/var/lib/kafka/d0,/var/lib/kafka/d1"
+    assert env["CLUSTER_LOG_DIRS"] == f"1:{dirs};2:{dirs};3:{dirs}"
 
 
 def test_brokers_racks_and_loopback_only(cluster: Cluster, zk: Any) -> None:
