@@ -473,7 +473,7 @@ def _record_sizes(source: Source, state: ClusterState, reporter: Reporter, *, ne
         reporter.warning(f"partition sizes not read from the brokers ({e}): no bytes are reported")
     finally:
         mover.close()
-    if mover.looks_shared:
+    if mover.looks_shared and needed:  # the capacities count only for --balance bytes
         reporter.warning(shared_note(mover.looks_shared))
 
 
@@ -706,8 +706,14 @@ def _run_spark_lines(request: Request, source: Source, reporter: Reporter) -> Ou
             parts_dir = outs.parts_dir(eng.executors_here)
             result = eng.plan(source.snapshot_file, sel, seed, request.stats, parts_dir)
             outs.write_current(result.current)
-            outs.write_proposed(result.proposed)
-    return Outcome(seed, brokers, result.stats, None, outs.paths)
+            # the same "stats" keys as the local engine's (counted once the slices are written); the
+            # executors report no sizes
+            outs.write_proposed(
+                result.proposed, lambda: request.frame(seed, _doc_stats(None, result.stats, None))[2]
+            )
+    return Outcome(
+        seed, brokers, result.stats, None, outs.paths, json_stats=_doc_stats(None, result.stats, None)
+    )
 
 
 def _lines_balanced(

@@ -51,7 +51,6 @@ def clear_throttles(
     execute that wrote its throttles but has not created its reassignment yet holds the setup mark, and
     the clear waits for it (up to setup_wait seconds, then keeps the throttles: None).
     """
-    refuse_other_record(backend)
     deadline = time.monotonic() + setup_wait
     result: list[ClearResult] = []
     while True:
@@ -110,7 +109,8 @@ def _plan_clear(
     """The restores and the record without the entities restored; None while anything reassigns."""
     full = backend.read_state()
     if anything_reassigning(full):
-        return None
+        return None  # nothing is cleared: a verify of a move in progress reports it, through either backend
+    refuse_other_record(backend)
     kafka_brokers = set(full.broker_ids) | {b for reps in targets.values() for b in reps}
     kafka_topics = {t for t, _ in targets}
     brokers = kafka_brokers | {int(b) for b in record.get("brokers", {}) if str(b).lstrip("-").isdigit()}

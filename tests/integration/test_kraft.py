@@ -82,6 +82,8 @@ def _workflow(kc: ExtraCluster, ka: Admin, topic: str, tmp: Path) -> None:
     # checked against statvfs in test_capacity.py.
     disks = [(b.pop("disk_total_bytes"), b.pop("disk_usable_bytes")) for b in doc["brokers"]]
     assert all(type(t) is int and type(u) is int and 0 < u <= t for t, u in disks), disks
+    # each log dir its own disk unless --shared-log-dirs was given (recorded per broker)
+    assert [b.pop("disk_shared_log_dirs") for b in doc["brokers"]] == [False, False, False]
     assert doc["brokers"] == [{"id": 1, "rack": "r1"}, {"id": 2, "rack": "r2"}, {"id": 3, "rack": "r3"}]
     parts = [p for t in doc["topics"] for p in t["partitions"]]
     # Each partition's size (DescribeLogDirs): 100 records went in, so every partition holds some bytes.

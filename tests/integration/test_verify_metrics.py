@@ -81,6 +81,6 @@ def test_two_plans_named_alike_write_distinct_series(
         got = parse(prom.read_text())
         key = plan_key(plan, cluster="zk")
         assert got["kafka_reassign_verify_exit_code"] == {key: 0}
-        assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0}
+        assert statuses(got) == {"complete": 1, "in_progress": 0, "not_as_planned": 0, "queued": 0}
         seen.append(key)
     assert seen[0] != seen[1]
