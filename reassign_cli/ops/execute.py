@@ -557,7 +557,6 @@ def _execute(
 ) -> tuple[int, list[PartitionProgress] | None]:
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
-    warn_low_rates(state, entries, req, report, log_dirs)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
     ending = _Ending(targets, log_dir_moves(entries), log_dirs)
     wait = req.wait or req.batch_size is not None or req.max_moves is not None
@@ -574,8 +573,10 @@ def _execute(
             raise BusyError(BUSY_MESSAGE)
         if not resuming:
             if throttling:
+                warn_low_rates(state, entries, req, report, log_dirs)
                 return change_running_throttle(backend, state, entries, req, report), None
             raise BusyError(BUSY_MESSAGE)
+    warn_low_rates(state, entries, req, report, log_dirs)  # not for a run refused as busy
     if ending.dirs and log_dirs is not None and not req.dry_run:
         # the brokers answer (our credentials too) before any write
         log_dirs.describe(dict(sorted(ending.dirs.items())))

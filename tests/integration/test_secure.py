@@ -319,9 +319,9 @@ def test_wrong_password_one_line_without_the_password(secure_cluster: ExtraClust
         stdin=subprocess.DEVNULL,
     )
     assert r.returncode == 1, r.stderr  # the whole stderr on failure: it once failed here unexplained
-    assert (
-        told(r.stderr)[0] == f"Error: ZooKeeper SASL authentication as 'kafka' failed at {c.zk_hosts}"
-    ), r.stderr
+    assert told(r.stderr)[0] == f"Error: ZooKeeper SASL authentication as 'kafka' failed at {c.zk_hosts}", (
+        r.stderr
+    )
     assert "not-the-password-x" not in r.stderr and hidden[0] not in r.stderr
 
     # the key's password wrong: one line naming the keystore, no password, no terminal prompt
