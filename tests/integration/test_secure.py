@@ -338,7 +338,7 @@ def test_wrong_password_one_line_without_the_password(secure_cluster: ExtraClust
     )
     keystore = read_properties(c.tls_config_file)["zookeeper.ssl.keystore.location"]
     assert r.returncode == 2
-    assert r.stderr.splitlines() == [
+    assert told(r.stderr) == [
         f"Error: cannot load the ZooKeeper TLS file {keystore} (SSLError); check it is PEM and, for the "
         "keystore, zookeeper.ssl.keystore.password"
     ]
