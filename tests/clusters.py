@@ -23,14 +23,20 @@ from tests.helpers import CLUSTER_SCRIPT, REPO, read_env_file
 
 
 def script(
-    *args: str, directory: Path, timeout: float = 400, keep_settings: bool = False
+    *args: str,
+    directory: Path,
+    timeout: float = 400,
+    keep_settings: bool = False,
+    program: Path = CLUSTER_SCRIPT,
+    settings: tuple[str, ...] = ("CLUSTER_",),
 ) -> subprocess.CompletedProcess[str]:
-    """scripts/cluster ARGS with CLUSTER_DIR=directory. The caller's other CLUSTER_* settings (ports,
-    timeouts) are kept only for the main cluster (keep_settings): an extra cluster must not reuse its ports."""
-    env = {k: v for k, v in os.environ.items() if keep_settings or not k.startswith("CLUSTER_")}
+    """scripts/cluster (or `program`, e.g. scripts/docker) ARGS with CLUSTER_DIR=directory. The caller's other
+    `settings` variables (ports, timeouts) are kept only for the main cluster (keep_settings): an extra cluster
+    must not reuse its ports."""
+    env = {k: v for k, v in os.environ.items() if keep_settings or not k.startswith(settings)}
     env["CLUSTER_DIR"] = str(directory)
     return subprocess.run(
-        [str(CLUSTER_SCRIPT), *args],
+        [str(program), *args],
         env=env,
         capture_output=True,
         text=True,

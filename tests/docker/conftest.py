@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import clusters
 from tests.conftest import Cluster, cluster_dir
 from tests.helpers import REPO, read_env_file
 
@@ -40,15 +41,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def docker_script(*args: str, directory: Path, timeout: float = 1100) -> subprocess.CompletedProcess[str]:
     """scripts/docker ARGS with CLUSTER_DIR=directory and free ports (the caller's port settings dropped)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLUSTER_", "RC_"))}
-    env["CLUSTER_DIR"] = str(directory)
-    return subprocess.run(
-        [str(DOCKER_SCRIPT), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
+    return clusters.script(
+        *args, directory=directory, timeout=timeout, program=DOCKER_SCRIPT, settings=("CLUSTER_", "RC_")
     )
 
 
