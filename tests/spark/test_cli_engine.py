@@ -71,7 +71,7 @@ def test_generate_spark_output_dir_matches_local(
 def test_generate_spark_counts_the_bytes_like_local(spark_sc: Any, tmp_path: Path) -> None:
     """With partition sizes in a snapshot document, the driver counts the bytes copied as the local
     engine does (--format json's stats). With a JSON-lines snapshot the executors read the file and report
-    no sizes: a warning, and no stats."""
+    no sizes: a warning, and stats whose counts are the local engine's and whose bytes are null."""
     from click.testing import CliRunner
 
     from reassign_cli.cli import cli
@@ -96,5 +96,8 @@ def test_generate_spark_counts_the_bytes_like_local(spark_sc: Any, tmp_path: Pat
     local, spark = json.loads(runs["local"].stdout), json.loads(runs["spark"].stdout)
     assert local["stats"]["bytes_copied"] > 0 and spark == local
     from_lines = json.loads(runs["spark-lines"].stdout)
-    assert "stats" not in from_lines and from_lines["proposed"] == local["proposed"]
+    assert from_lines["proposed"] == local["proposed"]
+    counts = ("partitions", "partitions_changed", "copies", "leader_changes")
+    assert [from_lines["stats"][k] for k in counts] == [local["stats"][k] for k in counts]
+    assert from_lines["stats"]["bytes_copied"] is None
     assert SPARK_NO_SIZES in runs["spark-lines"].stderr
