@@ -64,14 +64,24 @@ def clock(m: int) -> str:
 
 @st.composite
 def hours_texts(draw: st.DrawFn) -> str:
+    """1 to 3 windows that do not overlap (they may touch), some crossing midnight, some ending at 24:00,
+    in any order; or the whole day."""
+    if draw(st.integers(0, 19)) == 0:
+        return "00:00-24:00"
     n = draw(st.integers(1, 3))
+    points = sorted(draw(st.lists(st.integers(0, DAY - 1), min_size=2 * n, max_size=2 * n)))
+    rotate = draw(st.integers(0, DAY - 1))
     items = []
-    for _ in range(n):
-        a = draw(st.integers(0, DAY - 1))
-        b = draw(st.integers(1, DAY).filter(lambda b, a=a: b != a))
-        items.append(f"{clock(a)}-{clock(b)}")
+    for i in range(n):
+        a, b = ((p + rotate) % DAY for p in points[2 * i : 2 * i + 2])
+        if a == b:  # an empty window is not a form: leave it out
+            continue
+        end = "24:00" if b == 0 and draw(st.booleans()) else clock(b)
+        items.append(f"{clock(a)}-{end}")
+    assume(items)
+    items = draw(st.permutations(items))
     sets = [reference_minutes(i) for i in items]
-    assume(sum(len(s) for s in sets) == len(set().union(*sets)))  # no overlap
+    assume(sum(len(s) for s in sets) == len(set().union(*sets)))  # equal points: overlap
     return ",".join(items)
 
 
