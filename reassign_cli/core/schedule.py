@@ -43,10 +43,11 @@ REASON_MAX = 300
 HOURS_FORMS = "HH:MM-HH:MM in UTC (e.g. 01:00-05:00 or 22:00-06:00), several joined by commas"
 NOT_BEFORE_FORM = "YYYY-MM-DDTHH:MM[:SS] with a zone, e.g. 2026-12-01T01:00Z"
 
-_CLOCK = re.compile(r"(\d\d):(\d\d)")
+_CLOCK = re.compile(r"(\d\d):(\d\d)", re.ASCII)
 _INSTANT = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[T ](?P<h>\d\d):(?P<m>\d\d)(?::(?P<s>\d\d))?"
-    r"(?P<zone>[Zz]|[+-]\d\d(?::?\d\d)?)?"
+    r"(?P<zone>[Zz]|[+-]\d\d(?::?\d\d)?)?",
+    re.ASCII,
 )
 
 
@@ -112,7 +113,7 @@ class Hours:
 def _minute(text: str, item: str, *, end: bool) -> int:
     m = _CLOCK.fullmatch(text)
     if m is None:
-        if re.fullmatch(r"\d\d:\d\d:\d\d", text):
+        if re.fullmatch(r"\d\d:\d\d:\d\d", text, re.ASCII):
             raise ScheduleError(f"{item!r}: seconds are not taken, give HH:MM ({text[:5]})")
         raise ScheduleError(f"{item!r}: {text!r} is not a time, expected HH:MM (two digits each)")
     h, mi = int(m[1]), int(m[2])

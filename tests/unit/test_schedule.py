@@ -399,3 +399,17 @@ def test_continue_clears_the_pause_and_changes_the_hours() -> None:
     )
     assert continue_plan(s, None).changes == ()
     assert continue_plan(s, None, hours=parse_hours("01:00-05:00")).changes == ()
+
+
+@pytest.mark.parametrize(
+    "digits", ["\u0660\u0661:\u0660\u0660-\u0660\u0665:\u0660\u0660", "０１:００-０５:００"]
+)
+def test_hours_take_ascii_digits_only(digits: str) -> None:
+    # Arabic-Indic and full-width digits are digits to Python's \d and int(): refused here all the same
+    with pytest.raises(ScheduleError, match="is not a time, expected HH:MM"):
+        parse_hours(digits)
+
+
+def test_not_before_takes_ascii_digits_only() -> None:
+    with pytest.raises(ScheduleError, match="expected YYYY-MM-DDTHH:MM"):
+        parse_not_before("２０２６-12-01T01:00Z")
