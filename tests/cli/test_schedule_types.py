@@ -10,15 +10,17 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from reassign_cli.cli.schedule_types import HOURS, NOT_BEFORE
-from reassign_cli.core.schedule import Hours
+from reassign_cli.cli.schedule_types import HOURS, NOT_BEFORE, REASON
+from reassign_cli.core.schedule import REASON_MAX, Hours
 
 
 @click.command()
 @click.option("--hours", type=HOURS)
 @click.option("--not-before", "not_before", type=NOT_BEFORE)
-def tiny(hours: Hours | None, not_before: datetime | None) -> None:
-    click.echo(f"hours={hours} not_before={None if not_before is None else not_before.isoformat()}")
+@click.option("--reason", type=REASON)
+def tiny(hours: Hours | None, not_before: datetime | None, reason: str | None) -> None:
+    nb = None if not_before is None else not_before.isoformat()
+    click.echo(f"hours={hours} not_before={nb} reason={reason!r}")
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -29,7 +31,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_good_values_reach_the_command_in_utc() -> None:
     code, out, _ = run("--hours", "22:00-06:00", "--not-before", "2026-12-01T02:00+01:00")
     assert code == 0
-    assert out == "hours=22:00-06:00 not_before=2026-12-01T01:00:00+00:00\n"
+    assert out == "hours=22:00-06:00 not_before=2026-12-01T01:00:00+00:00 reason=None\n"
     assert NOT_BEFORE.convert(datetime(2026, 1, 1, tzinfo=UTC), None, None) == datetime(
         2026, 1, 1, tzinfo=UTC
     )
@@ -73,3 +75,15 @@ def test_bad_values_exit_2_with_one_line(args: tuple[str, ...], line: str) -> No
     assert out == ""
     errors = [x for x in err.splitlines() if x.startswith("Error:")]
     assert errors == [line]
+
+
+def test_reason_is_folded_to_one_line_and_a_long_one_refused() -> None:
+    code, out, _ = run("--reason", "  disk on\nbroker 3  ")
+    assert (code, out) == (0, "hours=None not_before=None reason='disk on broker 3'\n")
+    assert run("--reason", "   ")[1] == "hours=None not_before=None reason=None\n"
+    code, out, err = run("--reason", "x" * (REASON_MAX + 1))
+    assert (code, out) == (2, "")
+    assert [x for x in err.splitlines() if x.startswith("Error:")] == [
+        f"Error: Invalid value for '--reason': the reason is {REASON_MAX + 1} characters; "
+        f"at most {REASON_MAX} are kept"
+    ]
