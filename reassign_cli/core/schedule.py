@@ -57,14 +57,15 @@ class ScheduleError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """Minutes of the UTC day in which a move may start: [start, end). start in 0..1439, end in 1..1440,
-    start != end; end < start crosses midnight."""
+    """Minutes of the UTC day in which a move may start: [start, end). start in 0..1439, end in 0..1440,
+    start != end; end < start crosses midnight (an end of 0, `00:00`, is midnight: `23:00-00:00` is the
+    last hour of the day)."""
 
     start: int
     end: int
 
     def __post_init__(self) -> None:
-        if not (0 <= self.start < DAY and 0 < self.end <= DAY and self.start != self.end):
+        if not (0 <= self.start < DAY and 0 <= self.end <= DAY and self.start != self.end):
             raise ScheduleError(f"not a window: minutes {self.start}-{self.end}")
 
     @property

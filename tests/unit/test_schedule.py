@@ -154,6 +154,17 @@ def test_whole_day_and_touching_windows() -> None:
     assert not may_start(at("2026-12-02T02:00:00"), Schedule(touching))
 
 
+def test_an_end_at_00_00_is_midnight() -> None:
+    # found by the properties below: 23:59-00:00 is the day's last minute, as 23:59-24:00
+    for text in ("23:59-00:00", "23:59-24:00"):
+        last = Schedule(parse_hours(text))
+        assert str(last.hours) == text
+        assert may_start(at("2026-12-01T23:59:30"), last)
+        assert not may_start(at("2026-12-02T00:00:00"), last)
+        assert not may_start(at("2026-12-01T23:58:59"), last)
+        assert next_start(at("2026-12-02T00:00"), last) == at("2026-12-02T23:59")
+
+
 def test_spaces_around_the_dash_are_taken() -> None:
     assert str(parse_hours(" 01:00 - 05:00 ")) == "01:00-05:00"
 
