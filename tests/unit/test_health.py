@@ -326,3 +326,83 @@ def test_holds_are_exactly_the_conditions(
     if v.holds:
         assert line is not None and line.startswith(f"held: {v.holds[0].reason} (since 0 s)")
         assert line.endswith("; 1 moving, 2 queued")
+
+
+# -- the admin gather's reading of kafka-python's answers (a fake client; real ones in
+# tests/integration/test_health.py) ---------------------------------------------------------------
+
+
+class FakeAdmin:
+    """The answers of kafka-python 3's KafkaAdminClient, in the shapes it returns them."""
+
+    def __init__(self, brokers: list[dict[str, object]], quorum: object) -> None:
+        self.brokers = brokers
+        self.quorum = quorum
+        self.config_requests: list[list[str]] = []
+
+    def describe_cluster(self) -> dict[str, object]:
+        return {"brokers": self.brokers, "controller_id": 1}
+
+    def describe_topics(self, topics: object = None) -> list[dict[str, object]]:
+        part = {"partition_index": 0, "leader_id": 1, "replica_nodes": [1, 2, 4], "isr_nodes": [1]}
+        return [
+            {"name": "a", "error_code": 0, "partitions": [dict(part, offline_replicas=[2])]},
+            {"name": "gone", "error_code": 3, "partitions": []},
+        ]
+
+    def list_partition_reassignments(self) -> dict[object, dict[str, list[int]]]:
+        from kafka import TopicPartition
+
+        return {
+            TopicPartition("a", 0): {"replicas": [1, 2, 4], "adding_replicas": [4], "removing_replicas": [2]}
+        }
+
+    def describe_configs(self, resources: list[object], config_filter: str) -> dict[str, object]:
+        names = [r.name for r in resources]  # type: ignore[attr-defined]
+        self.config_requests.append(names)
+        return {"topic": {n: {"min.insync.replicas": {"value": "2"}} for n in names}}
+
+    def describe_metadata_quorum(self) -> object:
+        if isinstance(self.quorum, Exception):
+            raise self.quorum
+        return {"topics": [{"partitions": [{"leader_id": 1, "leader_epoch": self.quorum, "error": None}]}]}
+
+
+def test_admin_gather_kraft_4_shapes() -> None:
+    from reassign_cli.backends.admin import health as ah
+
+    fenced = [{"broker_id": 1, "is_fenced": False}, {"broker_id": 2, "is_fenced": True}]
+    admin = FakeAdmin(fenced, quorum=12)
+    cache: dict[str, int] = {}
+    s = ah.gather(admin, min_isr_cache=cache)
+    assert s.registered == {1, 2} and s.fenced == {2}
+    assert s.partitions == {("a", 0): PH(leader=1, replicas=(1, 2, 4), isr=(1,), offline=(2,), adding=(4,))}
+    assert s.min_isr == {"a": 2} and cache == {"a": 2} and s.controller_epoch == 12 and s.notes == ()
+    ah.gather(admin, min_isr_cache=cache)
+    assert admin.config_requests == [["a"]]  # cached for the run: asked once
+
+
+def test_admin_gather_zookeeper_mode_shapes() -> None:
+    from kafka.errors import IncompatibleBrokerVersion
+
+    from reassign_cli.backends.admin import health as ah
+
+    admin = FakeAdmin([{"broker_id": 1}, {"broker_id": 3}], quorum=IncompatibleBrokerVersion("no"))
+    s = ah.gather(admin)
+    assert s.registered == {1, 3} and s.fenced is None and s.controller_epoch is None
+    assert s.notes == ("controller epoch unknown through the admin API on a ZooKeeper-mode cluster",)
+
+
+def test_zookeeper_partitions_offline_are_on_unregistered_brokers() -> None:
+    from reassign_cli.backends.zookeeper import health as zh
+    from reassign_cli.core.model import Broker, ClusterState, Topic
+
+    t = Topic("z", {0: [1, 3], 1: [2, 1]}, adding={1: [2]}, isr={0: [1], 1: [1]}, leader={0: 1, 1: 1})
+    d = Topic("del", {0: [3]}, leader={0: -2})
+    state = ClusterState(
+        brokers=[Broker(1, None), Broker(2, None)], topics={"z": t, "del": d}, deleting=frozenset({"del"})
+    )
+    assert zh.partitions(state) == {
+        ("z", 0): PH(leader=1, replicas=(1, 3), isr=(1,), offline=(3,)),
+        ("z", 1): PH(leader=1, replicas=(2, 1), isr=(1,), adding=(2,)),
+    }
