@@ -184,6 +184,53 @@ def test_zk_partition_under_min_isr_is_named_and_its_queued_move_waits(
         wait_until(lambda: not holds_of(verdict(zk_signals(c)), name), timeout=180, message="holds gone")
 
 
+@contextlib.contextmanager
+def cluster_default_min_isr(c: clusters.ExtraCluster, value: str) -> Iterator[None]:
+    """min.insync.replicas as the cluster-wide dynamic broker default, set and deleted afterwards with
+    Kafka's own kafka-configs (--entity-default; kafka-python cannot name that entity)."""
+    base = ["--bootstrap-server", c.bootstrap, "--alter", "--entity-type", "brokers", "--entity-default"]
+    java_tool(c, "kafka.admin.ConfigCommand", *base, "--add-config", f"min.insync.replicas={value}")
+    try:
+        yield
+    finally:
+        java_tool(c, "kafka.admin.ConfigCommand", *base, "--delete-config", "min.insync.replicas")
+
+
+def test_zk_topic_without_its_own_min_isr_takes_the_brokers_default(
+    zk_cluster: clusters.ExtraCluster,
+) -> None:
+    c = zk_cluster
+    with topic(c, {0: [1, 2]}) as name:
+        with admin_of(c) as admin:
+            static = admin_health.broker_default_min_isr(admin, 1)
+        assert static == 1  # the test cluster's server.properties leaves it at Kafka's default
+        assert zk_signals(c).min_isr[name] == 1
+        with cluster_default_min_isr(c, "2"):
+            # ZooKeeper: /config/brokers/<default>; the brokers: their DescribeConfigs.
+            assert zk_signals(c).min_isr[name] == 2
+            with admin_of(c) as admin:
+                wait_until(
+                    lambda: admin_health.broker_default_min_isr(admin, 1) == 2, message="the new default"
+                )
+            assert admin_signals(c).min_isr[name] == 2
+        with admin_of(c) as admin:
+            wait_until(lambda: admin_health.broker_default_min_isr(admin, 1) == 1, message="the default back")
+
+
+def java_tool(c: clusters.ExtraCluster, main: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's own tools (4.x's jars), by its main class; fails the test when it fails."""
+    java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
+    r = subprocess.run(
+        [java, "-cp", c.env["KAFKA_TOOLS_CLASSPATH"], main, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 0, f"{main} {' '.join(args)}: {r.stdout}{r.stderr}"
+    return r
+
+
 def controller_of(c: clusters.ExtraCluster) -> int | None:
     import orjson
 
@@ -220,6 +267,9 @@ def test_zk_controller_killed_changes_the_epoch_and_holds_one_step(zk_cluster: c
         v = hl.check(s, plan_brokers=set(), queued=set(), previous_epoch=before)
         assert ("controller-change", "controller") in {(h.check, h.subject) for h in v.holds}
         assert v.resubmit and v.epoch == s.controller_epoch
+        assert c.zookeeper
+        with open_session(ZkOptions(c.zookeeper)) as session:  # an admin-API step's epoch with --zookeeper
+            assert zk_health.controller_epoch(session) == s.controller_epoch
         assert f"the controller changed (epoch {s.controller_epoch}, was {before})" in [
             h.reason for h in v.holds
         ]
@@ -235,24 +285,14 @@ def test_zk_controller_killed_changes_the_epoch_and_holds_one_step(zk_cluster: c
 
 def quorum_status(c: clusters.ExtraCluster) -> dict[str, int]:
     """LeaderId and LeaderEpoch from Kafka's own `kafka-metadata-quorum describe --status`."""
-    java = os.environ.get("JAVA") or shutil.which("java") or "/usr/bin/java"
-    r = subprocess.run(
-        [
-            java,
-            "-cp",
-            c.env["KAFKA_TOOLS_CLASSPATH"],
-            "org.apache.kafka.tools.MetadataQuorumCommand",
-            "--bootstrap-server",
-            c.bootstrap,
-            "describe",
-            "--status",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
+    r = java_tool(
+        c,
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        "--bootstrap-server",
+        c.bootstrap,
+        "describe",
+        "--status",
     )
-    assert r.returncode == 0, r.stdout + r.stderr
     return {k: int(v) for k, v in re.findall(r"^(LeaderId|LeaderEpoch):\s+(\d+)$", r.stdout, re.M)}
 
 
@@ -264,6 +304,26 @@ def test_kraft_quorum_leader_epoch_is_kafkas(kraft_cluster: clusters.ExtraCluste
     assert first["LeaderEpoch"] == second["LeaderEpoch"], "the quorum changed leader meanwhile"
     assert s.controller_epoch == first["LeaderEpoch"]
     assert s.fenced == frozenset() and s.registered == {1, 2, 3}  # DescribeCluster v2 (KIP-1073)
+
+
+def test_kraft_partition_under_min_isr_is_named(kraft_cluster: clusters.ExtraCluster) -> None:
+    c = kraft_cluster
+    with topic(c, {0: [1, 2], 1: [1, 3]}, **{"min.insync.replicas": "2"}) as name:
+        with c.broker_stopped(2):
+            expected = {
+                ("broker-fenced", "broker 2"),
+                ("offline-replicas", f"partition {name}-0"),
+                ("min-isr", f"partition {name}-0"),
+                ("under-replicated", f"partition {name}-0"),
+            }
+            s = wait_until(
+                lambda: showing(admin_signals(c), lambda x: holds_of(verdict(x), name) == expected),
+                timeout=120,
+                message=lambda: f"holds {holds_of(verdict(admin_signals(c)), name)}",
+            )
+            assert s.partitions[(name, 0)].isr == (1,) and s.min_isr[name] == 2
+            assert verdict(s, queued={(name, 0), (name, 1)}).waiting == {(name, 0)}
+        wait_until(lambda: not holds_of(verdict(admin_signals(c)), name), timeout=180, message="holds gone")
 
 
 def test_kraft_stopped_broker_is_fenced(kraft_cluster: clusters.ExtraCluster) -> None:

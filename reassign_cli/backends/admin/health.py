@@ -130,6 +130,26 @@ def fill_min_isr(admin: Any, topics: list[str], cache: MutableMapping[str, int],
         )
 
 
+def broker_default_min_isr(admin: Any, broker: int) -> int | None:
+    """The min.insync.replicas broker `broker` applies to topics without their own value (its static
+    server.properties value, or a dynamic default): one DescribeConfigs, sent to that broker. For a
+    ZooKeeper-mode step with the brokers given (zookeeper/health.py gather's `broker_default`); None when
+    the broker does not answer it."""
+    from kafka.admin import ConfigResource
+    from kafka.errors import KafkaError
+
+    resource = ConfigResource("BROKER", str(broker), configs={MIN_ISR: None})
+    try:
+        answer = admin.describe_configs([resource], config_filter="all")
+    except KafkaError:
+        return None
+    value = (answer.get("broker", {}).get(str(broker)) or {}).get(MIN_ISR, {}).get("value")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def quorum_epoch(admin: Any, notes: list[str]) -> int | None:
     """The KRaft quorum leader's epoch (DescribeQuorum of __cluster_metadata-0), or None with a note."""
     from kafka.errors import IncompatibleBrokerVersion, KafkaError

@@ -11,9 +11,10 @@ What ZooKeeper cannot say:
 - offline replicas: a failed log dir is reported to the controller, not written to ZooKeeper, so offline
   here means on a broker that is not registered (as the controller counts it for a dead broker).
 - a broker's static default of min.insync.replicas (server.properties) is not in ZooKeeper: a topic with
-  no value of its own takes the cluster-wide dynamic default (/config/brokers/<default>) if set, else the
-  value in `min_isr_cache` (a step with the brokers fills it first with admin/health.py's fill_min_isr,
-  which asks the brokers), else Kafka's default 1, with a note.
+  no value of its own takes the cluster-wide dynamic default (/config/brokers/<default>) if set, else
+  `broker_default` (a step with the brokers asks one with admin/health.py's broker_default_min_isr), else
+  Kafka's default 1, with a note. (A step may also prefill `min_isr_cache` through the brokers with
+  admin/health.py's fill_min_isr.)
 
 Will be used by the step of a stored plan (DESIGN.md §5a); nothing calls it yet but tests.
 """
@@ -34,8 +35,15 @@ MIN_ISR = "min.insync.replicas"
 DEFAULT_ENTITY = "<default>"
 
 
-def gather(session: ZkSession, *, min_isr_cache: MutableMapping[str, int] | None = None) -> Signals:
-    """The cluster's health signals from ZooKeeper: 3 waves of read_state and one more (see above)."""
+def gather(
+    session: ZkSession,
+    *,
+    min_isr_cache: MutableMapping[str, int] | None = None,
+    broker_default: int | None = None,
+) -> Signals:
+    """The cluster's health signals from ZooKeeper: 3 waves of read_state and one more (see above).
+    broker_default: the brokers' own min.insync.replicas default when they are given (admin/health.py
+    broker_default_min_isr), used after /config/brokers/<default>; without it, Kafka's default 1."""
     state = read_state(session, partition_state=True)
     cache = min_isr_cache if min_isr_cache is not None else {}
     todo = sorted(t for t in state.topics if t not in cache)
@@ -49,7 +57,8 @@ def gather(session: ZkSession, *, min_isr_cache: MutableMapping[str, int] | None
     session.reading(lambda: fetch(session, wave, keep))
     notes: list[str] = []
     epoch = _epoch(answers[0], notes)
-    default = _min_isr(decode_entity_config(wave[1][1], answers[1]))
+    dynamic_default = _min_isr(decode_entity_config(wave[1][1], answers[1]))
+    default = dynamic_default if dynamic_default is not None else broker_default
     unknown = 0
     for t, data in zip(todo, answers[2:], strict=True):
         own = _min_isr(decode_entity_config(entity_config_path("topics", t), data))
