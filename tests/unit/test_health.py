@@ -278,6 +278,7 @@ PARTS = st.dictionaries(
 @given(
     parts=PARTS,
     registered=st.frozensets(BROKERS),
+    fenced=st.none() | st.frozensets(BROKERS),
     plan=st.frozensets(BROKERS),
     min_isr=st.dictionaries(st.sampled_from(["a", "b"]), st.integers(1, 3)),
     ignore=st.frozensets(st.sampled_from(hl.CHECKS)),
@@ -286,15 +287,19 @@ PARTS = st.dictionaries(
 def test_holds_are_exactly_the_conditions(
     parts: dict[tuple[str, int], PH],
     registered: frozenset[int],
+    fenced: frozenset[int] | None,
     plan: frozenset[int],
     min_isr: dict[str, int],
     ignore: frozenset[str],
     epochs: tuple[int | None, int | None],
 ) -> None:
     now, before = epochs
-    s = hl.Signals(registered, None, parts, min_isr, now)
+    if fenced is not None:
+        fenced &= registered  # DescribeCluster v2 lists fenced brokers among the registered ones
+    s = hl.Signals(registered, fenced, parts, min_isr, now)
     v = hl.check(s, plan_brokers=plan, queued=set(parts), previous_epoch=before, ignore=ignore)
     expected: set[tuple[str, str]] = {("broker-missing", f"broker {b}") for b in plan - registered}
+    expected |= {("broker-fenced", f"broker {b}") for b in plan & (fenced or frozenset())}
     for (t, p), ph in parts.items():
         if t == RECORD_TOPIC:
             continue
