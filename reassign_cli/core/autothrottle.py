@@ -540,7 +540,7 @@ def decide(state: State, obs: Observation, settings: Settings) -> Decision:
         targets = {k: (max(rates[k] // 2, min(lower[k], rates[k])), halve) for k in rates if k not in fresh}
     else:
         pending, bound = _judge(state, obs, rates, fresh)
-        targets = _raise_targets(bound, rates, settings)
+        targets = {k: v for k, v in _raise_targets(bound, rates, settings).items() if k not in fresh}
         for k in active:
             if k not in fresh and k not in targets and lower[k] > rates[k] * (1 + HYSTERESIS):
                 targets[k] = (lower[k], FLOOR)

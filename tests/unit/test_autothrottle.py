@@ -197,6 +197,15 @@ def test_a_new_receiver_is_not_judged_in_its_first_interval() -> None:
     assert d.state.pending == {}
 
 
+def test_a_new_source_of_a_bound_receiver_starts_and_is_not_raised_in_the_same_interval() -> None:
+    # found by the invariants property: broker 1 was started and raised in one decision (two changes)
+    d = decide(at({F3: 2 * MB}), one(60 * MB), R)
+    assert d.lines() == [
+        "throttle on broker 1 (leader): none -> 2.0 MB/s (start)",
+        "throttle on broker 3 (follower): 2.0 -> 2.5 MB/s (throttle-bound, guards green)",
+    ]
+
+
 def test_log_dir_moves_have_their_own_bounds() -> None:
     s = Settings(None, Bounds(MB, 8 * MB, MB))
     disk = Observation(30, disks=(Receiver(2, 0, 1),))
@@ -323,6 +332,7 @@ def check(before: State, obs: Observation, d: Decision) -> None:
         rate = d.state.rates[key]
         if not halving or key not in before.rates:
             assert rate * 1.1 >= lower(key, obs)  # at the floor, or less than 10% below it (documented)
+    assert len(d.writes) == len(d.changes)  # one change per broker and role
     for c in d.changes:
         assert before.rates.get((c.broker, c.role)) == c.old
         if c.old is not None:
@@ -335,10 +345,13 @@ def check(before: State, obs: Observation, d: Decision) -> None:
 @given(st.lists(observations(), min_size=1, max_size=12))
 def test_invariants_over_a_sequence_of_intervals(seq: list[Observation]) -> None:
     state = State()
+    warned: list[str] = []
     for obs in seq:
         d = decide(state, obs, P)
         check(state, obs, d)
+        warned += [w.split(":")[0] for w in d.warnings]
         state = d.state
+    assert len(warned) == len(set(warned))  # a floor above the maximum: warned about once per broker and role
 
 
 @given(
