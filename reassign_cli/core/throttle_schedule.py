@@ -15,9 +15,9 @@ GiB). Decisions, where the issue is silent:
 - Windows may touch (`22:00-24:00=1MB,00:00-02:00=2MB`) but not overlap: an overlap is most likely a typo,
   and which rate it meant cannot be told (as `--hours`).
 - A negative rate means no throttle in those hours, as `--throttle -1` does (`rate_at` gives None).
-- A rate of 0 is refused: Kafka then stops all replication of the moving partitions' throttled replicas,
-  the in-sync followers of their leaders included, which falls them out of the ISR. Stopping new moves is
-  `--hours`' job.
+- A rate of 0 is refused: Kafka throttles only replicas out of the ISR, so 0 stops the copies dead (they
+  stay in flight for the hours), and a follower of a moving partition that drops out of the ISR then cannot
+  catch up until the rate changes. Holding new moves back is `--hours`' job.
 - Every bad input is a ThrottleScheduleError with one line naming the item and the problem.
 """
 
@@ -106,8 +106,8 @@ def _check(windows: tuple[tuple[Window, int], ...], default: int | None, text: s
     zero = [str(w) for w, r in windows if r == 0] + (["*"] if default == 0 else [])
     if zero:
         raise ThrottleScheduleError(
-            f"{text!r}: {zero[0]}=0 would stop the in-sync followers of the moving partitions too; "
-            "give at least 1 B/s, or a negative rate for no throttle"
+            f"{text!r}: {zero[0]}=0 would stop the copies, and keep out of the ISR any follower of a moving "
+            "partition that drops out; give at least 1 B/s, a negative rate for no throttle, or use --hours"
         )
 
 

@@ -86,8 +86,11 @@ def test_one_rate_all_day_has_no_boundary() -> None:
         ("25:00-05:00=1MB,*=1MB", "'25:00-05:00=1MB': '25:00-05:00': 25:00 is not a time of day"),
         ("05:00-05:00=1MB,*=1MB", "'05:00-05:00=1MB': '05:00-05:00': start and end are equal"),
         ("01:00-05:00,*=1MB", "'01:00-05:00': expected WINDOW=RATE or *=RATE, e.g. 22:00-06:00=200MB"),
-        ("*=0", "'*=0': *=0 would stop the in-sync followers of the moving partitions too"),
-        ("01:00-02:00=0,*=1MB", "'01:00-02:00=0,*=1MB': 01:00-02:00=0 would stop the in-sync followers"),
+        (
+            "*=0",
+            "'*=0': *=0 would stop the copies, and keep out of the ISR any follower of a moving partition",
+        ),
+        ("01:00-02:00=0,*=1MB", "'01:00-02:00=0,*=1MB': 01:00-02:00=0 would stop the copies"),
     ],
 )
 def test_bad_schedules_give_one_line(text: str, message: str) -> None:
