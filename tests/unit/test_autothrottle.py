@@ -191,6 +191,42 @@ def test_slack_too_large_is_judged_over_several_intervals_and_survives_a_restart
     assert d.state.pending == {}
 
 
+@pytest.mark.parametrize(
+    ("capacity", "climb"),
+    [
+        # brokers that could copy 50 MB/s: 25% a step (integer quarters), then 11,920,926 -> 14,901,157
+        # would end 1,098,843 B/s (7.4%) below 16 MB/s, so it goes to 16 MB/s at once, and stays
+        (
+            50 * MB,
+            [
+                2_500_000,
+                3_125_000,
+                3_906_250,
+                4_882_812,
+                6_103_515,
+                7_629_393,
+                9_536_741,
+                11_920_926,
+                16 * MB,
+            ],
+        ),
+        # brokers that copy 5 MB/s: at 6,103,515 B/s, 25,000,000 + 1,048,576 >= 0.85 * 30,517,575 = 25,939,938
+        # (bound); at 7,629,393, 26,048,576 < 0.85 * 38,146,965 = 32,424,920: the climb stops there
+        (5 * MB, [2_500_000, 3_125_000, 3_906_250, 4_882_812, 6_103_515, 7_629_393]),
+    ],
+)
+def test_one_move_climbs_to_the_maximum_or_to_what_the_brokers_copy(capacity: int, climb: list[int]) -> None:
+    # the test: --throttle auto --min-throttle 2MB --max-throttle 16MB --throttle-interval 5, one move
+    state, seen = decide(State(), one(0, seconds=5), R).state, []
+    for _ in range(20):
+        rate = min(state.rates[F3], state.rates[L1], capacity)
+        state = decide(state, one(rate * 5, seconds=5), R).state
+        if state.rates[F3] != (seen or [2 * MB])[-1]:
+            seen.append(state.rates[F3])
+        assert state.rates[L1] == state.rates[F3] <= 16 * MB
+    assert seen == climb
+
+
 def test_a_new_receiver_is_not_judged_in_its_first_interval() -> None:
     d = decide(at({L1: 2 * MB}), one(60 * MB), R)
     assert d.writes == {F3: 2 * MB}
