@@ -421,6 +421,13 @@ def catch_up_throttle(growth: float, limit: float, throttle: int | None, sharing
         return None
     if throttle is None or throttle <= 0 or limit < AT_THROTTLE[0] * throttle / max(sharing, 1):
         return 0
+    return catch_up_rate(growth, sharing)
+
+
+def catch_up_rate(growth: float, sharing: int = 1) -> int:
+    """The rate a throttle shared by `sharing` moves needs for a move whose leader's log grows at `growth`
+    B/s to finish: twice the growth per sharing move (the copy then gains on the log at its growth rate),
+    one byte over. catch_up_throttle's suggestion, and the adaptive throttle's floor (core.autothrottle)."""
     return int(2 * growth * max(sharing, 1)) + 1
 
 
