@@ -203,22 +203,29 @@ def _is_lease(lease: Any) -> bool:
 
 class LeaseWatch:
     """Whose a lease is, as one observer tells: "free" (none, or over), "mine" (held by `run`), or "other".
-    Over: the observer has seen the same renewal of another run's lease (its run and `since`) for
-    LEASE_SECONDS of its own monotonic clock (`now`); a new renewal starts the count again."""
+    Over: the observer has seen the same renewal of another run's lease (its run and its `mark`: `since`
+    here, the renewal counter of a stored plan's lease in core/stored_plan.py) for `seconds`
+    (LEASE_SECONDS here) of its own monotonic clock (`now`); a new renewal starts the count again."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float = LEASE_SECONDS, mark: str = "since") -> None:
+        self.seconds = seconds
+        self.mark = mark
         self.renewal: tuple[str, float] | None = None
         self.first_seen = 0.0
 
-    def holder(self, lease: Lease | None, run: str, now: float) -> str:
+    def holder(self, lease: Mapping[str, Any] | None, run: str, now: float) -> str:
         if lease is None:
             return "free"
         if lease["run"] == run:
             return "mine"
-        renewal = (str(lease["run"]), float(lease["since"]))
+        renewal = (str(lease["run"]), float(lease[self.mark]))
         if renewal != self.renewal:
             self.renewal, self.first_seen = renewal, now
-        return "free" if now - self.first_seen >= LEASE_SECONDS else "other"
+        return "free" if now - self.first_seen >= self.seconds else "other"
+
+    def age(self, now: float) -> float:
+        """How long (the observer's clock) the renewal last looked at has been seen unchanged."""
+        return now - self.first_seen if self.renewal is not None else 0.0
 
 
 @dataclass(slots=True)
