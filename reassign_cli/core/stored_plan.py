@@ -42,7 +42,7 @@ from reassign_cli.core import hints
 from reassign_cli.core import pacing as pc
 from reassign_cli.core.model import PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.names import listed
-from reassign_cli.core.record_log import LeaseWatch
+from reassign_cli.core.record_log import Codec, LeaseWatch
 from reassign_cli.errors import BusyError, OperationalError
 
 FORMAT = 1  # the "v" of both documents this version writes and reads
@@ -497,3 +497,57 @@ def _decode(doc: dict[str, Any], body: dict[str, Any]) -> StoredPlan:
         last_step=last,
         lease=_lease(doc["lease"]),
     )
+
+
+# -- the stored plan as a log of writes (the admin API's topic) ----------------------------------------
+TOPIC = "__reassign_cli_plan"
+
+
+def _load_log_doc(data: bytes) -> dict[str, Any]:
+    """A write's document in the topic: {} (no plan: deleted), {"head":{...},"content":{...}} (stored), or
+    {"head":{...}} (a change: the content is the one before it). OperationalError for anything else."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise OperationalError(f"{TOPIC} holds a write that is not JSON") from None
+    ok = isinstance(doc, dict) and set(doc) <= {"head", "content"} and ("content" not in doc or "head" in doc)
+    if not ok or not all(v is None or isinstance(v, dict) for v in doc.values()):
+        raise OperationalError(f"{TOPIC} holds a write this version does not understand")
+    return doc
+
+
+def _whole_log_doc(doc: Mapping[str, Any]) -> bool:
+    return "head" not in doc or "content" in doc
+
+
+def _merge_log_doc(before: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    if "head" in doc and "content" not in doc:
+        return {**doc, "content": before.get("content")}
+    return doc
+
+
+# The stored plan's writes in the topic, fenced as the prior-values record's are (core/record_log.py):
+# the content is written once, with the head that creates the plan; later writes carry the head alone,
+# and a compaction never removes the write that carried the content.
+LOG = Codec(TOPIC, "plan", _load_log_doc, _dumps, dict, _whole_log_doc, _merge_log_doc)
+
+
+def log_doc(plan: StoredPlan, with_content: bool) -> dict[str, Any]:
+    """The document of a write of `plan` to the topic (with its content: the write that creates it)."""
+    content = encode_content(plan)
+    doc = {"head": orjson.loads(encode_head(plan, content))}
+    if with_content:
+        doc["content"] = orjson.loads(content)
+    return doc
+
+
+def from_log_doc(doc: Mapping[str, Any]) -> StoredPlan | None:
+    """The plan a replayed document says (None: no plan stored)."""
+    if not doc:
+        return None
+    if doc.get("content") is None:
+        raise StoredPlanError(
+            f"{WHAT}'s content is no longer in {TOPIC} (messages were deleted from it by hand or by a "
+            "retention setting); refusing to act on it"
+        )
+    return decode(_dumps(doc["head"]), _dumps(doc["content"]))
