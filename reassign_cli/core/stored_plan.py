@@ -99,6 +99,17 @@ class LastStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ContentRef:
+    """What the head says of the content: its SHA-256, its size, how many chunks hold it, and where
+    (a name the store gives it; "" when the store needs none)."""
+
+    sha256: str
+    size: int
+    chunks: int
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class StoredPlan:
     plan_sha256: str  # pacing.plan_digest of the plan file's bytes as read
     entries: tuple[PlanEntry, ...]  # the plan's partitions in the file's order
@@ -113,6 +124,10 @@ class StoredPlan:
     paused: Mapping[str, Any] = field(default_factory=dict)
     last_step: LastStep | None = None
     lease: Lease | None = None
+    # The content's digest, size and place as stored (set by `decode` and the stores' create; carried by
+    # the transitions, which never change the content): a change writes the head without encoding the
+    # content again.
+    content_ref: ContentRef | None = field(default=None, compare=False, repr=False)
 
     @property
     def moves(self) -> tuple[TopicPartition, ...]:
@@ -307,18 +322,19 @@ def _unbits(text: str, entries: Sequence[PlanEntry]) -> frozenset[TopicPartition
     return frozenset(out)
 
 
-@dataclass(frozen=True, slots=True)
-class ContentRef:
-    """What the head says of the content: its SHA-256, its size, how many chunks hold it, and where
-    (a name the store gives it; "" when the store needs none)."""
-
-    sha256: str
-    size: int
-    chunks: int
-    where: str = ""
+def same_content(a: StoredPlan, b: StoredPlan) -> bool:
+    """Whether two plans have the same content (the stores refuse a change of it)."""
+    return a.plan_sha256 == b.plan_sha256 and a.entries == b.entries and a.sizes == b.sizes
 
 
-def encode_head(plan: StoredPlan, content: bytes, chunks: int = 1, where: str = "") -> bytes:
+def encode_head(plan: StoredPlan, content: bytes | None = None, chunks: int = 1, where: str = "") -> bytes:
+    """The head's bytes; without `content`, the content as `plan.content_ref` says it is stored."""
+    if content is None:
+        if plan.content_ref is None:
+            raise ValueError("a head without its content needs the plan's content_ref")
+        ref = plan.content_ref
+    else:
+        ref = ContentRef(hashlib.sha256(content).hexdigest(), len(content), chunks, where)
     pace = {
         "order": plan.pace.order,
         "max_moves_per_broker": plan.pace.cap,
@@ -330,12 +346,7 @@ def encode_head(plan: StoredPlan, content: bytes, chunks: int = 1, where: str = 
         "v": FORMAT,
         "plan_sha256": plan.plan_sha256,
         "moves": len(plan.entries),
-        "content": {
-            "sha256": hashlib.sha256(content).hexdigest(),
-            "bytes": len(content),
-            "chunks": chunks,
-            "where": where,
-        },
+        "content": {"sha256": ref.sha256, "bytes": ref.size, "chunks": ref.chunks, "where": ref.where},
         "pace": pace,
         "origin": {"host": plan.origin.host, "user": plan.origin.user, "at": plan.origin.at},
         "created": plan.created,
@@ -408,7 +419,7 @@ def decode(head: bytes, content: bytes) -> StoredPlan:
         )
     doc, body = _load(head, "head"), _load(content, "content")
     try:
-        return _decode(doc, body)
+        return replace(_decode(doc, body), content_ref=ref)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise StoredPlanError(f"{WHAT} is malformed ({e!r}); refusing to act on it") from None
 
@@ -534,11 +545,10 @@ LOG = Codec(TOPIC, "plan", _load_log_doc, _dumps, dict, _whole_log_doc, _merge_l
 
 def log_doc(plan: StoredPlan, with_content: bool) -> dict[str, Any]:
     """The document of a write of `plan` to the topic (with its content: the write that creates it)."""
+    if not with_content:
+        return {"head": orjson.loads(encode_head(plan))}
     content = encode_content(plan)
-    doc = {"head": orjson.loads(encode_head(plan, content))}
-    if with_content:
-        doc["content"] = orjson.loads(content)
-    return doc
+    return {"head": orjson.loads(encode_head(plan, content)), "content": orjson.loads(content)}
 
 
 def from_log_doc(doc: Mapping[str, Any]) -> StoredPlan | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 
 import orjson
@@ -13,7 +14,8 @@ from hypothesis import strategies as st
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import PlanEntry
-from reassign_cli.errors import BusyError, ExitCode
+from reassign_cli.core.record_log import NO_BASE, Replay, encode_write
+from reassign_cli.errors import BusyError, ExitCode, OperationalError
 
 PLAN = b'{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1,2]}]}\n'
 
@@ -185,3 +187,43 @@ def test_split_and_join(data: bytes, limit: int) -> None:
     assert b"".join(parts) == data
     assert all(1 <= len(p) <= limit for p in parts) or data == b""
     assert len(parts) == max(1, -(-len(data) // limit))
+
+
+def replay_log(log: list[bytes], start: int = 0) -> Replay:
+    r = Replay(codec=sp.LOG, record={})
+    r.start_at(start)
+    for offset in range(start, len(log)):
+        r.feed(offset, log[offset])
+    return r
+
+
+def test_topic_log_carries_the_content_and_never_compacts_it_away() -> None:
+    plan = make(40)
+    ref = sp.content_ref(sp.encode(plan, 10**6)[0])
+    plan = dataclasses.replace(plan, content_ref=ref)
+    log = encode_write(NO_BASE, sp.log_doc(plan, True), "c", limit=600, codec=sp.LOG)
+    assert len(log) > 2  # chunks, then the commit: offsets 0 .. len-1
+    created = len(log) - 1
+    one = sp.mark_started(plan, [("t", 0)], 2.0)
+    log += encode_write(created, sp.log_doc(one, False), "h1", codec=sp.LOG)  # counts
+    lost = sp.mark_started(plan, [("t", 1)], 2.0)
+    log += encode_write(created, sp.log_doc(lost, False), "h2", codec=sp.LOG)  # its base is not the last end
+    two = sp.mark_done(one, [("t", 0)], 3.0)
+    log += encode_write(created + 2, sp.log_doc(two, False), "h3", codec=sp.LOG)
+    r = replay_log(log)
+    assert r.outcome == {"c": True, "h1": True, "h2": False, "h3": True}
+    assert sp.from_log_doc(r.record) == two
+    assert r.cut == 0  # the create's base + 1: a compaction keeps the content's write
+    assert sp.from_log_doc(replay_log(log, start=r.cut).record) == two
+    # the content's write removed (by hand): the head alone is refused, not guessed from
+    with pytest.raises(sp.StoredPlanError, match="content is no longer in __reassign_cli_plan"):
+        sp.from_log_doc(replay_log(log, start=created + 1).record)
+    log += encode_write(created + 3, {}, "d", codec=sp.LOG)  # deleted
+    r = replay_log(log)
+    assert sp.from_log_doc(r.record) is None and r.cut == created + 4
+
+
+def test_topic_log_refuses_what_it_does_not_understand() -> None:
+    (value,) = encode_write(NO_BASE, {"other": {}}, "x", codec=sp.LOG)
+    with pytest.raises(OperationalError, match="__reassign_cli_plan holds a message this version"):
+        replay_log([value])

@@ -14,6 +14,7 @@ compaction never removes the write that carried the content.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -57,7 +58,8 @@ class TopicPlanStore:
 
         with self.log._lock:
             if self.log.transact(fn) is not None:
-                return Versioned(plan, self.log.replay.last), True
+                ref = sp.content_ref(sp.encode_head(plan, sp.encode_content(plan)))
+                return Versioned(dataclasses.replace(plan, content_ref=ref), self.log.replay.last), True
         stored = self.read()
         if stored is None:  # created and deleted again meanwhile
             raise OperationalError(
@@ -69,8 +71,9 @@ class TopicPlanStore:
         return stored, False
 
     def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
-        if sp.encode_content(new) != sp.encode_content(seen.plan) or new.plan_sha256 != seen.plan.plan_sha256:
+        if not sp.same_content(new, seen.plan):
             raise ValueError("the content of a stored plan never changes")
+        new = dataclasses.replace(new, content_ref=seen.plan.content_ref)
         end = self._append(sp.log_doc(new, with_content=False), seen.version)
         return None if end is None else Versioned(new, end)
 

@@ -25,6 +25,7 @@ the head again, the same version.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Iterable
 from typing import Any
@@ -93,7 +94,7 @@ class ZkPlanStore:
             head, chunks = sp.encode(plan, self.chunk_bytes, where=content_id)
             self._write_content(content_id, chunks)
             if self._create_head(content_id, head):
-                return Versioned(plan, 0), True
+                return Versioned(dataclasses.replace(plan, content_ref=sp.content_ref(head)), 0), True
             self._remove(content_id, ("none", -1))  # ours, and the head names another
             stored = self.read()
             if stored is None:  # created and deleted again meanwhile
@@ -129,13 +130,10 @@ class ZkPlanStore:
     def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
         from kazoo.exceptions import BadVersionError, NoNodeError
 
-        if sp.encode_content(new) != sp.encode_content(seen.plan) or new.plan_sha256 != seen.plan.plan_sha256:
+        if not sp.same_content(new, seen.plan):
             raise ValueError("the content of a stored plan never changes")
-        head, version = self.session.get(HEAD)
-        if version is None or head is None:
-            return None
-        ref = sp.content_ref(head)
-        data = sp.encode_head(new, sp.encode_content(new), ref.chunks, where=ref.where)
+        new = dataclasses.replace(new, content_ref=seen.plan.content_ref)
+        data = sp.encode_head(new)
         t = self.session.client.transaction()
         t.set_data(HEAD, data, version=seen.version)
         landed = self._commit(
