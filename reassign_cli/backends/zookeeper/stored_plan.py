@@ -34,6 +34,7 @@ from reassign_cli.backends.plan_store import Versioned
 from reassign_cli.backends.zookeeper.session import InDoubt, ZkSession, unknown_outcome
 from reassign_cli.core import hints
 from reassign_cli.core import stored_plan as sp
+from reassign_cli.core import zk_security as zs
 from reassign_cli.errors import OperationalError
 
 HEAD = "/reassign_cli/plan"
@@ -54,6 +55,10 @@ class ZkPlanStore:
 
     # -- reading ------------------------------------------------------------------------------------
     def read(self) -> Versioned | None:
+        """A consistent read, made again as a whole across a dropped connection (ZkSession.reading)."""
+        return self.session.reading(self._read)
+
+    def _read(self) -> Versioned | None:
         for _ in range(READ_ATTEMPTS):
             head, version = self.session.get(HEAD)
             if version is None or head is None:
@@ -69,7 +74,7 @@ class ZkPlanStore:
     def _content(self, ref: sp.ContentRef) -> bytes | None:
         """The chunks the head names, joined (fetched in one pipeline); None when one is missing or they do
         not match the head (the plan was deleted, or replaced, meanwhile: read again)."""
-        from kazoo.exceptions import NoNodeError
+        from kazoo.exceptions import KazooException, NoAuthError, NoNodeError
 
         client = self.session.client
         pending = [client.get_async(chunk_path(ref.where, i)) for i in range(ref.chunks)]
@@ -79,6 +84,10 @@ class ZkPlanStore:
                 data, _ = self.session.answer(ar, f"a read of {chunk_path(ref.where, i)}")
             except NoNodeError:
                 return None
+            except NoAuthError:
+                raise self.session.denied(chunk_path(ref.where, i), zs.READ) from None
+            except KazooException as e:
+                raise self.session.failed(f"reading {chunk_path(ref.where, i)} from ZooKeeper", e) from None
             parts.append(data)
         content = b"".join(parts)
         return content if sp.matches(ref, content) else None
