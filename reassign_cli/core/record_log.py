@@ -239,8 +239,8 @@ class LeaseWatch:
     here, the renewal counter of a stored plan's lease in core/stored_plan.py) for `seconds`
     (LEASE_SECONDS here) of its own monotonic clock (`now`); a new renewal starts the count again."""
 
-    def __init__(self, seconds: float = LEASE_SECONDS, mark: str = "since") -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float | None = None, mark: str = "since") -> None:
+        self.seconds = seconds  # None: LEASE_SECONDS as it is when asked
         self.mark = mark
         self.renewal: tuple[str, float] | None = None
         self.first_seen = 0.0
@@ -253,7 +253,8 @@ class LeaseWatch:
         renewal = (str(lease["run"]), float(lease[self.mark]))
         if renewal != self.renewal:
             self.renewal, self.first_seen = renewal, now
-        return "free" if now - self.first_seen >= self.seconds else "other"
+        limit = LEASE_SECONDS if self.seconds is None else self.seconds
+        return "free" if now - self.first_seen >= limit else "other"
 
     def age(self, now: float) -> float:
         """How long (the observer's clock) the renewal last looked at has been seen unchanged."""
