@@ -166,6 +166,9 @@ def test_delete_is_fenced(session: ZkSession, zk_chroot: str) -> None:
     assert won and second is not None and second.version == 1
     assert not store.delete(first)  # read at version 0: the plan changed since
     assert store.replace(first, plan) is None  # the same for a compare-and-set
+    _, other = big_plan(6)
+    with pytest.raises(ValueError, match="content of a stored plan never changes"):
+        store.replace(second, other)
     assert store.delete(second)
     assert store.read() is None and not store.delete()
     with kazoo_session(zk_chroot) as client:
