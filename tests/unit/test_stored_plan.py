@@ -227,3 +227,13 @@ def test_topic_log_refuses_what_it_does_not_understand() -> None:
     (value,) = encode_write(NO_BASE, {"other": {}}, "x", codec=sp.LOG)
     with pytest.raises(OperationalError, match="__reassign_cli_plan holds a message this version"):
         replay_log([value])
+
+
+def test_topic_log_writer_killed_between_chunks_leaves_nothing_stored() -> None:
+    plan, other = make(40), make(30)
+    partial = encode_write(NO_BASE, sp.log_doc(plan, True), "dead", limit=600, codec=sp.LOG)[:-2]
+    r = replay_log(partial)
+    assert sp.from_log_doc(r.record) is None and r.last_end == NO_BASE  # no write ended: nothing stored
+    log = partial + encode_write(NO_BASE, sp.log_doc(other, True), "next", limit=600, codec=sp.LOG)
+    r = replay_log(log)
+    assert r.outcome == {"next": True} and sp.from_log_doc(r.record) == other
