@@ -44,7 +44,7 @@ was taken over learns it at its next renewal, which it makes right before each t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,34 @@ def _dumps(doc: Mapping[str, Any]) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
+def _whole(doc: Mapping[str, Any]) -> bool:
+    return True
+
+
+def _keep(before: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """What a log of these writes keeps: its topic, the field of a single message that holds the document,
+    how the document is read (`load`, OperationalError when it is not understood) and written (`dump`).
+    A log whose writes may leave out a part of the document that an earlier write carries (the stored
+    plan's content, written once: core/stored_plan.py) says which writes are `whole` and how a write is
+    `merge`d onto the document before it; a compaction never cuts past the last whole write."""
+
+    topic: str
+    field: str
+    load: Callable[[bytes], dict[str, Any]]
+    dump: Callable[[Mapping[str, Any]], bytes]
+    empty: Callable[[], dict[str, Any]]
+    whole: Callable[[Mapping[str, Any]], bool] = _whole
+    merge: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] = _keep
+
+
+RECORD = Codec(TOPIC, "record", lambda data: th.load_record(data, TOPIC), th.dump_record, th.empty_record)
+
+
 def encode_write(
     base: int,
     record: Mapping[str, Any],
@@ -86,15 +114,16 @@ def encode_write(
     lease: Mapping[str, Any] | None = None,
     *,
     limit: int | None = None,
+    codec: Codec = RECORD,
 ) -> list[bytes]:
     """The messages of one write, in order: one message when it fits in `limit` bytes (CHUNK_BYTES by
     default), else chunks and a commit. Compact JSON, keys sorted (the record as throttle.dump_record has it)."""
     limit = CHUNK_BYTES if limit is None else limit
-    text = th.dump_record(record).decode()
+    text = codec.dump(record).decode()
     head: dict[str, Any] = {"base": base, "id": write_id, "v": FORMAT}
     if lease is not None:
         head["lease"] = dict(lease)
-    single = _dumps({**head, "record": orjson.loads(text)})
+    single = _dumps({**head, codec.field: orjson.loads(text)})
     if len(single) <= limit:
         return [single]
     parts = _cut(text, write_id, limit)
@@ -135,7 +164,7 @@ CHUNK_FIELDS = frozenset({"chunk", "id", "part", "v"})
 COMMIT_FIELDS = frozenset({"base", "chunks", "id", "lease", "v"})
 
 
-def decode_message(value: bytes | None) -> Message | None:
+def decode_message(value: bytes | None, codec: Codec = RECORD) -> Message | None:
     """The message; None for one that is not ours (not a JSON object with an "id" and a "base" or a
     "chunk": it never counts, and breaks any write it lands in). A message of ours that this version does
     not understand (another field, another "v", another record version, a malformed lease or record) is
@@ -150,15 +179,17 @@ def decode_message(value: bytes | None) -> Message | None:
     if not isinstance(doc, dict) or "id" not in doc or ("base" not in doc and "chunk" not in doc):
         return None
     try:
-        return _message(doc)
+        return _message(doc, codec)
     except (ValueError, TypeError, KeyError, OperationalError):
-        raise OperationalError(_refusal(value)) from None
+        raise OperationalError(_refusal(value, codec.topic)) from None
 
 
-def _message(doc: dict[str, Any]) -> Message:
+def _message(doc: dict[str, Any], codec: Codec) -> Message:
     version = doc.get("v", 1)
     write_id = doc["id"]
     if version not in FIELDS or not isinstance(write_id, str) or (version == 1 and "v" in doc):
+        raise ValueError
+    if codec.field != "record" and version != FORMAT:
         raise ValueError
     if "chunk" in doc:
         if version != FORMAT or set(doc) != CHUNK_FIELDS or not _is_int(doc["chunk"]) or doc["chunk"] < 0:
@@ -173,9 +204,10 @@ def _message(doc: dict[str, Any]) -> Message:
         if version != FORMAT or set(doc) - COMMIT_FIELDS or not _is_int(doc["chunks"]) or doc["chunks"] < 1:
             raise ValueError
         return Message(write_id, version, base, chunks=doc["chunks"], lease=lease)
-    if set(doc) - FIELDS[version] or "record" not in doc:
+    fields = FIELDS[version] - {"record"} | {codec.field}
+    if set(doc) - fields or codec.field not in doc:
         raise ValueError
-    record = th.load_record(orjson.dumps(doc["record"]), TOPIC)
+    record = codec.load(orjson.dumps(doc[codec.field]))
     return Message(write_id, version, base, record=record, lease=lease)
 
 
@@ -183,10 +215,10 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _refusal(value: bytes) -> str:
+def _refusal(value: bytes, topic: str = TOPIC) -> str:
     shown = value[:200].decode(errors="replace")
     return (
-        f"{TOPIC} holds a message this version of kafka-reassign does not understand (written by a newer "
+        f"{topic} holds a message this version of kafka-reassign does not understand (written by a newer "
         f"version?); refusing to guess the record from it: {shown}"
     )
 
@@ -203,28 +235,37 @@ def _is_lease(lease: Any) -> bool:
 
 class LeaseWatch:
     """Whose a lease is, as one observer tells: "free" (none, or over), "mine" (held by `run`), or "other".
-    Over: the observer has seen the same renewal of another run's lease (its run and `since`) for
-    LEASE_SECONDS of its own monotonic clock (`now`); a new renewal starts the count again."""
+    Over: the observer has seen the same renewal of another run's lease (its run and its `mark`: `since`
+    here, the renewal counter of a stored plan's lease in core/stored_plan.py) for `seconds`
+    (LEASE_SECONDS here) of its own monotonic clock (`now`); a new renewal starts the count again."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float | None = None, mark: str = "since") -> None:
+        self.seconds = seconds  # None: LEASE_SECONDS as it is when asked
+        self.mark = mark
         self.renewal: tuple[str, float] | None = None
         self.first_seen = 0.0
 
-    def holder(self, lease: Lease | None, run: str, now: float) -> str:
+    def holder(self, lease: Mapping[str, Any] | None, run: str, now: float) -> str:
         if lease is None:
             return "free"
         if lease["run"] == run:
             return "mine"
-        renewal = (str(lease["run"]), float(lease["since"]))
+        renewal = (str(lease["run"]), float(lease[self.mark]))
         if renewal != self.renewal:
             self.renewal, self.first_seen = renewal, now
-        return "free" if now - self.first_seen >= LEASE_SECONDS else "other"
+        limit = LEASE_SECONDS if self.seconds is None else self.seconds
+        return "free" if now - self.first_seen >= limit else "other"
+
+    def age(self, now: float) -> float:
+        """How long (the observer's clock) the renewal last looked at has been seen unchanged."""
+        return now - self.first_seen if self.renewal is not None else 0.0
 
 
 @dataclass(slots=True)
 class Replay:
     """The record as the log says so far: feed it every message in offset order."""
 
+    codec: Codec = RECORD
     record: dict[str, Any] = field(default_factory=th.empty_record)
     last: int = NO_BASE  # offset of the commit (or single message) of the last write that counted
     cut: int = 0  # where a compaction may cut: the first offset after the base of the last counted write
@@ -252,7 +293,7 @@ class Replay:
         if offset > self.position:
             self._gap(offset)  # messages removed meanwhile (a consumer reset to the new start)
         self.position = offset + 1
-        msg = decode_message(value)
+        msg = decode_message(value, self.codec)
         if msg is None:
             return
         if msg.index is not None:
@@ -270,9 +311,12 @@ class Replay:
         if counted is None:
             self.known = False
         elif counted:
-            record = msg.record if msg.record is not None else _assemble(parts)
-            self.record, self.lease, self.known = record, msg.lease, True
-            self.last, self.cut = offset, (offset if msg.version == 1 else msg.base + 1)
+            record = msg.record if msg.record is not None else _assemble(parts, self.codec)
+            cut = offset if msg.version == 1 else msg.base + 1
+            if self.codec.whole(record):
+                self.cut = cut
+            self.record = self.codec.merge(self.record, record)
+            self.lease, self.known, self.last = msg.lease, True, offset
 
     def _counts(self, msg: Message) -> bool | None:
         """Whether the write ending here counts; None when the log no longer says."""
@@ -285,17 +329,17 @@ class Replay:
         return True
 
 
-def _assemble(parts: dict[int, str]) -> dict[str, Any]:
+def _assemble(parts: dict[int, str], codec: Codec = RECORD) -> dict[str, Any]:
     text = "".join(parts[i] for i in range(len(parts))).encode()
     try:
-        return th.load_record(text, TOPIC)
+        return codec.load(text)
     except OperationalError:
-        raise OperationalError(_refusal(text)) from None
+        raise OperationalError(_refusal(text, codec.topic)) from None
 
 
-def unknown_record(start: int) -> str:
+def unknown_record(start: int, topic: str = TOPIC, what: str = "the record of prior throttle values") -> str:
     """Why the record cannot be read: a prefix of the log was removed under the last write."""
     return (
-        f"cannot tell the record of prior throttle values: {TOPIC} starts at offset {start}, and no whole "
+        f"cannot tell {what}: {topic} starts at offset {start}, and no whole "
         "write that counted follows (messages were deleted from it by hand or by a retention setting)"
     )

@@ -18,9 +18,8 @@ from typing import Any
 
 from reassign_cli.backends.protocol import RecordFn
 from reassign_cli.core import record_log
-from reassign_cli.core import throttle as th
 from reassign_cli.core.client_config import AdminOptions
-from reassign_cli.core.record_log import TOPIC, Lease, Replay, encode_write, topic_spec, unknown_record
+from reassign_cli.core.record_log import Lease, Replay, encode_write, topic_spec, unknown_record
 from reassign_cli.errors import OperationalError
 
 MAX_ATTEMPTS = 25
@@ -32,10 +31,14 @@ OFFSETS_TRY_MS = 2000  # one try of a ListOffsets lookup (see _offsets)
 
 
 class RecordLog:
+    codec = record_log.RECORD  # the topic and its documents (plan_topic.PlanLog keeps the stored plan)
+    what = "the record of prior throttle values"
+
     def __init__(self, options: AdminOptions, admin: Any) -> None:
         self.options = options
         self.admin = admin
-        self.replay = Replay()
+        self.topic = self.codec.topic
+        self.replay = Replay(codec=self.codec, record=self.codec.empty())
         self._exists = False
         self._consumer: Any = None
         self._producer: Any = None
@@ -50,10 +53,10 @@ class RecordLog:
             from kafka.errors import KafkaError
 
             try:
-                meta = self.admin.describe_topics([TOPIC])
+                meta = self.admin.describe_topics([self.topic])
             except KafkaError as e:
-                raise OperationalError(f"cannot read the metadata of {TOPIC}: {e}") from None
-            self._exists = any(t.get("error_code") == 0 and t.get("name") == TOPIC for t in meta)
+                raise OperationalError(f"cannot read the metadata of {self.topic}: {e}") from None
+            self._exists = any(t.get("error_code") == 0 and t.get("name") == self.topic for t in meta)
         return self._exists
 
     def read(self) -> dict[str, Any]:
@@ -66,17 +69,21 @@ class RecordLog:
             self._consume_to_end()
             if not self.replay.known:
                 raise OperationalError(
-                    unknown_record(self._start),
-                    hint=f"Check the throttles by hand (kafka-configs), then delete the topic {TOPIC} to "
-                    "start a new record (docs/kraft.md).",
+                    unknown_record(self._start, self.topic, self.what), hint=self._unknown_hint()
                 )
-        return th.load_record(th.dump_record(self.replay.record))
+        return self.codec.load(self.codec.dump(self.replay.record))
+
+    def _unknown_hint(self) -> str:
+        return (
+            f"Check the throttles by hand (kafka-configs), then delete the topic {self.topic} to start a new "
+            "record (docs/kraft.md)."
+        )
 
     def _consume_to_end(self, at_least: int = 0) -> None:
         from kafka import TopicPartition
         from kafka.errors import KafkaError
 
-        tp = TopicPartition(TOPIC, 0)
+        tp = TopicPartition(self.topic, 0)
         try:
             consumer = self._consumer_for(tp)
             start, end = self._offsets(consumer, tp)
@@ -90,13 +97,13 @@ class RecordLog:
             while self.replay.position < end:
                 if time.monotonic() > deadline:
                     raise OperationalError(
-                        f"cannot read {TOPIC}: offsets {self.replay.position}-{end - 1} did not arrive in time"
+                        f"cannot read {self.topic}: offsets {self.replay.position}-{end - 1} did not arrive in time"
                     )
                 for records in consumer.poll(timeout_ms=POLL_MS).values():
                     for r in records:
                         self.replay.feed(r.offset, r.value)
         except KafkaError as e:
-            raise OperationalError(f"cannot read {TOPIC}: {e}") from None
+            raise OperationalError(f"cannot read {self.topic}: {e}") from None
 
     def _offsets(self, consumer: Any, tp: Any) -> tuple[int, int]:
         """(first, end) offset of the record's partition. kafka-python 3.0.12 asks the leader its metadata
@@ -149,27 +156,37 @@ class RecordLog:
                 time.sleep(_JITTER.uniform(0, min(BACKOFF_FIRST * 2**attempt, BACKOFF_MAX)))
             current = self.read()
             lease = self.replay.lease
-            out = fn(th.load_record(th.dump_record(current)), None if lease is None else dict(lease))
+            out = fn(self.codec.load(self.codec.dump(current)), None if lease is None else dict(lease))
             if out is None:
                 return None
             new, new_lease = out
-            if th.dump_record(new) == th.dump_record(current) and new_lease == lease:
+            if self.codec.dump(new) == self.codec.dump(current) and new_lease == lease:
                 return new, new_lease
             self.ensure_topic()
             if self._write(new, new_lease):
                 self._compact()
                 return new, new_lease
-        raise OperationalError(f"{TOPIC} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
+        raise OperationalError(f"{self.topic} kept changing under us; gave up after {MAX_ATTEMPTS} attempts")
 
-    def _write(self, record: dict[str, Any], lease: Lease | None) -> bool:
-        """Append one write (its chunks, then its commit) after what was read; whether it counted."""
+    def _write(self, record: dict[str, Any], lease: Lease | None, base: int | None = None) -> bool:
+        """Append one write (its chunks, then its commit) after what was read (or after `base`: a
+        compare-and-set on that offset); whether it counted."""
+        return self._append(record, lease, base)[0]
+
+    def _append(
+        self, record: dict[str, Any], lease: Lease | None, base: int | None = None
+    ) -> tuple[bool, int]:
+        """_write, and the offset of the write's end (as far as the replay got when it is unknown)."""
         write_id = secrets.token_hex(8)
         offset = None
-        for message in encode_write(self.replay.last_end, record, write_id, lease):
+        base = self.replay.last_end if base is None else base
+        for message in encode_write(base, record, write_id, lease, codec=self.codec):
             offset = self._produce(message)
         # Replay through our own commit (or, if the send's outcome is unknown, to the end).
         self._consume_to_end(at_least=0 if offset is None else offset + 1)
-        return self.replay.outcome.get(write_id) is True
+        return self.replay.outcome.get(
+            write_id
+        ) is True, self.replay.position - 1 if offset is None else offset
 
     def _compact(self) -> None:
         """Remove the messages up to the base of the last write that counted (DeleteRecords), once there
@@ -183,7 +200,7 @@ class RecordLog:
         from kafka.errors import KafkaError
 
         with contextlib.suppress(KafkaError):
-            self.admin.delete_records({TopicPartition(TOPIC, 0): cut})
+            self.admin.delete_records({TopicPartition(self.topic, 0): cut})
             self._start = cut
 
     def lease(self) -> Lease | None:
@@ -194,7 +211,7 @@ class RecordLog:
 
     def planned(self, record: dict[str, Any]) -> tuple[list[bytes], bool]:
         """Dry run: the messages a write of `record` would append now, and whether the topic must be made."""
-        return encode_write(self.replay.last_end, record, "dry-run"), not self.exists()
+        return encode_write(self.replay.last_end, record, "dry-run", codec=self.codec), not self.exists()
 
     def ensure_topic(self) -> None:
         """Create the record topic if it does not exist (another run creating it meanwhile is fine)."""
@@ -206,12 +223,12 @@ class RecordLog:
         rf, configs = topic_spec(len(live))
         try:
             self.admin.create_topics(
-                {TOPIC: {"num_partitions": 1, "replication_factor": rf, "configs": configs}}
+                {self.topic: {"num_partitions": 1, "replication_factor": rf, "configs": configs}}
             )
         except TopicAlreadyExistsError:
             pass
         except KafkaError as e:
-            raise OperationalError(f"cannot create the topic {TOPIC}: {e}") from None
+            raise OperationalError(f"cannot create the topic {self.topic}: {e}") from None
         self._exists = True
 
     def _produce(self, value: bytes) -> int | None:
@@ -222,11 +239,11 @@ class RecordLog:
         try:
             if self._producer is None:
                 self._producer = KafkaProducer(**self.options.client_settings(), acks="all")
-            meta = self._producer.send(TOPIC, value=value, partition=0).get()
+            meta = self._producer.send(self.topic, value=value, partition=0).get()
         except KafkaTimeoutError:
             return None  # maybe written: the replay finds out by the message's id
         except KafkaError as e:
-            raise OperationalError(f"cannot write to {TOPIC}: {e}") from None
+            raise OperationalError(f"cannot write to {self.topic}: {e}") from None
         return int(meta.offset)
 
     def close(self) -> None:
