@@ -4,10 +4,12 @@
 #   docker build --network host -t kafka-reassign .                      (pip gets the dependencies)
 #   docker run --rm --network host -e KAFKA_REASSIGN_ZOOKEEPER=127.0.0.1:2181/kafka \
 #       -v "$PWD:/work" -w /work kafka-reassign generate ...
+#   docker build --network host --target spark -t kafka-reassign:spark .   (+ pyspark, pandas, pyarrow)
 #
-# Offline builds: wheels in docker/wheels/ (scripts/docker fills it with `pip wheel .` on the host) are
-# installed with --no-index, so the build downloads nothing; BASE is then an image with python3 >= 3.11
-# and its venv module (scripts/docker uses the Debian base it bootstraps).
+# Offline builds: wheels in docker/wheels/ (and, for "spark", docker/wheels-spark/; `scripts/docker
+# images [--spark]` fills them with `pip wheel` on the host, at the versions of its venv, listed in
+# constraints.txt there) are installed with --no-index, so the build downloads nothing; BASE is then an
+# image with python3 >= 3.11 and its venv module (scripts/docker uses the Debian base it bootstraps).
 ARG BASE=python:3.11-slim
 
 FROM ${BASE} AS cli
@@ -16,7 +18,8 @@ COPY reassign_cli /src/reassign_cli
 COPY docker/wheels /wheels
 RUN set -e; python3 -m venv /opt/venv; \
     if ls /wheels/reassign_cli-*.whl >/dev/null 2>&1; then \
-      /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels reassign_cli; \
+      c=; if [ -f /wheels/constraints.txt ]; then c="-c /wheels/constraints.txt"; fi; \
+      /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels $c reassign_cli; \
     else \
       /opt/venv/bin/pip install --no-cache-dir /src; \
     fi; \
@@ -24,10 +27,21 @@ RUN set -e; python3 -m venv /opt/venv; \
 ENV PATH=/opt/venv/bin:$PATH
 ENTRYPOINT ["kafka-reassign"]
 
-FROM cli AS spark
+# The [spark] extra is installed in a stage of its own, whose venv alone is copied: the wheels
+# (pyspark's is ~0.4 GB) stay out of the image.
+FROM cli AS spark-venv
+COPY docker/wheels-spark /wheels-spark
 RUN set -e; \
-    if ls /wheels/pyspark-*.whl >/dev/null 2>&1; then \
-      /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels "reassign_cli[spark]"; \
+    if ls /wheels-spark/pyspark-*.whl >/dev/null 2>&1; then \
+      c=; if [ -f /wheels-spark/constraints.txt ]; then c="-c /wheels-spark/constraints.txt"; fi; \
+      /opt/venv/bin/pip install --no-cache-dir --no-index --find-links /wheels-spark $c "reassign_cli[spark]"; \
     else \
       /opt/venv/bin/pip install --no-cache-dir "/src[spark]"; \
     fi
+
+FROM ${BASE} AS spark
+COPY --from=spark-venv /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+RUN set -e; kafka-reassign --version; python3 -c 'import pyspark; print("pyspark", pyspark.__version__)'; \
+    java -version
+ENTRYPOINT ["kafka-reassign"]
