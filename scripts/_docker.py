@@ -534,9 +534,28 @@ def tool_image(spark: bool = False) -> None:
     make_wheels(python, REPO / "docker" / "wheels", str(REPO), constraints)
     build("Dockerfile", TOOL_IMAGE, base, REPO, target="cli")
     if spark:
-        say("building the wheels of kafka-reassign[spark] (pyspark, pandas, pyarrow) ...")
-        make_wheels(python, REPO / "docker" / "wheels-spark", f"{REPO}[spark]", constraints)
+        spark_wheels(python, constraints)
         build("Dockerfile", TOOL_SPARK_IMAGE, base, REPO, target="spark")
+
+
+def spark_wheels(python: str, constraints: str) -> None:
+    """docker/wheels-spark: the wheels of the [spark] extra's dependencies (all of them, at the venv's
+    versions), without the project's own: the Dockerfile's spark-deps stage installs them all, and its
+    cached layer stays valid while the venv's versions stay the same (constraints.txt there)."""
+    directory = REPO / "docker" / "wheels-spark"
+    stamp = directory / "constraints.txt"
+    if stamp.exists() and stamp.read_text() == constraints and any(directory.glob("pyspark-*.whl")):
+        return
+    say("building the wheels of kafka-reassign[spark]'s dependencies (pyspark, pandas, pyarrow) ...")
+    for old in directory.glob("*.whl"):
+        old.unlink()
+    try:
+        make_wheels(python, directory, f"{REPO}[spark]", constraints)
+    except DockerError:
+        stamp.unlink(missing_ok=True)
+        raise
+    for own in directory.glob("reassign_cli-*.whl"):
+        own.unlink()
 
 
 # --------------------------------------------------------------------------- compose

@@ -164,3 +164,28 @@ def test_a_process_is_its_pid_and_start_time() -> None:
     assert dk.same_process(me)
     assert not dk.same_process({**me, "start": me["start"] + "0"})  # the pid reused by another process
     assert not dk.same_process(None)
+
+
+def test_down_never_stops_a_dockerd_it_did_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTER_DIR", str(tmp_path / "c"))
+    monkeypatch.setattr(dk, "CACHE", tmp_path)
+    monkeypatch.setattr(dk, "DOCKERD_LOCK", tmp_path / "dockerd.lock")
+    monkeypatch.setattr(dk, "DOCKERD_RECORD", tmp_path / "dockerd.json")
+    killed: list[int] = []
+    real_kill = os.kill
+
+    def kill(pid: int, sig: int) -> None:
+        if sig:  # signal 0 only asks whether a process is alive
+            killed.append(pid)
+        else:
+            real_kill(pid, sig)
+
+    monkeypatch.setattr(dk.os, "kill", kill)
+    dk.stop_dockerd()  # no record: whatever dockerd runs is not ours
+    # a record whose dockerd is gone, its pid now another process's (this one, started at another time)
+    me = dk.proc_ident(os.getpid())
+    record = {"dockerd": {**me, "start": me["start"] + "0"}, "users": {str(tmp_path / "c"): {"project": "p"}}}
+    (tmp_path / "dockerd.json").write_text(json.dumps(record))
+    dk.stop_dockerd()
+    assert killed == []
+    assert not (tmp_path / "dockerd.json").exists()  # the record of a dockerd that is gone is dropped
