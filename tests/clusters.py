@@ -29,11 +29,13 @@ def script(
     keep_settings: bool = False,
     program: Path = CLUSTER_SCRIPT,
     settings: tuple[str, ...] = ("CLUSTER_",),
+    extra: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """scripts/cluster (or `program`, e.g. scripts/docker) ARGS with CLUSTER_DIR=directory. The caller's other
     `settings` variables (ports, timeouts) are kept only for the main cluster (keep_settings): an extra cluster
-    must not reuse its ports."""
+    must not reuse its ports. `extra`: variables set for this run only."""
     env = {k: v for k, v in os.environ.items() if keep_settings or not k.startswith(settings)}
+    env.update(extra or {})
     env["CLUSTER_DIR"] = str(directory)
     return subprocess.run(
         [str(program), *args],

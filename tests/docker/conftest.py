@@ -39,15 +39,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason="docker tests: set REASSIGN_DOCKER_TESTS=1"))
 
 
-def docker_script(*args: str, directory: Path, timeout: float = 1100) -> subprocess.CompletedProcess[str]:
-    """scripts/docker ARGS with CLUSTER_DIR=directory and free ports (the caller's port settings dropped)."""
+def docker_script(
+    *args: str, directory: Path, timeout: float = 1100, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """scripts/docker ARGS with CLUSTER_DIR=directory and free ports (the caller's port settings dropped;
+    `extra` set instead, e.g. RC_COMPOSE)."""
     return clusters.script(
-        *args, directory=directory, timeout=timeout, program=DOCKER_SCRIPT, settings=("CLUSTER_", "RC_")
+        *args,
+        directory=directory,
+        timeout=timeout,
+        program=DOCKER_SCRIPT,
+        settings=("CLUSTER_", "RC_"),
+        extra=extra,
     )
 
 
-def docker_checked(*args: str, directory: Path) -> subprocess.CompletedProcess[str]:
-    r = docker_script(*args, directory=directory)
+def docker_checked(
+    *args: str, directory: Path, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    r = docker_script(*args, directory=directory, extra=extra)
     if r.returncode != 0:
         pytest.fail(
             f"scripts/docker {' '.join(args)} failed ({directory}):\n{r.stderr[-4000:]}", pytrace=False

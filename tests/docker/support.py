@@ -13,6 +13,7 @@ from tests.integration.reassign_support import produce
 
 DOCKER = os.environ.get("RC_DOCKER") or "/usr/bin/docker"
 TOOL_IMAGE = "reassign-cli/kafka-reassign:local"
+TOOL_SPARK_IMAGE = "reassign-cli/kafka-reassign:spark"  # target spark: `scripts/docker images --spark`
 
 # Expected by hand: with --broker-list 2,3 a partition of replication factor 2 ends on exactly brokers
 # 2 and 3 (the only two given), whatever the seed.
@@ -24,11 +25,11 @@ FAST = "100000000"
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 
 
-def in_image(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def in_image(*args: str, env: dict[str, str], image: str = TOOL_IMAGE) -> subprocess.CompletedProcess[str]:
     """docker run --network host <the tool's image> ARGS, with the KAFKA_REASSIGN_* settings given."""
     flags = [f"--env={k}={v}" for k, v in env.items()]
     return subprocess.run(
-        [DOCKER, "run", "--rm", "--network", "host", *flags, TOOL_IMAGE, *args],
+        [DOCKER, "run", "--rm", "--network", "host", *flags, image, *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -94,6 +94,44 @@ def test_the_tools_image_generates_what_the_venv_generates(cluster: Cluster, mak
     assert {p["partition"] for p in doc["proposed"]["partitions"]} == {0, 1, 2, 3}
 
 
+def test_the_spark_image_plans_byte_for_byte_what_the_venvs_local_engine_plans(
+    cluster: Cluster, make_topic: Any
+) -> None:
+    docker_checked("images", "--spark", directory=cluster.directory)
+    topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1], 3: [1, 3], 4: [2, 1], 5: [3, 2]})
+    args = ["generate", "--topic", topic, "--broker-list", "1,2,3", "--seed", "11"]
+    conn = {"KAFKA_REASSIGN_ZOOKEEPER": cluster.zookeeper}
+    for fmt in ("text", "json"):
+        spark = support.in_image(
+            *args, "--format", fmt, "--engine", "spark", "--spark-master", "local[2]",
+            env=conn, image=support.TOOL_SPARK_IMAGE,
+        )  # fmt: skip
+        local = support.run_cli(*args, "--format", fmt, "--engine", "local", env=conn)
+        assert spark.returncode == local.returncode == 0, spark.stderr + local.stderr
+        assert spark.stdout == local.stdout
+        assert spark.stderr == local.stderr  # the summary too
+    doc = json.loads(spark.stdout)
+    assert {p["partition"] for p in doc["proposed"]["partitions"]} == set(range(6))
+    # the image's Python (minor), pyspark and Java (major) are the venv's
+    probe = "import sys, pyspark; print(sys.version_info[:2], pyspark.__version__)"
+    image = subprocess.run(
+        [support.DOCKER, "run", "--rm", "--network", "host", "--entrypoint", "python3",
+         support.TOOL_SPARK_IMAGE, "-c", probe],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    venv = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert image.returncode == 0 and image.stdout == venv.stdout, image.stderr
+    java = [support.DOCKER, "run", "--rm", "--network", "host", "--entrypoint", "java"]
+    in_image = subprocess.run([*java, support.TOOL_SPARK_IMAGE, "-version"], capture_output=True, text=True)
+    on_host = subprocess.run(["java", "-version"], capture_output=True, text=True)
+    assert java_major(in_image.stderr) == java_major(on_host.stderr) >= 17
+
+
+def java_major(version_output: str) -> int:
+    """17 from `openjdk version "17.0.15" 2025-04-15`."""
+    return int(version_output.split('"')[1].split(".")[0])
+
+
 def ci_dry_run(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in read_env_file(cluster.directory / "env").items() if k == "CLUSTER_DIR"}
     return subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -103,3 +104,88 @@ def test_daemon_json_written_when_absent_and_kept_when_right(
     path.write_text(json.dumps({**written, "log-level": "warn"}))  # other settings are the user's
     dk.check_daemon_json()
     assert json.loads(path.read_text())["log-level"] == "warn"
+
+
+# --------------------------------------------------------------------------- RC_COMPOSE
+
+
+def test_rc_compose_v1_is_docker_compose_and_refused_without_it() -> None:
+    assert dk.compose_command("v1", "/usr/bin/docker-compose", True, None) == ["/usr/bin/docker-compose"]
+    with pytest.raises(cl.ClusterError, match="RC_COMPOSE=v1 but no docker-compose"):
+        dk.compose_command("v1", None, True, None)
+
+
+def test_rc_compose_v2_is_the_plugin_else_the_cached_binary_else_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RC_DOCKER", "/usr/bin/docker")
+    v1, cached = "/usr/bin/docker-compose", Path("/c/compose-v2/docker-compose")
+    assert dk.compose_command("v2", v1, True, cached) == ["/usr/bin/docker", "compose"]
+    assert dk.compose_command("v2", v1, False, cached) == [str(cached)]  # standalone v2, not v1
+    with pytest.raises(cl.ClusterError, match="RC_COMPOSE=v2 but no compose v2"):
+        dk.compose_command("v2", v1, False, None)
+
+
+def test_rc_compose_auto_prefers_v1_and_a_command_is_taken_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RC_DOCKER", "/usr/bin/docker")
+    cached = Path("/c/docker-compose")
+    assert dk.compose_command("auto", "/usr/bin/docker-compose", True, cached) == ["/usr/bin/docker-compose"]
+    assert dk.compose_command("auto", None, True, None) == ["/usr/bin/docker", "compose"]
+    assert dk.compose_command("auto", None, False, cached) == [str(cached)]
+    assert dk.compose_command("docker compose", None, False, None) == ["docker", "compose"]
+
+
+def test_the_compose_up_used_is_kept_for_the_later_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RC_COMPOSE", raising=False)
+    assert dk.state_compose({"compose": ["/c/docker-compose"]}) == ["/c/docker-compose"]
+    monkeypatch.setenv("RC_COMPOSE", "docker compose")  # said explicitly: wins
+    assert dk.state_compose({"compose": ["/c/docker-compose"]}) == ["docker", "compose"]
+
+
+# --------------------------------------------------------------------------- users of our dockerd
+
+
+def test_a_user_is_live_while_its_project_runs_or_its_up_runs() -> None:
+    users = {
+        "/a": {"project": "rc-a", "up": {"pid": 1, "start": "x"}},  # containers running
+        "/b": {"project": "rc-b", "up": {"pid": 2, "start": "y"}},  # `up` under way, no container yet
+        "/c": {"project": "rc-c", "up": {"pid": 3, "start": "z"}},  # up killed, no container: stale
+        "/d": "garbage",
+    }
+    live, stale = dk.split_users(
+        users, {"rc-a", "rc-other"}, alive=lambda ident: ident == {"pid": 2, "start": "y"}
+    )
+    assert sorted(live) == ["/a", "/b"]
+    assert sorted(stale) == ["/c", "/d"]
+
+
+def test_a_process_is_its_pid_and_start_time() -> None:
+    me = dk.proc_ident(os.getpid())
+    assert dk.same_process(me)
+    assert not dk.same_process({**me, "start": me["start"] + "0"})  # the pid reused by another process
+    assert not dk.same_process(None)
+
+
+def test_down_never_stops_a_dockerd_it_did_not_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTER_DIR", str(tmp_path / "c"))
+    monkeypatch.setattr(dk, "CACHE", tmp_path)
+    monkeypatch.setattr(dk, "DOCKERD_LOCK", tmp_path / "dockerd.lock")
+    monkeypatch.setattr(dk, "DOCKERD_RECORD", tmp_path / "dockerd.json")
+    killed: list[int] = []
+    real_kill = os.kill
+
+    def kill(pid: int, sig: int) -> None:
+        if sig:  # signal 0 only asks whether a process is alive
+            killed.append(pid)
+        else:
+            real_kill(pid, sig)
+
+    monkeypatch.setattr(dk.os, "kill", kill)
+    dk.stop_dockerd()  # no record: whatever dockerd runs is not ours
+    # a record whose dockerd is gone, its pid now another process's (this one, started at another time)
+    me = dk.proc_ident(os.getpid())
+    record = {"dockerd": {**me, "start": me["start"] + "0"}, "users": {str(tmp_path / "c"): {"project": "p"}}}
+    (tmp_path / "dockerd.json").write_text(json.dumps(record))
+    dk.stop_dockerd()
+    assert killed == []
+    assert not (tmp_path / "dockerd.json").exists()  # the record of a dockerd that is gone is dropped
