@@ -121,12 +121,33 @@ def roomy(draw: st.DrawFn) -> tuple[Sized, dict[int, Capacity]]:
     return s, {b.id: Capacity(ks[position[b.id]] * total, ks[position[b.id]] * total) for b in s.case.brokers}
 
 
+def caps_allow(case: Case, goal: Mapping[int, float], band: Mapping[int, float]) -> bool:
+    """Whether the no-concentration rule (docs/balanced.md point 4, which ranks before bytes) leaves every
+    broker of B room to reach goal +- band: no broker may hold more of a topic than cap = max(ceil(replicas /
+    |B|), the most any broker held of it before), so each broker must hold at least replicas - cap x (|B| - 1)
+    of it (its smallest partitions at best) and can hold at most cap of it (its largest at best)."""
+    ids = [b.id for b in case.brokers]
+    n = len(ids)
+    least, most = dict.fromkeys(ids, 0), dict.fromkeys(ids, 0)
+    for t in case.topics.values():
+        rf = {p: case.rf or len(row) for p, row in t.replicas.items()}
+        replicas = sum(rf.values())
+        held = max(sum(b in row for row in t.replicas.values()) for b in ids)
+        cap = max(-(-replicas // n), held)
+        sizes = sorted(t.sizes.get(p, 0) for p in t.replicas)
+        must = max(0, replicas - cap * (n - 1))
+        for b in ids:
+            least[b] += sum(sizes[:must])
+            most[b] += sum(sizes[len(sizes) - min(cap, len(sizes)) :])
+    return all(least[b] <= goal[b] + band[b] and most[b] >= goal[b] - band[b] for b in ids)
+
+
 @SETTINGS
 @given(roomy())
 def test_utilization_within_the_band(x: tuple[Sized, dict[int, Capacity]]) -> None:
     """Point 2 in utilization terms: with every topic selected and racks equal or none, every broker of
     B within goal +- max(tolerance x goal, the largest partition), its goal being its capacity's share of
-    the bytes, whenever the count rules can be met."""
+    the bytes, whenever the count rules and the no-concentration cap (which rank before bytes) can be met."""
     s, caps = x
     case = s.case
     assume(set(case.selected) == set(case.topics) and case.racks in ("none", "equal", "ignored"))
@@ -139,9 +160,13 @@ def test_utilization_within_the_band(x: tuple[Sized, dict[int, Capacity]]) -> No
     # of reach (RF near the broker count), whatever the planner does.
     distinct = sum(sum(t.sizes.values()) for t in case.topics.values())
     assume(all(sum(got.values()) * caps[b].total / cap_total <= distinct / 2 for b in ids))
+    goal = {b: sum(got.values()) * caps[b].total / cap_total for b in ids}
+    band = {b: max(TOL * goal[b], largest(case)) for b in ids}
+    # Point 4 ranks before bytes: nine 1 MiB partitions of one topic over three brokers put 3 MiB on each
+    # (cap 3), whatever a small disk's goal (1.8 MiB +- 1 MiB).
+    assume(caps_allow(case, goal, band))
     for b in ids:
-        goal = sum(got.values()) * caps[b].total / cap_total
-        assert abs(got[b] - goal) <= max(TOL * goal, largest(case)) + 1e-6, (got, b, goal)
+        assert abs(got[b] - goal[b]) <= band[b] + 1e-6, (got, b, goal[b])
     assert stats.after.tolist() == [got[b] for b in ids]  # type: ignore[attr-defined]
 
 
@@ -354,3 +379,24 @@ def test_above_1000_holes_the_fill_keeps_within_the_limit() -> None:
     assert got[1] <= 50 * G, got
     assert stats.disks.worst() is None  # type: ignore[attr-defined]
     assert sum(got.values()) == 1500 * G
+
+
+def test_caps_allow_rules_out_a_topic_forced_onto_a_small_disk() -> None:
+    """The case a random seed found: nine 1 MiB partitions of t0 (three on each broker) and two more of
+    their own, RF 1, disks 1:2:3. Broker 1's goal is 11/6 MiB +- 1 MiB, but t0's cap of 3 a broker forces
+    9 - 3 x 2 = 3 of t0 onto it: 3 MiB, out of reach. With t0 spread 5/2/2 before, the cap is 5 and nothing
+    is forced."""
+    mib = 1 << 20
+    t0 = Topic("t0", {p: [1 + p // 3] for p in range(9)}, sizes=dict.fromkeys(range(9), mib))
+    others = {n: Topic(n, {0: [1]}, sizes={0: mib}) for n in ("t1", "t2")}
+    brokers = [Broker(b, None) for b in (1, 2, 3)]
+    case = Case({"t0": t0, **others}, brokers, ["t0", "t1", "t2"], None, "ignored", 0)
+    goal = {b: 11 * mib * b / 6 for b in (1, 2, 3)}
+    band = {b: max(TOL * goal[b], mib) for b in (1, 2, 3)}
+    assert not caps_allow(case, goal, band)
+    spread = Topic(
+        "t0", {p: [1 if p < 5 else 2 + p % 2] for p in range(9)}, sizes=dict.fromkeys(range(9), mib)
+    )
+    assert caps_allow(
+        Case({"t0": spread, **others}, brokers, ["t0", "t1", "t2"], None, "ignored", 0), goal, band
+    )
