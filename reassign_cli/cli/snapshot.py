@@ -132,8 +132,10 @@ def _record_sizes(
     backend: Backend, state: ClusterState, out: Output, shared: bool = False
 ) -> SizeReport | None:
     """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make),
-    and each broker's disk capacity where the brokers report it (Kafka 3.3+); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
+    each broker's disk capacity where the brokers report it (Kafka 3.3+), its log dirs and which one
+    holds each replica (core/disks.py); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
     is still written, without sizes: they only inform generate's summary)."""
+    from reassign_cli.core import disks
     from reassign_cli.planning import sizes
 
     mover = log_dir_mover(backend)
@@ -141,8 +143,10 @@ def _record_sizes(
         out.detail("No partition sizes: give --bootstrap-server as well to record them.")
         return None
     try:
-        report = sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids, shared)
+        survey = mover.survey(state.broker_ids, shared)
+        report = sizes.record(state, survey.replica_sizes)
+        state.capacities = survey.capacities
+        disks.locate(state, survey.dirs, survey.located)
         if mover.looks_shared:
             from reassign_cli.backends.admin.log_dirs import shared_note
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from reassign_cli.backends.protocol import ReplicaDirs, ReplicaKey
+from reassign_cli.core import disks
 from reassign_cli.core.client_config import AdminOptions
-from reassign_cli.core.model import Capacity
+from reassign_cli.core.model import Capacity, LogDir
 from reassign_cli.errors import OperationalError
 
 
@@ -131,6 +132,51 @@ class LogDirMover:
                     self.looks_shared.append(broker)
         return out, silent
 
+    def survey(self, brokers: Sequence[int], shared: bool = False) -> Survey:
+        """Each broker's disks, in one DescribeLogDirs of all its partitions and one DescribeConfigs of its
+        `cordoned.log.dirs`: its log dirs (core/disks.py), where its replicas are and their sizes, its
+        capacity (`capacity_of`; `shared`: --shared-log-dirs); `looks_shared` as `capacities` sets it.
+        A broker whose DescribeLogDirs fails is in `silent` and nowhere else; a DescribeConfigs that
+        fails leaves its dirs' `cordoned` unknown unless DescribeLogDirs v5 says so."""
+        from kafka.errors import KafkaError
+
+        out = Survey()
+        self.looks_shared = []
+        for broker in sorted(brokers):
+            try:
+                answers = self._client().describe_log_dirs(None, brokers=[broker])
+            except KafkaError:
+                out.silent.append(broker)
+                continue
+            dirs = [d for answer in answers for d in answer["log_dirs"]]
+            out.dirs[broker], out.located[broker] = disks.broker_dirs(
+                dirs, disks.cordoned_paths(self.cordoned_config(broker)), _error_name
+            )
+            cap = capacity_of(dirs, shared)
+            if cap is not None:
+                out.capacities[broker] = cap
+                if not shared and looks_shared(dirs):
+                    self.looks_shared.append(broker)
+            del answers, dirs
+        return out
+
+    def cordoned_config(self, broker: int) -> str | None:
+        """The broker's `cordoned.log.dirs` (KIP-1066, Kafka 4.3+), from DescribeConfigs; None when it
+        has no such config (older Kafka) or the call failed."""
+        from kafka.admin import ConfigResource
+        from kafka.errors import KafkaError
+
+        resource = ConfigResource("BROKER", str(broker), configs={CORDONED: None})
+        try:
+            answer = self._client().describe_configs([resource], config_filter="all")
+        except KafkaError:
+            return None
+        entry = answer.get("broker", {}).get(str(broker), {}).get(CORDONED)
+        if entry is None:
+            return None
+        value = entry.get("value")
+        return "" if value is None else str(value)
+
     def _log_dirs(
         self, replicas: Sequence[ReplicaKey]
     ) -> tuple[list[tuple[int, list[dict[str, Any]]]], list[int]]:
@@ -156,6 +202,32 @@ class LogDirMover:
         if self._admin is not None and self._own:
             with contextlib.suppress(Exception):
                 self._admin.close()
+
+
+CORDONED = "cordoned.log.dirs"
+
+
+class Survey:
+    """What `LogDirMover.survey` read: per broker that answered, its log dirs, where its replicas are
+    (core/disks.py) and its capacity; the brokers that did not answer."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[int, tuple[LogDir, ...]] = {}
+        self.located: dict[int, disks.ReplicaLocations] = {}
+        self.capacities: dict[int, Capacity] = {}
+        self.silent: list[int] = []
+
+    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]:
+        """LogDirMover.replica_sizes from what was read: the sizes, and the brokers that did not answer."""
+        return disks.replica_sizes(self.located, replicas), list(self.silent)
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of a DescribeLogDirs error code, e.g. KAFKA_STORAGE_ERROR."""
+    from kafka.errors import for_code
+
+    err = for_code(code)
+    return str(getattr(err, "message", None) or err.__name__)
 
 
 SAME_VOLUME = 0.001  # two log dirs of one total size whose usable bytes differ by less (x total): one volume
