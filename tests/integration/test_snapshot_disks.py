@@ -222,3 +222,30 @@ def test_snapshot_records_each_log_dir(mode: tuple[str, ...], tmp_path: Path) ->
     finally:
         down = jbod_script("down", directory=d)
         assert down.returncode == 0, down.stderr
+
+
+def test_log_dirs_of_one_filesystem_one_warning_line(
+    cluster: Any, make_topic: Any, run_cli: Any, tmp_path: Path
+) -> None:
+    """Item 2's warning, on the plain cluster (both log dirs of a broker on one filesystem, so
+    DescribeLogDirs reports the same total and usable bytes for both): `snapshot` and live `generate
+    --balance bytes` each print one line for all brokers, naming --shared-log-dirs; the snapshot's log dirs
+    show why (the same total for both dirs, as statvfs says)."""
+    topic = make_topic({0: [1, 2]})
+    path = tmp_path / "snap.json"
+    snap = run_cli("snapshot", "-o", str(path), "--topic", topic, "--bootstrap-server", cluster.bootstrap)
+    gen = run_cli("generate", "--topic", topic, "--strategy", "balanced", "--balance", "bytes", "--seed", "1",
+                  "--bootstrap-server", cluster.bootstrap)  # fmt: skip
+    for r in (snap, gen):
+        assert r.returncode == 0, r.stderr
+        flagged = [line for line in r.stderr.splitlines() if "--shared-log-dirs" in line]
+        assert len(flagged) == 1, r.stderr
+        assert flagged[0].startswith("Warning: broker(s) 1, 2, 3: two or more log dirs report the same total")
+        assert "as log dirs on one filesystem do" in flagged[0] and flagged[0].endswith(
+            "give --shared-log-dirs"
+        )
+    for b in json.loads(path.read_text())["brokers"]:
+        totals = {d["total_bytes"] for d in b["log_dirs"]}
+        assert len(b["log_dirs"]) == 2 and len(totals) == 1, b
+        st = os.statvfs(b["log_dirs"][0]["path"])
+        assert totals == {st.f_blocks * st.f_frsize}
