@@ -50,9 +50,9 @@ from reassign_cli.render import Output
 @click.option(
     "--no-sizes",
     is_flag=True,
-    help="Do not ask the brokers for the partitions' sizes nor their disks' capacity (recorded by default "
-    "whenever the brokers are at hand: --bootstrap-server, alone or beside --zookeeper; capacity on Kafka "
-    "3.3 and later).",
+    help="Do not ask the brokers for the partitions' sizes, their disks' capacity nor their log dirs "
+    "(recorded by default whenever the brokers are at hand: --bootstrap-server, alone or beside "
+    "--zookeeper; capacity on Kafka 3.3 and later).",
 )
 @click.option(
     "--shared-log-dirs",
@@ -75,7 +75,8 @@ def command(
     (--bootstrap-server, also beside --zookeeper), each partition's size in bytes: its largest replica's,
     from DescribeLogDirs; generate then reports the bytes a plan copies. On Kafka 3.3 and later, each
     broker's disk capacity too (its log dirs' volumes, total and usable bytes): generate --balance bytes
-    then balances disk utilization.
+    then balances disk utilization. And each broker's log dirs (bytes held, total and usable bytes,
+    offline, cordoned on Kafka 4.3+) with the dir holding each replica.
 
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live, whichever
     of the two layouts it has.

@@ -1,12 +1,14 @@
 """The snapshot file: a cluster's state as one JSON document, for planning offline. Pure: bytes in and out.
 
     {"version":1,
-     "brokers":[{"id":1,"rack":"r1","disk_total_bytes":1000,"disk_usable_bytes":400},{"id":2}],
+     "brokers":[{"id":1,"rack":"r1","disk_total_bytes":1000,"disk_usable_bytes":400,
+                 "log_dirs":[{"path":"/d0","offline":false,"cordoned":null,"bytes":9,"future_bytes":0,
+                              "total_bytes":1000,"usable_bytes":400}]},{"id":2}],
      "deleting":["old-topic"],
      "reassignment":[{"topic":"t","partition":0,"replicas":[2,3]}],
      "topics":[{"topic":"t","topic_id":"...","partitions":[
          {"partition":0,"replicas":[2,3,1],"isr":[1,2,3],"leader":1,
-          "adding_replicas":[3],"removing_replicas":[1],"size":1048576}]}]}
+          "adding_replicas":[3],"removing_replicas":[1],"size":1048576,"dirs":[null,null,0]}]}]}
 
 Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none; "disk_total_bytes" and
 "disk_usable_bytes" optional, together: the sums over the broker's live log dirs of their volume's total
@@ -17,6 +19,12 @@ and usable bytes, from DescribeLogDirs v4+, Kafka 3.3 and later; absent when unk
 replica's, as the brokers reported it to DescribeLogDirs when the snapshot was taken through the admin API;
 absent when unknown). Written sorted (brokers by id, topics by name,
 partitions by id), so a snapshot of an unchanged cluster is byte-identical.
+
+Disks (issue 27; core/disks.py): a broker's optional "log_dirs", its log dirs in the order the partitions'
+"dirs" index them (written sorted by path), each {"path", "offline", "cordoned" (null: unknown), "bytes",
+"future_bytes", "total_bytes", "usable_bytes" (each absent when unknown), "error" (when offline)}; a
+partition's optional "dirs" and "future_dirs": per replica, the index of the dir holding it (or its future
+copy) in that broker's "log_dirs", or null. All optional and ignored by older readers: still version 1.
 
 Loading is the hot path of `generate --snapshot` (1M-10M partitions): orjson parses the topics a chunk
 at a time, every replica id goes into one numpy array (replicas.ReplicaStore) and each topic's
