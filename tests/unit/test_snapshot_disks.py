@@ -144,15 +144,16 @@ def log_dir(draw: st.DrawFn, path: str) -> LogDir:
 @st.composite
 def layouts(draw: st.DrawFn) -> ClusterState:
     """Random brokers, each with log dirs or none known, and topics whose replicas are located in them."""
-    ids = draw(st.lists(st.integers(0, 6), min_size=1, max_size=5, unique=True))
+    ids = draw(st.lists(st.integers(0, 6), min_size=3, max_size=5, unique=True))
     dirs = {b: tuple(draw(log_dir(p)) for p in draw(PATHS)) for b in ids if draw(st.booleans())}
     topics: dict[str, Topic] = {}
     for name in draw(st.lists(st.sampled_from(["a", "b.c", "d-e", "f_g"]), unique=True, max_size=3)):
         replicas: dict[int, list[int]] = {}
         located: dict[int, list[int | None]] = {}
         futures: dict[int, list[int | None]] = {}
+        rf = draw(st.integers(1, 3))  # one replication factor per topic, as Kafka's
         for p in range(draw(st.integers(0, 4))):
-            reps = draw(st.lists(st.sampled_from([*ids, 99]), min_size=1, max_size=3, unique=True))
+            reps = draw(st.lists(st.sampled_from([*ids, 99]), min_size=rf, max_size=rf, unique=True))
             replicas[p] = reps
             for into in (located, futures):
                 idx = [
@@ -240,3 +241,23 @@ def test_rejections(broker: str, partition: str | None, message: str) -> None:
         snapshot_lines.loads(lines)
     assert message in str(e.value)
     assert ("line 2:" if partition else "line 1:") in str(e.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(layouts(), st.integers(0, 2**16))
+def test_disks_do_not_change_the_plan(state: ClusterState, seed: int) -> None:
+    """Nothing plans with the log dirs yet: a snapshot with them plans like the same one without."""
+    from reassign_cli.planning.plan import GenerateRequest, generate_plan
+
+    names = sorted(n for n, t in state.topics.items() if t.replicas)
+    if not names:
+        return
+    bare = ClusterState(
+        state.brokers, {n: Topic(n, dict(t.replicas), sizes=t.sizes) for n, t in state.topics.items()}
+    )
+    req = GenerateRequest(names, [b.id for b in state.brokers], seed=seed)
+    plans = []
+    for s in (state, bare):
+        loaded = snapshot.loads(snapshot.dumps(s), partition_state=False)
+        plans.append(generate_plan(loaded, req).proposed)
+    assert plans[0] == plans[1]
