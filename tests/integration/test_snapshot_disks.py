@@ -161,6 +161,59 @@ def break_dir(d: Path, broker: int, path: str) -> None:
     assert start.returncode == 0, start.stderr
 
 
+LOG_DIR_THROTTLE = "replica.alter.log.dirs.io.max.bytes.per.second"
+
+
+def check_future_copy(bootstrap: str, tmp_path: Path, dirs: dict[int, list[str]], a: Any) -> None:
+    """A log-dir move held back: Kafka's tool moves broker 1's replica of a 2.5 MB partition to its other
+    dir under a 1 KiB/s log-dir throttle; the broker copies a first fetch (1 MiB at most) and then waits.
+    The snapshot shows the future copy apart (`future_bytes` of the target dir, `future_dirs`), its size
+    between kafka-log-dirs' readings before and after it, the current copy still where it was."""
+    topic, _ = a.make_topic("future", {0: [1, 2]}, messages=800, size=3200)
+    source = next(p for p, d in kafka_log_dirs(bootstrap)[1].items() if (topic, 0, False) in d["partitions"])
+    target = dirs[1][1 - dirs[1].index(source)]
+    plan = tmp_path / "future.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}]}))  # fmt: skip
+    args = ("--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan))
+    run = kafka_tool("reassign-partitions", *args, "--execute", "--replica-alter-log-dirs-throttle", "1024")
+    assert run.returncode == 0, run.stdout + run.stderr
+    try:
+        key = (topic, 0, True)
+        wait_until(lambda: kafka_log_dirs(bootstrap)[1][target]["partitions"].get(key, 0) > 0, timeout=120,
+                   message="a future copy with bytes in it")  # fmt: skip
+        before = kafka_log_dirs(bootstrap)
+        doc, _ = snapshot(bootstrap, tmp_path / "future-snap.json")
+        after = kafka_log_dirs(bootstrap)
+        (d,) = [x for b in doc["brokers"] if b["id"] == 1 for x in b["log_dirs"] if x["path"] == target]
+        sizes = [o[1][target]["partitions"][key] for o in (before, after)]
+        assert sizes[0] <= d["future_bytes"] <= sizes[1], (d, sizes)  # the only future copy in that dir
+        current = before[1][source]["partitions"][(topic, 0, False)]
+        assert 0 < d["future_bytes"] < current, (d, current)  # still held back
+        (t,) = [t for t in doc["topics"] if t["topic"] == topic]
+        (e,) = t["partitions"]
+        brokers = {b["id"]: [x["path"] for x in b["log_dirs"]] for b in doc["brokers"]}
+        assert e["future_dirs"] == [brokers[1].index(target), None]
+        assert brokers[1][e["dirs"][0]] == source
+    finally:
+        change = (
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "1",
+            "--alter",
+            "--delete-config",
+            LOG_DIR_THROTTLE,
+        )
+        kafka_tool("configs", "--bootstrap-server", bootstrap, *change)
+
+        def done() -> bool:
+            verify = kafka_tool("reassign-partitions", *args, "--verify")
+            return verify.returncode == 0 and "is still in progress" not in verify.stdout
+
+        wait_until(done, timeout=180, message="the held-back log-dir move to finish once unthrottled")
+
+
 def statvfs_all(dirs: dict[int, list[str]]) -> dict[str, os.statvfs_result]:
     return {p: os.statvfs(p) for paths in dirs.values() for p in paths}
 
@@ -208,6 +261,7 @@ def test_snapshot_records_each_log_dir(mode: tuple[str, ...], tmp_path: Path) ->
                 cordon(bootstrap, 2, None)
                 cordon(bootstrap, 1, None)
 
+            check_future_copy(bootstrap, tmp_path, dirs, a)
             break_dir(d, 3, dirs[3][1])  # it holds broker 3's replica of partition 2
             oracle = kafka_log_dirs(bootstrap)
             assert oracle[3][dirs[3][1]]["error"] is not None, oracle[3]  # offline, as Kafka says
