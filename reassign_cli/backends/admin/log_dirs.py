@@ -23,7 +23,7 @@ class LogDirMover:
         self._admin: Any = admin
         self._own = admin is None
         self.unanswered: list[int] = []  # the brokers that did not answer the last describe
-        self.looks_shared: list[int] = []  # set by `capacities`
+        self.looks_shared: list[int] = []  # set by `survey`
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -102,42 +102,18 @@ class LogDirMover:
         wanted = set(replicas)
         return {k: v for k, v in out.items() if k in wanted}, silent
 
-    def capacities(
-        self, brokers: Sequence[int], shared: bool = False
-    ) -> tuple[dict[int, Capacity], list[int]]:
-        """Each broker's disk capacity (see `capacity_of`; `shared`: --shared-log-dirs), asking
-        DescribeLogDirs for no topic; and the brokers that did not answer. `looks_shared` then lists the
-        brokers whose log dirs look like one filesystem although `shared` was not given. A broker whose answer has no capacity (Kafka before 3.3, whose
-        DescribeLogDirs stops at v3) is left out, as is one with no live log dir.
-
-        kafka-python (3.0+) speaks DescribeLogDirs v1-v5 and negotiates the newest the broker knows, so
-        `total_bytes`/`usable_bytes` (v4+, KIP-827) come through its own request class; below v4 it fills
-        in the schema's default, -1."""
-        from kafka.errors import KafkaError
-
-        out: dict[int, Capacity] = {}
-        silent: list[int] = []
-        self.looks_shared = []
-        for broker in sorted(brokers):
-            try:
-                answers = self._client().describe_log_dirs({}, brokers=[broker])
-            except KafkaError:
-                silent.append(broker)
-                continue
-            dirs = [d for answer in answers for d in answer["log_dirs"]]
-            cap = capacity_of(dirs, shared)
-            if cap is not None:
-                out[broker] = cap
-                if not shared and looks_shared(dirs):
-                    self.looks_shared.append(broker)
-        return out, silent
-
     def survey(self, brokers: Sequence[int], shared: bool = False) -> Survey:
         """Each broker's disks, in one DescribeLogDirs of all its partitions and one DescribeConfigs of its
         `cordoned.log.dirs`: its log dirs (core/disks.py), where its replicas are and their sizes, its
-        capacity (`capacity_of`; `shared`: --shared-log-dirs); `looks_shared` as `capacities` sets it.
+        capacity (`capacity_of`; `shared`: --shared-log-dirs; Kafka before 3.3, whose DescribeLogDirs
+        stops at v3, gives none); `looks_shared` then lists the brokers whose log dirs look like one
+        filesystem although `shared` was not given.
         A broker whose DescribeLogDirs fails is in `silent` and nowhere else; a DescribeConfigs that
-        fails leaves its dirs' `cordoned` unknown unless DescribeLogDirs v5 says so."""
+        fails leaves its dirs' `cordoned` unknown unless DescribeLogDirs v5 says so.
+
+        kafka-python (3.0+) speaks DescribeLogDirs v1-v5 and negotiates the newest the broker knows, so
+        `total_bytes`/`usable_bytes` (v4+, KIP-827) and `is_cordoned` (v5) come through its own request
+        class; below those versions it fills in the schema's defaults, -1 and false."""
         from kafka.errors import KafkaError
 
         out = Survey()
