@@ -18,9 +18,11 @@ Replicas are put on chosen dirs by Kafka's own kafka-reassign-partitions (a `log
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ import pytest
 from tests.clusters import KAFKA4_VERSION
 from tests.conftest import cluster_dir
 from tests.helpers import CLUSTER_SCRIPT, read_env_file, wait_until
-from tests.integration.kraft_support import admin, cli
+from tests.integration.kraft_support import Admin, cli
 from tests.integration.test_cluster_jbod import PAGE, configured_log_dirs, described_log_dirs, jbod_script
 
 SIZES = "64M,96M"
@@ -176,6 +178,11 @@ def check_future_copy(bootstrap: str, tmp_path: Path, dirs: dict[int, list[str]]
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": 0, "replicas": [1, 2], "log_dirs": [target, "any"]}]}))  # fmt: skip
     args = ("--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan))
+    # The throttle in force on broker 1 before the move starts (its own DescribeConfigs says so): set by the
+    # tool alone, it reaches the broker a moment after the move may have copied everything.
+    a.alter("brokers", 1, {LOG_DIR_THROTTLE: "1024"})
+    wait_until(lambda: a.configs("brokers", 1).get(LOG_DIR_THROTTLE) == "1024", timeout=60,
+               message="broker 1's log-dir throttle")  # fmt: skip
     run = kafka_tool("reassign-partitions", *args, "--execute", "--replica-alter-log-dirs-throttle", "1024")
     assert run.returncode == 0, run.stdout + run.stderr
     try:
@@ -214,6 +221,18 @@ def check_future_copy(bootstrap: str, tmp_path: Path, dirs: dict[int, list[str]]
         wait_until(done, timeout=180, message="the held-back log-dir move to finish once unthrottled")
 
 
+@contextlib.contextmanager
+def client(bootstrap: str) -> Iterator[Admin]:
+    """An admin client for the private cluster, closed without Admin.close's clean-up (the cluster and its
+    topics go down next; and after broker 3's restart the client may still name it as the controller it
+    cannot reach yet: UnknownBrokerIdError)."""
+    a = Admin(bootstrap)
+    try:
+        yield a
+    finally:
+        a.client.close()
+
+
 def statvfs_all(dirs: dict[int, list[str]]) -> dict[str, os.statvfs_result]:
     return {p: os.statvfs(p) for paths in dirs.values() for p in paths}
 
@@ -229,7 +248,7 @@ def test_snapshot_records_each_log_dir(mode: tuple[str, ...], tmp_path: Path) ->
         assert up.returncode == 0, up.stderr
         bootstrap = read_env_file(d / "env")["KAFKA_BOOTSTRAP"]
         dirs = configured_log_dirs(d)
-        with admin(bootstrap) as a:
+        with client(bootstrap) as a:
             topic, _ = a.make_topic("disks", ASSIGNMENT, messages=30, size=3000)
             place(bootstrap, tmp_path, topic, dirs)
 
