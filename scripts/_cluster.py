@@ -423,11 +423,16 @@ def tools_log_config(libs: Path) -> Path:
     return path
 
 
-KAFKA_TOOLS = {"reassign-partitions": REASSIGN_MAIN, "configs": "kafka.admin.ConfigCommand"}
+KAFKA_TOOLS = {
+    "reassign-partitions": REASSIGN_MAIN,
+    "configs": "kafka.admin.ConfigCommand",
+    "log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+}
 
 
 def kafka_tool_command(tool: str, args: list[str]) -> list[str]:
-    """java command line for a Kafka 4.x tool (those of KAFKA_TOOLS: kafka-reassign-partitions, kafka-configs)."""
+    """java command line for a Kafka 4.x tool (those of KAFKA_TOOLS: kafka-reassign-partitions, kafka-configs,
+    kafka-log-dirs)."""
     if tool not in KAFKA_TOOLS:
         raise ClusterError(f"unknown kafka tool {tool!r} (known: {', '.join(KAFKA_TOOLS)})")
     libs = ensure_jars(kafka4_version())
@@ -1507,7 +1512,7 @@ def cmd_jars() -> int:
 
 def cmd_kafka_tool(args: list[str]) -> int:
     if not args:
-        raise ClusterError("usage: scripts/cluster kafka-tool reassign-partitions|configs ARGS...")
+        raise ClusterError("usage: scripts/cluster kafka-tool reassign-partitions|configs|log-dirs ARGS...")
     cmd = kafka_tool_command(args[0], args[1:])
     sys.stdout.flush()
     os.execv(cmd[0], cmd)  # the tool's own output and exit status
@@ -1539,7 +1544,7 @@ def parse_up(args: list[str]) -> tuple[str, str | None, bool]:
 USAGE = """\
 usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] [--jbod] | down | status | env | jars
                        | stop-broker N | start-broker N | stop-zookeeper | start-zookeeper
-                       | kafka-tool reassign-partitions|configs ARGS...
+                       | kafka-tool reassign-partitions|configs|log-dirs ARGS...
 
   up              start ZooKeeper + brokers 1,2,3 (racks r1,r2,r3; chroot /kafka; Kafka 3.9 in ZooKeeper
                   mode) and wait until all are registered; writes $CLUSTER_DIR/env (prints it on
@@ -1572,6 +1577,9 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] [--jbod] | do
   kafka-tool configs ARGS...
                   run Kafka 4.x's own kafka-configs (kafka.admin.ConfigCommand), e.g. to set or delete a
                   throttle as an operator would
+  kafka-tool log-dirs ARGS...
+                  run Kafka 4.x's own kafka-log-dirs (org.apache.kafka.tools.LogDirsCommand), e.g.
+                  --describe: each log dir's replicas and sizes as the brokers report them
 
 environment: CLUSTER_DIR (state dir, default <repo>/.cluster), CLUSTER_ZK_PORT, CLUSTER_BROKER_PORTS
 (e.g. 19091,19092,19093), CLUSTER_TIMEOUT (startup wait, s), CLUSTER_STOP_TIMEOUT (s before KILL),

@@ -50,9 +50,9 @@ from reassign_cli.render import Output
 @click.option(
     "--no-sizes",
     is_flag=True,
-    help="Do not ask the brokers for the partitions' sizes nor their disks' capacity (recorded by default "
-    "whenever the brokers are at hand: --bootstrap-server, alone or beside --zookeeper; capacity on Kafka "
-    "3.3 and later).",
+    help="Do not ask the brokers for the partitions' sizes, their disks' capacity nor their log dirs "
+    "(recorded by default whenever the brokers are at hand: --bootstrap-server, alone or beside "
+    "--zookeeper; capacity on Kafka 3.3 and later).",
 )
 @click.option(
     "--shared-log-dirs",
@@ -75,7 +75,8 @@ def command(
     (--bootstrap-server, also beside --zookeeper), each partition's size in bytes: its largest replica's,
     from DescribeLogDirs; generate then reports the bytes a plan copies. On Kafka 3.3 and later, each
     broker's disk capacity too (its log dirs' volumes, total and usable bytes): generate --balance bytes
-    then balances disk utilization.
+    then balances disk utilization. And each broker's log dirs (bytes held, total and usable bytes,
+    offline, cordoned on Kafka 4.3+) with the dir holding each replica.
 
     `generate --snapshot FILE` plans from it without ZooKeeper, with the same result as live, whichever
     of the two layouts it has.
@@ -132,8 +133,10 @@ def _record_sizes(
     backend: Backend, state: ClusterState, out: Output, shared: bool = False
 ) -> SizeReport | None:
     """Each partition's size from the brokers (DescribeLogDirs, the call verify's log-dir checks make),
-    and each broker's disk capacity where the brokers report it (Kafka 3.3+); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
+    each broker's disk capacity where the brokers report it (Kafka 3.3+), its log dirs and which one
+    holds each replica (core/disks.py); None when only ZooKeeper is at hand, or when the brokers beside it cannot be reached (the snapshot
     is still written, without sizes: they only inform generate's summary)."""
+    from reassign_cli.core import disks
     from reassign_cli.planning import sizes
 
     mover = log_dir_mover(backend)
@@ -141,8 +144,10 @@ def _record_sizes(
         out.detail("No partition sizes: give --bootstrap-server as well to record them.")
         return None
     try:
-        report = sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids, shared)
+        survey = mover.survey(state.broker_ids, shared)
+        report = sizes.record(state, survey.replica_sizes)
+        state.capacities = survey.capacities
+        disks.locate(state, survey.dirs, survey.located)
         if mover.looks_shared:
             from reassign_cli.backends.admin.log_dirs import shared_note
 

@@ -59,6 +59,20 @@ class Capacity:
     shared: bool | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    """One log dir of a broker as DescribeLogDirs (and its cordoned.log.dirs) report it: core/disks.py."""
+
+    path: str
+    offline: bool = False
+    error: str | None = None  # why it is offline (DescribeLogDirs' error name); None when live
+    held: int | None = None  # bytes of its current replicas; None when offline
+    future_held: int | None = None  # bytes of future replicas being moved into it; None when offline
+    total: int | None = None  # its filesystem's total bytes (v4+); None when unknown
+    usable: int | None = None  # its filesystem's usable bytes (v4+); None when unknown
+    cordoned: bool | None = None  # in cordoned.log.dirs (Kafka 4.3+); None when unknown
+
+
 @dataclass(slots=True)
 class Topic:
     """What `/brokers/topics/<t>` (and optionally the partition state znodes) say about a topic."""
@@ -75,6 +89,12 @@ class Topic:
     # Partition -> size in bytes (the largest replica's), when known: a snapshot taken through the admin
     # API records them (DescribeLogDirs); partitions of unknown size are absent.
     sizes: dict[int, int] = field(default_factory=dict)
+    # Partition -> for each replica, the index of the log dir holding it in its broker's dirs
+    # (ClusterState.disks), None where unknown; `future_dirs` the same for future copies being moved
+    # between log dirs. Only partitions with one located (core/disks.py). By default the shared read-only
+    # empty mapping: a million topics carry no dicts of their own.
+    dirs: dict[int, list[int | None]] = field(default_factory=lambda: NO_ENTRIES)
+    future_dirs: dict[int, list[int | None]] = field(default_factory=lambda: NO_ENTRIES)
 
     def target(self, p: int) -> list[int]:
         """TRS: replicas minus removing, order kept (Kafka's ReplicaAssignment.targetReplicas)."""
@@ -109,6 +129,9 @@ class ClusterState:
     # Each broker's disk capacity, where the brokers reported it (snapshot --bootstrap-server on Kafka
     # 3.3+); empty when unknown.
     capacities: dict[int, Capacity] = field(default_factory=dict)
+    # Each broker's log dirs, sorted by path, where the brokers reported them (core/disks.py); brokers
+    # that did not answer are absent; empty when unknown (ZooKeeper alone, an older snapshot).
+    disks: dict[int, tuple[LogDir, ...]] = field(default_factory=dict)
 
     @property
     def broker_ids(self) -> list[int]:

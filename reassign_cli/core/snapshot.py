@@ -1,12 +1,14 @@
 """The snapshot file: a cluster's state as one JSON document, for planning offline. Pure: bytes in and out.
 
     {"version":1,
-     "brokers":[{"id":1,"rack":"r1","disk_total_bytes":1000,"disk_usable_bytes":400},{"id":2}],
+     "brokers":[{"id":1,"rack":"r1","disk_total_bytes":1000,"disk_usable_bytes":400,
+                 "log_dirs":[{"path":"/d0","offline":false,"cordoned":null,"bytes":9,"future_bytes":0,
+                              "total_bytes":1000,"usable_bytes":400}]},{"id":2}],
      "deleting":["old-topic"],
      "reassignment":[{"topic":"t","partition":0,"replicas":[2,3]}],
      "topics":[{"topic":"t","topic_id":"...","partitions":[
          {"partition":0,"replicas":[2,3,1],"isr":[1,2,3],"leader":1,
-          "adding_replicas":[3],"removing_replicas":[1],"size":1048576}]}]}
+          "adding_replicas":[3],"removing_replicas":[1],"size":1048576,"dirs":[null,null,0]}]}]}
 
 Required: "version" (1), "brokers" (each "id"; "rack" optional, null = none; "disk_total_bytes" and
 "disk_usable_bytes" optional, together: the sums over the broker's live log dirs of their volume's total
@@ -18,6 +20,12 @@ replica's, as the brokers reported it to DescribeLogDirs when the snapshot was t
 absent when unknown). Written sorted (brokers by id, topics by name,
 partitions by id), so a snapshot of an unchanged cluster is byte-identical.
 
+Disks (issue 27; core/disks.py): a broker's optional "log_dirs", its log dirs in the order the partitions'
+"dirs" index them (written sorted by path), each {"path", "offline", "cordoned" (null: unknown), "bytes",
+"future_bytes", "total_bytes", "usable_bytes" (each absent when unknown), "error" (when offline)}; a
+partition's optional "dirs" and "future_dirs": per replica, the index of the dir holding it (or its future
+copy) in that broker's "log_dirs", or null. All optional and ignored by older readers: still version 1.
+
 Loading is the hot path of `generate --snapshot` (1M-10M partitions): orjson parses the topics a chunk
 at a time, every replica id goes into one numpy array (replicas.ReplicaStore) and each topic's
 `replicas` is a read-only view of it (replicas.TopicReplicas), so no object per partition outlives its
@@ -27,13 +35,13 @@ chunk; the checks cost a few C-level passes per chunk.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter, methodcaller
 from typing import Any, NoReturn, Protocol
 
 import orjson
 
-from reassign_cli.core.model import NO_ENTRIES, Broker, Capacity, ClusterState, Topic, TopicPartition
+from reassign_cli.core.model import NO_ENTRIES, Broker, Capacity, ClusterState, LogDir, Topic, TopicPartition
 from reassign_cli.core.replicas import ReplicaStore, TopicReplicas, int_array
 from reassign_cli.errors import InvalidInputError
 
@@ -59,7 +67,7 @@ def to_document(state: ClusterState) -> dict[str, Any]:
 
 def header_document(state: ClusterState) -> dict[str, Any]:
     """Everything of the document but "topics": version, brokers, deleting, reassignment (if any)."""
-    brokers = [_broker_document(b, state.capacities.get(b.id)) for b in state.brokers]
+    brokers = [_broker_document(b, state.capacities.get(b.id), state.disks.get(b.id)) for b in state.brokers]
     doc: dict[str, Any] = {"version": VERSION, "brokers": brokers, "deleting": sorted(state.deleting)}
     if state.reassignment is not None:
         doc["reassignment"] = [
@@ -69,19 +77,35 @@ def header_document(state: ClusterState) -> dict[str, Any]:
     return doc
 
 
-def _broker_document(b: Broker, cap: Capacity | None) -> dict[str, Any]:
+def _broker_document(b: Broker, cap: Capacity | None, dirs: Sequence[LogDir] | None) -> dict[str, Any]:
     doc: dict[str, Any] = {"id": b.id, "rack": b.rack} if b.rack is not None else {"id": b.id}
     if cap is not None:
         doc["disk_total_bytes"], doc["disk_usable_bytes"] = cap.total, cap.usable
         if cap.shared is not None:
             doc["disk_shared_log_dirs"] = cap.shared
+    if dirs is not None:
+        doc["log_dirs"] = [_dir_document(d) for d in dirs]
     return doc
+
+
+def _dir_document(d: LogDir) -> dict[str, Any]:
+    doc: dict[str, Any] = {"path": d.path, "offline": d.offline, "cordoned": d.cordoned}
+    for key, value in zip(_DIR_INTS, (d.held, d.future_held, d.total, d.usable), strict=True):
+        if value is not None:
+            doc[key] = value
+    if d.error is not None:
+        doc["error"] = d.error
+    return doc
+
+
+_DIR_INTS = ("bytes", "future_bytes", "total_bytes", "usable_bytes")
 
 
 def topic_document(t: Topic) -> dict[str, Any]:
     """One entry of "topics": the topic, its id if known, its partitions sorted."""
     parts: list[dict[str, Any]] = []
     isr, leader, adding, removing, sizes = t.isr, t.leader, t.adding, t.removing, t.sizes
+    dirs, future_dirs = t.dirs, t.future_dirs
     for p in sorted(t.replicas):
         entry: dict[str, Any] = {"partition": p, "replicas": t.replicas[p]}
         if p in isr:
@@ -94,6 +118,10 @@ def topic_document(t: Topic) -> dict[str, Any]:
             entry["removing_replicas"] = removing[p]
         if p in sizes:
             entry["size"] = sizes[p]
+        if p in dirs:
+            entry["dirs"] = dirs[p]
+        if p in future_dirs:
+            entry["future_dirs"] = future_dirs[p]
         parts.append(entry)
     tdoc: dict[str, Any] = {"topic": t.name}
     if t.topic_id is not None:
@@ -113,12 +141,18 @@ def dumps(state: ClusterState) -> bytes:
 
 
 def loads(
-    data: bytes | str | Buffer, *, partition_state: bool = True, release: Callable[[], None] | None = None
+    data: bytes | str | Buffer,
+    *,
+    partition_state: bool = True,
+    release: Callable[[], None] | None = None,
+    replica_dirs: bool | None = None,
 ) -> ClusterState:
     """Parse and check a snapshot file. Problems: InvalidInputError (exit 3) naming the first bad item.
 
     partition_state=False skips "isr" and "leader" (planning does not need them; it saves a third of the
-    load time at 1M partitions). "adding_replicas"/"removing_replicas" are always read.
+    load time at 1M partitions). "adding_replicas"/"removing_replicas" are always read. `replica_dirs`:
+    read the partitions' "dirs"/"future_dirs" (which log dir holds each replica) [default: with
+    partition_state]; the brokers' "log_dirs" are always read.
 
     `data` may also be a read-only memory map of the file (anything with find, len and byte slices);
     then `release()` is called whenever the bytes read so far are no longer needed, so that the caller
@@ -135,14 +169,21 @@ def loads(
     # have them (the key never occurs in the bytes), or when the caller does not want isr/leader.
     reassigning = raw.find(b'"adding_replicas"') >= 0 or raw.find(b'"removing_replicas"') >= 0
     sized = raw.find(SIZE_KEY) >= 0
-    state = _loads_chunked(raw, partition_state, reassigning, release or _nothing, sizes=sized)
+    located = (partition_state if replica_dirs is None else replica_dirs) and has_dirs(raw)
+    state = _loads_chunked(raw, partition_state, reassigning, release or _nothing, sizes=sized, dirs=located)
     if state is None:
         whole = raw if isinstance(raw, bytes) else raw[0 : len(raw)]
-        state = _loads_whole(whole, partition_state, reassigning, sizes=sized)
+        state = _loads_whole(whole, partition_state, reassigning, sizes=sized, dirs=located)
     return state
 
 
 SIZE_KEY = b'"size"'  # where it never occurs in the bytes, no partition has a size: no pass to read them
+DIRS_KEYS = (b'"dirs"', b'"future_dirs"')  # likewise for the replicas' log dirs
+
+
+def has_dirs(raw: Buffer) -> bool:
+    """Whether any partition may say which log dir holds its replicas (the keys occur in the bytes)."""
+    return any(raw.find(k) >= 0 for k in DIRS_KEYS)
 
 
 def _header(doc: Any) -> tuple[list[Broker], frozenset[str], dict[TopicPartition, list[int]] | None]:
@@ -163,7 +204,7 @@ def _header(doc: Any) -> tuple[list[Broker], frozenset[str], dict[TopicPartition
 
 
 def _loads_whole(
-    raw_bytes: bytes, partition_state: bool, reassigning: bool, *, sizes: bool = False
+    raw_bytes: bytes, partition_state: bool, reassigning: bool, *, sizes: bool = False, dirs: bool = False
 ) -> ClusterState:
     """One parse of the whole document; precise errors."""
     try:
@@ -171,7 +212,8 @@ def _loads_whole(
     except orjson.JSONDecodeError as e:
         raise _err(f"not valid JSON: {e}") from None
     brokers, deleting, reassignment = _header(doc)
-    builder = _TopicsBuilder(partition_state, reassigning, sizes)
+    disks = log_dirs(doc["brokers"])
+    builder = _TopicsBuilder(partition_state, reassigning, sizes, dir_counts(disks) if dirs else None)
     try:
         builder.add(doc["topics"])
     except _SHAPE_ERRORS:
@@ -183,6 +225,7 @@ def _loads_whole(
         deleting=deleting,
         reassignment=reassignment,
         capacities=capacities(doc["brokers"]),
+        disks=disks,
     )
 
 
@@ -220,6 +263,7 @@ def _loads_chunked(
     release: Callable[[], None] = _nothing,
     *,
     sizes: bool = False,
+    dirs: bool = False,
 ) -> ClusterState | None:
     """The fast path for documents shaped like ours ("topics" last, each topic object starting with
     "topic"): parse the topics array CHUNK_BYTES at a time, so the parsed partition objects of only one
@@ -240,7 +284,8 @@ def _loads_chunked(
             return None
         brokers, deleting, reassignment = _header(head)
         caps = capacities(head["brokers"])
-        builder = _TopicsBuilder(partition_state, reassigning, sizes)
+        disks = log_dirs(head["brokers"])
+        builder = _TopicsBuilder(partition_state, reassigning, sizes, dir_counts(disks) if dirs else None)
         pos = released = body_start
         release()  # the scans above touched every byte
         while pos < body_end:
@@ -257,7 +302,12 @@ def _loads_chunked(
     except (orjson.JSONDecodeError, InvalidInputError, *_SHAPE_ERRORS):
         return None
     return ClusterState(
-        brokers=brokers, topics=topics, deleting=deleting, reassignment=reassignment, capacities=caps
+        brokers=brokers,
+        topics=topics,
+        deleting=deleting,
+        reassignment=reassignment,
+        capacities=caps,
+        disks=disks,
     )
 
 
@@ -305,6 +355,47 @@ def capacities(raw: list[Any]) -> dict[int, Capacity]:
             raise _err(f'broker {b["id"]}: "disk_shared_log_dirs" must be true or false')
         out[b["id"]] = Capacity(total, usable, shared)
     return out
+
+
+def log_dirs(raw: list[Any]) -> dict[int, tuple[LogDir, ...]]:
+    """The brokers' log dirs from the (already checked) "brokers" list, in the file's order (the
+    partitions' "dirs" index it): each a "path" (unique within the broker), "offline" (false if absent),
+    "cordoned" (true, false, or null: unknown), the non-negative integers "bytes", "future_bytes",
+    "total_bytes", "usable_bytes" where known, and "error" (a string) when offline. Brokers without the key
+    (snapshots taken before it existed, or brokers that did not answer) are absent."""
+    out: dict[int, tuple[LogDir, ...]] = {}
+    for b in raw:
+        dirs = b.get("log_dirs")
+        if dirs is None:
+            continue
+        if type(dirs) is not list:
+            raise _err(f'broker {b["id"]}: "log_dirs" must be a list')
+        parsed = tuple(_log_dir(b["id"], i, d) for i, d in enumerate(dirs))
+        if len({d.path for d in parsed}) != len(parsed):
+            raise _err(f'broker {b["id"]}: a log dir is listed twice in "log_dirs"')
+        out[b["id"]] = parsed
+    return out
+
+
+def _log_dir(broker: int, i: int, d: Any) -> LogDir:
+    where = f"broker {broker}: log_dirs[{i}]"
+    if type(d) is not dict or type(d.get("path")) is not str or not d["path"]:
+        raise _err(f'{where} needs a "path"')
+    offline, cordoned, error = d.get("offline", False), d.get("cordoned"), d.get("error")
+    if type(offline) is not bool or (cordoned is not None and type(cordoned) is not bool):
+        raise _err(f'{where}: "offline" must be true or false, "cordoned" true, false or null')
+    if error is not None and type(error) is not str:
+        raise _err(f'{where}: "error" must be a string')
+    ints = [d.get(k) for k in _DIR_INTS]
+    if not all(v is None or (_is_int(v) and v >= 0) for v in ints):
+        raise _err(f"{where}: {', '.join(_DIR_INTS)} must be non-negative integers (bytes)")
+    held, future_held, total, usable = ints
+    return LogDir(d["path"], offline, error, held, future_held, total, usable, cordoned)
+
+
+def dir_counts(disks: Mapping[int, Sequence[LogDir]]) -> dict[int, int]:
+    """How many log dirs each broker has in the snapshot: what a replica's dir index must stay below."""
+    return {b: len(dirs) for b, dirs in disks.items()}
 
 
 def _reassignment(raw: Any) -> dict[TopicPartition, list[int]]:
@@ -365,11 +456,20 @@ class _TopicsBuilder:
     explains it (_explain_topics). Optional per-partition fields become per-topic dicts only where present.
     """
 
-    def __init__(self, partition_state: bool, reassigning: bool, sizes: bool = False) -> None:
+    def __init__(
+        self,
+        partition_state: bool,
+        reassigning: bool,
+        sizes: bool = False,
+        dirs: Mapping[int, int] | None = None,
+    ) -> None:
         self.topics: dict[str, Topic] = {}
         self.store = ReplicaStore()
         self.partition_state = partition_state
-        self.optional = partition_state or reassigning
+        # Read the partitions' "dirs"/"future_dirs" (with the optional fields' pass), each index checked
+        # against its broker's number of log dirs (dir_counts); None: not read.
+        self.dirs = dirs
+        self.optional = partition_state or reassigning or dirs is not None
         self.sizes = sizes  # read the partitions' "size" (one C-level pass over the chunk's partitions)
 
     def add(self, raw: list[Any]) -> None:
@@ -390,9 +490,8 @@ class _TopicsBuilder:
         start = self.store.append(int_array(flat))
         views = self._views(start, list(map(len, plists)), pids, list(map(len, reps)))
         ids = list(map(_TOPIC_ID, raw))
-        new = list(
-            map(Topic, names, views, *[itertools.repeat(NO_ENTRIES)] * 4, ids, itertools.repeat(NO_ENTRIES))
-        )
+        none = itertools.repeat(NO_ENTRIES)
+        new = list(map(Topic, names, views, none, none, none, none, ids, none, none, none))
         if not set(map(type, ids)) <= _TOPIC_ID_TYPES:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
@@ -426,7 +525,7 @@ class _TopicsBuilder:
         found = False
         for e in parts:
             if len(e) > 2:
-                found = _optional(topic, e, self.partition_state) or found
+                found = _optional(topic, e, self.partition_state, self.dirs) or found
         return found
 
     def finish(self) -> dict[str, Topic]:
@@ -443,11 +542,19 @@ def _own(topic: Topic, field: str) -> dict[Any, Any]:
     return m
 
 
-def _optional(topic: Topic, e: dict[str, Any], partition_state: bool) -> bool:
+def _optional(
+    topic: Topic, e: dict[str, Any], partition_state: bool, dirs: Mapping[int, int] | None = None
+) -> bool:
     p = e["partition"]
     values = [("adding", e.get("adding_replicas") or None), ("removing", e.get("removing_replicas") or None)]
     if partition_state:
         values += [("isr", e.get("isr")), ("leader", e.get("leader"))]
+    if dirs is not None:
+        for field in ("dirs", "future_dirs"):
+            v = e.get(field)
+            if v is not None:
+                _check_indexes(topic.name, p, field, v, e["replicas"], dirs)
+                values.append((field, v))
     found = False
     for field, v in values:
         if v is not None:
@@ -467,6 +574,19 @@ def _check_optional(topics: list[Topic]) -> None:
         for p, lv in t.leader.items():
             if not _is_int(lv):
                 raise _err(f'partition {t.name}-{p}: "leader" must be an integer')
+
+
+def _check_indexes(topic: str, p: int, field: str, v: Any, replicas: Any, counts: Mapping[int, int]) -> None:
+    """A partition's "dirs"/"future_dirs": for each replica, null or the index of one of its broker's log
+    dirs."""
+    if type(v) is not list or type(replicas) is not list or len(v) != len(replicas):
+        raise _err(f'partition {topic}-{p}: "{field}" must list a log dir index or null for each replica')
+    for b, i in zip(replicas, v, strict=True):
+        if i is not None and (type(i) is not int or not 0 <= i < counts.get(b, 0)):
+            raise _err(
+                f'partition {topic}-{p}: "{field}": {i!r} is not the index of one of broker {b}\'s '
+                f"{counts.get(b, 0)} log dirs in the snapshot"
+            )
 
 
 def _explain_topics(raw: list[Any]) -> NoReturn:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from reassign_cli.core import snapshot
-from reassign_cli.core.model import Broker, Capacity, ClusterState, Topic, TopicPartition
+from reassign_cli.core.model import Broker, Capacity, ClusterState, LogDir, Topic, TopicPartition
 from reassign_cli.errors import InvalidInputError
 
 FORMAT = "jsonl"
@@ -90,6 +90,7 @@ class Header:
     deleting: frozenset[str]
     reassignment: dict[TopicPartition, list[int]] | None
     capacities: dict[int, Capacity] = field(default_factory=dict)
+    disks: dict[int, tuple[LogDir, ...]] = field(default_factory=dict)
 
 
 def header_span(data: snapshot.Buffer) -> tuple[int, int]:
@@ -113,9 +114,10 @@ def parse_header(line: bytes) -> Header:
     try:
         brokers, deleting, reassignment = snapshot._header({**doc, "topics": []})
         caps = snapshot.capacities(doc["brokers"])
+        disks = snapshot.log_dirs(doc["brokers"])
     except InvalidInputError as e:
         raise line_error(1, _detail(e)) from None
-    return Header(brokers, deleting, reassignment, caps)
+    return Header(brokers, deleting, reassignment, caps, disks)
 
 
 class LineError(Exception):
@@ -141,6 +143,7 @@ def parse_lines(
     prev: str | None,
     partition_state: bool,
     builder: snapshot._TopicsBuilder | None = None,
+    dirs: Mapping[int, int] | None = None,
 ) -> list[Topic]:
     """The topics of consecutive topic lines (blank lines allowed), in order, checked like the document's
     topics plus the order (`prev`: the topic on the line before these, if any). Raises LineError for the
@@ -148,7 +151,10 @@ def parse_lines(
 
     The topics' replica ids go into `builder`'s store (a caller reading a whole file passes one builder
     for all its chunks and finishes it at the end); without one, into a store of their own, finished
-    here, so that the topics can be read at once."""
+    here, so that the topics can be read at once.
+
+    `dirs` (each broker's number of log dirs in the header: snapshot.dir_counts): read each partition's
+    "dirs"/"future_dirs", checked against them; None: not read."""
     body = [ln for ln in lines if ln and not ln.isspace()]
     if not body:
         return []
@@ -158,6 +164,8 @@ def parse_lines(
     # Per chunk, so that every chunking reads the same: where neither key can occur, reading is a no-op.
     b.optional = partition_state or _has_optional(joined)
     b.sizes = _has_sizes(joined)
+    b.dirs = dirs if _has_dirs(joined) else None
+    b.optional = b.optional or b.dirs is not None
     try:
         raw = orjson.loads(b"[" + joined + b"]")
         names = list(map(_NAME, raw))
@@ -168,8 +176,9 @@ def parse_lines(
             return [b.topics[n] for n in names]
     except (orjson.JSONDecodeError, InvalidInputError, *snapshot._SHAPE_ERRORS):
         pass
-    valid = _parse_one_by_one(lines, prev, partition_state)  # raises LineError for the first bad line
+    valid = _parse_one_by_one(lines, prev, partition_state, dirs)  # LineError for the first bad line
     b.optional = b.sizes = True
+    b.dirs = dirs
     b.add(valid)  # only if the fast path refused good lines: a bug, but the lines are good
     if own:
         b.finish()
@@ -186,6 +195,11 @@ def _has_optional(data: bytes) -> bool:
     return any(data.find(k) >= 0 for k in _OPTIONAL_KEYS)
 
 
+def _has_dirs(data: bytes) -> bool:
+    """Whether any partition may say which log dir holds its replicas (the keys, or escapes)."""
+    return snapshot.has_dirs(data) or data.find(b"\\u") >= 0
+
+
 def _has_sizes(data: bytes) -> bool:
     """Whether any partition may carry a "size" (the key, or escapes that could spell it)."""
     return data.find(snapshot.SIZE_KEY) >= 0 or data.find(b"\\u") >= 0
@@ -195,7 +209,12 @@ def _ordered(names: list[str], prev: str | None) -> bool:
     return (prev is None or prev < names[0]) and all(map(operator.lt, names, names[1:]))
 
 
-def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state: bool) -> list[Any]:
+def _parse_one_by_one(
+    lines: Sequence[bytes],
+    prev: str | None,
+    partition_state: bool,
+    dirs: Mapping[int, int] | None = None,
+) -> list[Any]:
     """The slow, precise path: each line parsed and checked alone, in order; LineError on the first bad
     one. Returns the parsed topic objects (all good)."""
     valid: list[Any] = []
@@ -209,7 +228,7 @@ def _parse_one_by_one(lines: Sequence[bytes], prev: str | None, partition_state:
         problem = _shape_problem(obj)
         if problem is None:
             try:  # builds the topic alone: the checks of the fast path, for this line only
-                snapshot._TopicsBuilder(partition_state, True, True).add([obj])
+                snapshot._TopicsBuilder(partition_state, True, True, dirs).add([obj])
             except InvalidInputError as e:
                 problem = _detail(e)
             problem = problem or order_problem(obj["topic"], prev)
@@ -256,21 +275,24 @@ def loads(
     *,
     partition_state: bool = True,
     release: Callable[[], None] | None = None,
+    replica_dirs: bool | None = None,
 ) -> ClusterState:
     """Parse and check a JSON-lines snapshot, CHUNK_BYTES of lines at a time, into the same compact state
     as snapshot.loads (one ReplicaStore, a TopicReplicas per topic). Problems: InvalidInputError (exit 3)
-    naming the line. `partition_state` and `release` as in snapshot.loads."""
+    naming the line. `partition_state`, `release` and `replica_dirs` as in snapshot.loads."""
     raw = data.encode() if isinstance(data, str) else data
     end, pos = header_span(raw)
     header = parse_header(raw[0:end])
     builder = snapshot._TopicsBuilder(partition_state, False)
+    wanted = partition_state if replica_dirs is None else replica_dirs
+    dirs = snapshot.dir_counts(header.disks) if wanted else None
     size, line_no, released, prev = len(raw), 2, 0, None
     while pos < size:
         cut = raw.find(b"\n", min(pos + CHUNK_BYTES, size))
         stop = size if cut < 0 else cut + 1
         lines = raw[pos:stop].splitlines()
         try:
-            new = parse_lines(lines, prev, partition_state, builder)
+            new = parse_lines(lines, prev, partition_state, builder, dirs)
         except LineError as e:
             raise line_error(line_no + e.index, e.detail) from None
         if new:
@@ -286,4 +308,5 @@ def loads(
         deleting=header.deleting,
         reassignment=header.reassignment,
         capacities=header.capacities,
+        disks=header.disks,
     )

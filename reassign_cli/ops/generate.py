@@ -454,19 +454,23 @@ def _load_snapshot(path: str) -> ClusterState:
 
 
 def _record_sizes(source: Source, state: ClusterState, reporter: Reporter, *, needed: bool) -> None:
-    """From the live cluster, whenever the brokers are at hand: each partition's size and each broker's
-    disk capacity (DescribeLogDirs, as `snapshot` records them), for the bytes copied and the time at
+    """From the live cluster, whenever the brokers are at hand: each partition's size, each broker's
+    disk capacity and log dirs, and which dir holds each replica (DescribeLogDirs, as `snapshot` records
+    them), for the bytes copied and the time at
     --throttle. Without the brokers (ZooKeeper alone) the sizes stay unknown, and --balance bytes
     (`needed`) is refused by the strategy's check. When the brokers fail to answer and the sizes are not
     needed, the plan goes on without them (warned)."""
     from reassign_cli.backends.admin.log_dirs import LogDirMover, shared_note
+    from reassign_cli.core import disks
 
     if source.admin is None:
         return
     mover = LogDirMover(source.admin)
     try:
-        sizes.record(state, mover.replica_sizes)
-        state.capacities, _ = mover.capacities(state.broker_ids, source.shared_log_dirs)
+        survey = mover.survey(state.broker_ids, source.shared_log_dirs)
+        sizes.record(state, survey.replica_sizes)
+        state.capacities = survey.capacities
+        disks.locate(state, survey.dirs, survey.located)
     except OperationalError as e:
         if needed:
             raise
@@ -659,7 +663,12 @@ def _read_header(path: str) -> ClusterState:
     head = b"".join(blocks)
     header = snapshot_lines.parse_header(head[: snapshot_lines.header_span(head)[0]])
     return ClusterState(
-        header.brokers, {}, header.deleting, header.reassignment, capacities=header.capacities
+        header.brokers,
+        {},
+        header.deleting,
+        header.reassignment,
+        capacities=header.capacities,
+        disks=header.disks,
     )
 
 

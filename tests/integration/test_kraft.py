@@ -84,10 +84,18 @@ def _workflow(kc: ExtraCluster, ka: Admin, topic: str, tmp: Path) -> None:
     assert all(type(t) is int and type(u) is int and 0 < u <= t for t, u in disks), disks
     # each log dir its own disk unless --shared-log-dirs was given (recorded per broker)
     assert [b.pop("disk_shared_log_dirs") for b in doc["brokers"]] == [False, False, False]
+    # each broker's two log dirs, live (issue 27; checked against kafka-log-dirs in test_snapshot_disks.py);
+    # cordoned is known on Kafka 4.3+ only (null before)
+    dirs = [b.pop("log_dirs") for b in doc["brokers"]]
+    assert all(
+        len(ds) == 2 and all(not d["offline"] and d["cordoned"] in (None, False) for d in ds) for ds in dirs
+    )
     assert doc["brokers"] == [{"id": 1, "rack": "r1"}, {"id": 2, "rack": "r2"}, {"id": 3, "rack": "r3"}]
     parts = [p for t in doc["topics"] for p in t["partitions"]]
     # Each partition's size (DescribeLogDirs): 100 records went in, so every partition holds some bytes.
     assert all(type(p["size"]) is int and p.pop("size") > 0 for p in parts), parts
+    # which of its broker's log dirs holds each replica
+    assert all(len(p["dirs"]) == len(p["replicas"]) and set(p.pop("dirs")) <= {0, 1} for p in parts), parts
     assert parts == [
         {"partition": 0, "replicas": [1, 2], "isr": [1, 2], "leader": 1},
         {"partition": 1, "replicas": [2, 3], "isr": [2, 3], "leader": 2},

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from reassign_cli.backends.protocol import ReplicaDirs, ReplicaKey
+from reassign_cli.core import disks
 from reassign_cli.core.client_config import AdminOptions
-from reassign_cli.core.model import Capacity
+from reassign_cli.core.model import Capacity, LogDir
 from reassign_cli.errors import OperationalError
 
 
@@ -22,7 +23,7 @@ class LogDirMover:
         self._admin: Any = admin
         self._own = admin is None
         self.unanswered: list[int] = []  # the brokers that did not answer the last describe
-        self.looks_shared: list[int] = []  # set by `capacities`
+        self.looks_shared: list[int] = []  # set by `survey`
 
     def _client(self) -> Any:
         if self._admin is None:
@@ -101,35 +102,56 @@ class LogDirMover:
         wanted = set(replicas)
         return {k: v for k, v in out.items() if k in wanted}, silent
 
-    def capacities(
-        self, brokers: Sequence[int], shared: bool = False
-    ) -> tuple[dict[int, Capacity], list[int]]:
-        """Each broker's disk capacity (see `capacity_of`; `shared`: --shared-log-dirs), asking
-        DescribeLogDirs for no topic; and the brokers that did not answer. `looks_shared` then lists the
-        brokers whose log dirs look like one filesystem although `shared` was not given. A broker whose answer has no capacity (Kafka before 3.3, whose
-        DescribeLogDirs stops at v3) is left out, as is one with no live log dir.
+    def survey(self, brokers: Sequence[int], shared: bool = False) -> Survey:
+        """Each broker's disks, in one DescribeLogDirs of all its partitions and one DescribeConfigs of its
+        `cordoned.log.dirs`: its log dirs (core/disks.py), where its replicas are and their sizes, its
+        capacity (`capacity_of`; `shared`: --shared-log-dirs; Kafka before 3.3, whose DescribeLogDirs
+        stops at v3, gives none); `looks_shared` then lists the brokers whose log dirs look like one
+        filesystem although `shared` was not given.
+        A broker whose DescribeLogDirs fails is in `silent` and nowhere else; a DescribeConfigs that
+        fails leaves its dirs' `cordoned` unknown unless DescribeLogDirs v5 says so.
 
         kafka-python (3.0+) speaks DescribeLogDirs v1-v5 and negotiates the newest the broker knows, so
-        `total_bytes`/`usable_bytes` (v4+, KIP-827) come through its own request class; below v4 it fills
-        in the schema's default, -1."""
+        `total_bytes`/`usable_bytes` (v4+, KIP-827) and `is_cordoned` (v5) come through its own request
+        class; below those versions it fills in the schema's defaults, -1 and false."""
         from kafka.errors import KafkaError
 
-        out: dict[int, Capacity] = {}
-        silent: list[int] = []
+        out = Survey()
         self.looks_shared = []
         for broker in sorted(brokers):
             try:
-                answers = self._client().describe_log_dirs({}, brokers=[broker])
+                answers = self._client().describe_log_dirs(None, brokers=[broker])
             except KafkaError:
-                silent.append(broker)
+                out.silent.append(broker)
                 continue
             dirs = [d for answer in answers for d in answer["log_dirs"]]
+            out.dirs[broker], out.located[broker] = disks.broker_dirs(
+                dirs, disks.cordoned_paths(self.cordoned_config(broker)), _error_name
+            )
             cap = capacity_of(dirs, shared)
             if cap is not None:
-                out[broker] = cap
+                out.capacities[broker] = cap
                 if not shared and looks_shared(dirs):
                     self.looks_shared.append(broker)
-        return out, silent
+            del answers, dirs
+        return out
+
+    def cordoned_config(self, broker: int) -> str | None:
+        """The broker's `cordoned.log.dirs` (KIP-1066, Kafka 4.3+), from DescribeConfigs; None when it
+        has no such config (older Kafka) or the call failed."""
+        from kafka.admin import ConfigResource
+        from kafka.errors import KafkaError
+
+        resource = ConfigResource("BROKER", str(broker), configs={CORDONED: None})
+        try:
+            answer = self._client().describe_configs([resource], config_filter="all")
+        except KafkaError:
+            return None
+        entry = answer.get("broker", {}).get(str(broker), {}).get(CORDONED)
+        if entry is None:
+            return None
+        value = entry.get("value")
+        return "" if value is None else str(value)
 
     def _log_dirs(
         self, replicas: Sequence[ReplicaKey]
@@ -156,6 +178,32 @@ class LogDirMover:
         if self._admin is not None and self._own:
             with contextlib.suppress(Exception):
                 self._admin.close()
+
+
+CORDONED = "cordoned.log.dirs"
+
+
+class Survey:
+    """What `LogDirMover.survey` read: per broker that answered, its log dirs, where its replicas are
+    (core/disks.py) and its capacity; the brokers that did not answer."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[int, tuple[LogDir, ...]] = {}
+        self.located: dict[int, disks.ReplicaLocations] = {}
+        self.capacities: dict[int, Capacity] = {}
+        self.silent: list[int] = []
+
+    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]:
+        """LogDirMover.replica_sizes from what was read: the sizes, and the brokers that did not answer."""
+        return disks.replica_sizes(self.located, replicas), list(self.silent)
+
+
+def _error_name(code: int) -> str:
+    """Kafka's name of a DescribeLogDirs error code, e.g. KAFKA_STORAGE_ERROR."""
+    from kafka.errors import for_code
+
+    err = for_code(code)
+    return str(getattr(err, "message", None) or err.__name__)
 
 
 SAME_VOLUME = 0.001  # two log dirs of one total size whose usable bytes differ by less (x total): one volume
