@@ -19,7 +19,9 @@ planning/balanced/bytes.py plans with):
 - replica count outside the planner's count band (mean ± 10%, rounded out; with capacities and sizes,
   its capacity's share of the mean), widened to `BrokerState.forced_counts` where the rack rule forces
   more (the planner's `replica_range`, given by the caller);
-- preferred leaders spread (max - min over B) by more than LEADER_SPREAD.
+- preferred leaders spread by more than LEADER_SPREAD (or the caller's `leader_floor`, the least spread
+  the current replica sets allow): the most leaders of a broker that could lead fewer, less the fewest
+  of one that could lead more (see `_judge_leaders`).
 The goal counts every byte and replica of the brokers given, so replicas on an excluded or unregistered
 broker count towards B's goal, as they land on B in a plan.
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -62,6 +65,7 @@ class BrokerState:
     capacity: int | None = None
     largest: int = 0
     forced_counts: tuple[int, int] | None = None
+    must_lead: int = 0  # partitions whose only replica is on it: it leads them whatever a plan does
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +172,13 @@ def decide(
     dead_after: float = DEAD_AFTER,
     foreign: str | None = None,
     paused: str | None = None,
+    leader_floor: int = 0,
 ) -> Decision:
     """The tick's decision (see the module's docstring for the rules and their order). `ledger`: already
     `update`d with this look at the cluster; `foreign`: a line naming a reassignment in progress that
-    is not ours (whose, which partitions); `paused`: the pause line."""
+    is not ours (whose, which partitions); `paused`: the pause line; `leader_floor`: the least spread of
+    preferred leaders the current replica sets allow, when the caller knows it (the planner's leader
+    step on the current rows): the leader rule fires only beyond it."""
     if foreign is not None:
         return Decision("skipped", (f"a reassignment not ours is in progress: {foreign}",))
     if paused is not None:
@@ -181,7 +188,7 @@ def decide(
     if waiting:
         lines = tuple(
             f"broker {b} is missing (for {now - (t - dead_after):.0f} s): dead in {t - now:.0f} s "
-            f"(at {t:.0f}) unless it comes back; nothing starts until then"
+            f"(at {_utc(t)}) unless it comes back; nothing starts until then"
             for b, t in waiting.items()
         )
         return Decision("wait", lines, dead_at=waiting)
@@ -194,12 +201,17 @@ def decide(
         )
         return Decision("heal", lines, dead=gone)
     excluded = set(exclude)
-    reasons, worst = judge(brokers, [b for b in brokers if b.registered and b.id not in excluded], trigger)
+    b_set = [b for b in brokers if b.registered and b.id not in excluded]
+    reasons, worst = judge(brokers, b_set, trigger, max(LEADER_SPREAD, leader_floor))
     return Decision("rebalance" if reasons else "balanced", tuple(reasons), worst)
 
 
+def _utc(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def judge(
-    everyone: Sequence[BrokerState], b_set: Sequence[BrokerState], trigger: float
+    everyone: Sequence[BrokerState], b_set: Sequence[BrokerState], trigger: float, spread: int = LEADER_SPREAD
 ) -> tuple[list[str], Deviation | None]:
     """(the rebalance reasons over B, the worst deviation): empty brokers, bytes, counts, leaders."""
     if not b_set:
@@ -213,22 +225,35 @@ def judge(
     byte_reasons, worst = _judge_bytes(everyone, b_set, trigger, share)
     reasons += byte_reasons
     reasons += _judge_counts(b_set, count_low, count_high, share is not None)
-    leaders = [b.leaders for b in b_set]
-    if max(leaders) - min(leaders) > LEADER_SPREAD:
-        hi = max(b_set, key=lambda b: (b.leaders, -b.id))
-        lo = min(b_set, key=lambda b: (b.leaders, b.id))
-        reasons.append(
-            f"preferred leaders spread by {hi.leaders - lo.leaders} (broker {hi.id}: {hi.leaders}, "
-            f"broker {lo.id}: {lo.leaders}; at most {LEADER_SPREAD})"
-        )
+    reasons += _judge_leaders(b_set, spread)
     if worst is None:
         worst = _count_worst(everyone, b_set, share)
     return reasons, worst
 
 
-def _shares(b_set: Sequence[BrokerState]) -> np.ndarray | None:
+def _judge_leaders(b_set: Sequence[BrokerState], spread: int) -> list[str]:
+    """Preferred leaders spread by more than `spread`, from the most leaders of a broker that could lead
+    fewer (it leads more than its `must_lead`) to the fewest of one that could lead more (it holds
+    replicas it does not lead): a broker leading every replica it holds is short of replicas, not of
+    leaders (the count rules judge that), and with one replica per partition leaders follow the counts,
+    which capacities make uneven on purpose."""
+    able = [b for b in b_set if b.leaders < b.replicas]
+    givers = [b for b in b_set if b.leaders > b.must_lead]
+    if not able or not givers:
+        return []
+    hi = max(givers, key=lambda b: (b.leaders, -b.id))
+    lo = min(able, key=lambda b: (b.leaders, b.id))
+    if hi.leaders - lo.leaders <= spread:
+        return []
+    return [
+        f"preferred leaders spread by {hi.leaders - lo.leaders} (broker {hi.id}: {hi.leaders}, "
+        f"broker {lo.id}: {lo.leaders} of its {lo.replicas} replicas; at most {spread})"
+    ]
+
+
+def _shares(everyone: Sequence[BrokerState], b_set: Sequence[BrokerState]) -> np.ndarray | None:
     """Capacity shares when sizes and every capacity of B are known (above 0), as the planner."""
-    if any(b.bytes is None or b.capacity is None or b.capacity <= 0 for b in b_set):
+    if any(b.bytes is None for b in everyone) or any(b.capacity is None or b.capacity <= 0 for b in b_set):
         return None
     return bands.capacity_shares(np.array([b.capacity for b in b_set], dtype=np.int64))
 
@@ -236,10 +261,17 @@ def _shares(b_set: Sequence[BrokerState]) -> np.ndarray | None:
 def _count_band(
     everyone: Sequence[BrokerState], b_set: Sequence[BrokerState]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    share = _shares(b_set)
+    share = _shares(everyone, b_set)
     mean = sum(b.replicas for b in everyone) / len(b_set)
-    m = np.full(len(b_set), mean) if share is None else mean * share
-    low, high = bands.count_band(m)
+    even = np.full(len(b_set), mean)
+    low, high = bands.count_band(even if share is None else mean * share)
+    if share is not None:
+        # The planner's count band with capacities also holds the even counts (its band is widened to
+        # what --balance replicas may aim at: floor..ceil of the mean with no rack rule forcing more).
+        low, high = (
+            np.minimum(low, bands.count_band(even, 0.0)[0]),
+            np.maximum(high, bands.count_band(even, 0.0)[1]),
+        )
     for i, b in enumerate(b_set):
         if b.forced_counts is not None:
             low[i] = min(int(low[i]), b.forced_counts[0])
@@ -248,9 +280,10 @@ def _count_band(
 
 
 def _judge_counts(b_set: Sequence[BrokerState], low: np.ndarray, high: np.ndarray, shared: bool) -> list[str]:
-    of = "its capacity's share of the mean count" if shared else "the mean count"
+    pct = f"{bands.COUNT_BAND:.0%}"
+    of = f"its capacity's share of the mean count ±{pct}, or the mean" if shared else f"the mean count ±{pct}"
     return [
-        f"broker {b.id}: {b.replicas} replicas, outside {lo}-{hi} ({of} ±{bands.COUNT_BAND:.0%})"
+        f"broker {b.id}: {b.replicas} replicas, outside {lo}-{hi} ({of})"
         for b, lo, hi in zip(b_set, low.tolist(), high.tolist(), strict=True)
         if b.replicas > 0 and not lo <= b.replicas <= hi
     ]

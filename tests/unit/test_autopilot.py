@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 
 from reassign_cli.core import autopilot as ap
 from reassign_cli.core.autopilot import BrokerState, Ledger
-from tests.unit.test_balance import broker_counts, exact
+from reassign_cli.core.model import Assignment, Capacity
+from reassign_cli.planning.balanced.planner import count_range
+from tests.unit.test_balance import Case, best_leader_spread, broker_counts, exact, specs_of
 from tests.unit.test_balance_bytes import Sized, loads, plan, sized
+from tests.unit.test_balance_capacity import _plan as plan_with_capacities
+from tests.unit.test_balance_capacity import roomy
 
 GiB = 1 << 30
 SETTINGS = settings(
@@ -48,7 +52,8 @@ def gib(
 def test_a_new_empty_broker_is_a_rebalance() -> None:
     # 30 replicas over 4 brokers: mean 7.5, count band ceil(6.75)=7 .. max(floor(8.25), 8)=8, so broker 4
     # (0, low edge 7 >= 1) holds no replica and brokers 1-3 (10) are above 8. Bytes 30 GiB / 4 = 7.5 GiB,
-    # slack max(0.75, 1) = 1 GiB: 6.5-8.5 GiB, so 10 GiB is out. Leaders 4, 3, 3, 0: spread 4 > 2.
+    # slack max(0.75, 1) = 1 GiB: 6.5-8.5 GiB, so 10 GiB is out. Leaders 4, 3, 3, 0: broker 4 holds no
+    # replica to lead (its own line); among the others 4 - 3 <= 2.
     brokers = [gib(1, 10, 10, 4), gib(2, 10, 10, 3), gib(3, 10, 10, 3), BrokerState(4, 0, 0, bytes=0)]
     d = ap.decide(brokers)
     assert d.kind == "rebalance"
@@ -60,7 +65,6 @@ def test_a_new_empty_broker_is_a_rebalance() -> None:
         "broker 1: 10 replicas, outside 7-8 (the mean count ±10%)",
         "broker 2: 10 replicas, outside 7-8 (the mean count ±10%)",
         "broker 3: 10 replicas, outside 7-8 (the mean count ±10%)",
-        "preferred leaders spread by 4 (broker 1: 4, broker 4: 0; at most 2)",
     )
     # worst: broker 4, |0 - 7.5| / 7.5 = 100% of its goal
     assert d.worst == ap.Deviation(4, 1.0, "bytes")
@@ -141,6 +145,50 @@ def test_replica_counts_when_sizes_are_unknown() -> None:
     assert abs(d.worst.fraction - 1 / 11) < 1e-12
 
 
+def test_leaders_that_follow_the_counts() -> None:
+    # One replica per partition, disks of 100, 300 and 200 GiB: shares 0.5, 1.5, 1 of the mean count
+    # 18 / 3 = 6: 3, 9, 6 (bands 2.7-3.3 -> 3-3, 8.1-9.9 -> 9-9, 5.4-6.6 -> 6-6, each widened to the
+    # even 6-6: 3-6, 6-9, 6-6). Bytes 30, 90, 60 GiB are exactly the goals (180 x the shares / 3).
+    # Every broker leads all it holds: spread 9 - 3 = 6, yet no broker could lead more.
+    brokers = [
+        gib(1, 30, 3, 3, capacity=100 * GiB),
+        gib(2, 90, 9, 9, capacity=300 * GiB),
+        gib(3, 60, 6, 6, capacity=200 * GiB),
+    ]
+    assert ap.decide(brokers).kind == "balanced"
+
+
+def test_counts_with_capacities_hold_the_share_and_the_mean() -> None:
+    # The bands of the test above: 3-6, 6-9, 6-6. Even counts (6, 6, 6) are in; 7 on broker 1 is not.
+    caps = (100, 300, 200)
+    even = [gib(b, x, 6, 3, capacity=c * GiB) for b, x, c in zip((1, 2, 3), (30, 90, 60), caps, strict=True)]
+    assert ap.decide(even).kind == "balanced"
+    counts = (7, 5, 6)
+    off = [
+        gib(b, x, n, 3, capacity=c * GiB)
+        for b, x, n, c in zip((1, 2, 3), (30, 90, 60), counts, caps, strict=True)
+    ]
+    assert ap.decide(off).reasons == (
+        "broker 1: 7 replicas, outside 3-6 (its capacity's share of the mean count ±10%, or the mean)",
+        "broker 2: 5 replicas, outside 6-9 (its capacity's share of the mean count ±10%, or the mean)",
+    )
+
+
+def test_leaders_a_broker_must_keep() -> None:
+    # Broker 1 leads 6, all of them partitions it alone holds (one replica each): it can give none away.
+    # Broker 3 leads 2 of its 6 and could take more, but from no one: no rule. Without must_lead,
+    # 6 - 2 = 4 > 2 would be a rebalance no plan can fix.
+    brokers = [BrokerState(1, 7, 6, must_lead=6), BrokerState(2, 7, 4), BrokerState(3, 7, 2)]
+    assert ap.decide(brokers).kind == "balanced"
+    brokers[0] = BrokerState(1, 7, 6, must_lead=3)  # three it could hand over: 6 - 2 = 4 > 2
+    assert ap.decide(brokers).reasons == (
+        "preferred leaders spread by 4 (broker 1: 6, broker 3: 2 of its 7 replicas; at most 2)",
+    )
+    # unless the replica sets allow no less than 4 (the caller's floor)
+    assert ap.decide(brokers, leader_floor=4).kind == "balanced"
+    assert ap.decide(brokers, leader_floor=3).reasons[0].endswith("at most 3)")
+
+
 def test_counts_the_rack_rule_forces_are_not_out_of_band() -> None:
     brokers = [BrokerState(b, c, 3) for b, c in [(1, 10), (2, 10), (3, 10)]]
     brokers.append(BrokerState(4, 14, 3, forced_counts=(10, 14)))
@@ -150,7 +198,9 @@ def test_counts_the_rack_rule_forces_are_not_out_of_band() -> None:
 def test_preferred_leaders_spread() -> None:
     # spread 3 > 2: rebalance; spread 2: balanced
     d = ap.decide([BrokerState(b, 10, lead) for b, lead in [(1, 5), (2, 5), (3, 5), (4, 2)]])
-    assert d.reasons == ("preferred leaders spread by 3 (broker 1: 5, broker 4: 2; at most 2)",)
+    assert d.reasons == (
+        "preferred leaders spread by 3 (broker 1: 5, broker 4: 2 of its 10 replicas; at most 2)",
+    )
     assert (
         ap.decide([BrokerState(b, 10, lead) for b, lead in [(1, 5), (2, 5), (3, 4), (4, 3)]]).kind
         == "balanced"
@@ -200,7 +250,8 @@ def test_missing_ten_minutes_is_wait() -> None:
     assert d.kind == "wait"
     assert d.dead_at == {3: T0 + 60 + 1800}
     assert d.reasons == (
-        f"broker 3 is missing (for 600 s): dead in 1200 s (at {T0 + 1860:.0f}) unless it comes back; "
+        # T0 = 1,764,000,000 s = 2025-11-24T16:00:00Z; + 1860 s = 16:31:00
+        "broker 3 is missing (for 600 s): dead in 1200 s (at 2025-11-24T16:31:00Z) unless it comes back; "
         "nothing starts until then",
     )
 
@@ -276,6 +327,38 @@ def test_ledger_round_trip_and_bound(seq: list[tuple[set[int], set[int], int]]) 
 # ---------------------------------------------------------------------------------------------
 
 
+def states(case: Case, after: Assignment, capacity: dict[int, int] | None = None) -> list[BrokerState]:
+    """Each broker of B once `after` is done: its replicas, leaders, bytes, largest partition, the
+    partitions it alone holds, and the counts the rack rule forces (the planner's count_range, as the
+    tick that wires this will give them)."""
+    ids = [b.id for b in case.brokers]
+    size = loads(case.topics, after, ids)
+    reps, leads = broker_counts(case.topics, after, ids)
+    largest, alone = dict.fromkeys(ids, 0), dict.fromkeys(ids, 0)
+    for name, t in case.topics.items():
+        for p, row in after.get(name, t.replicas).items():
+            for b in row:
+                largest[b] = max(largest[b], t.sizes[p])
+            if len(set(row)) == 1 and row[0] in alone:
+                alone[row[0]] += 1
+    cap = capacity or {}
+    forced = count_range(case.topics, case.brokers, specs_of(case.topics, case.selected, case.rf))
+    return [
+        BrokerState(
+            b, reps[b], leads[b], bytes=size[b], capacity=cap.get(b), largest=largest[b],
+            forced_counts=forced[b], must_lead=alone[b],
+        )
+        for b in ids
+    ]  # fmt: skip
+
+
+def leader_floor(case: Case, after: Assignment) -> int:
+    """The least spread of preferred leaders the rows of `after` allow (max-flow, test_balance's oracle)."""
+    rows = [row for name, t in case.topics.items() for row in after.get(name, t.replicas).values()]
+    best_max, best_min = best_leader_spread(rows, {b.id: 0 for b in case.brokers})
+    return best_max - best_min
+
+
 @SETTINGS
 @given(sized())
 def test_a_planned_cluster_is_judged_balanced(s: Sized) -> None:
@@ -285,16 +368,26 @@ def test_a_planned_cluster_is_judged_balanced(s: Sized) -> None:
     assume(set(case.selected) == set(case.topics) and case.racks in ("none", "equal", "ignored"))
     assume(exact(case))
     _, _, after = plan(case, 0.05)
+    d = ap.decide(states(case, after), trigger=0.10, leader_floor=leader_floor(case, after))
+    assert d.kind == "balanced", d.reasons
+
+
+@SETTINGS
+@given(roomy())
+def test_a_planned_cluster_with_capacities_is_judged_balanced(x: tuple[Sized, dict[int, Capacity]]) -> None:
+    s, caps = x
+    case = s.case
+    # Where the planner promises its utilization band (test_balance_capacity's own assumptions).
+    assume(set(case.selected) == set(case.topics) and case.racks in ("none", "equal", "ignored"))
+    assume(exact(case))
+    after, _ = plan_with_capacities(case, caps, 1.0)
     ids = [b.id for b in case.brokers]
     size = loads(case.topics, after, ids)
-    reps, leads = broker_counts(case.topics, after, ids)
-    largest = dict.fromkeys(ids, 0)
-    for name, t in case.topics.items():
-        for p, row in after.get(name, t.replicas).items():
-            for b in row:
-                largest[b] = max(largest[b], t.sizes[p])
-    brokers = [BrokerState(b, reps[b], leads[b], bytes=size[b], largest=largest[b]) for b in ids]
-    d = ap.decide(brokers, trigger=0.10)
+    cap_total = sum(caps[b].total for b in ids)
+    distinct = sum(sum(t.sizes.values()) for t in case.topics.values())
+    assume(all(sum(size.values()) * caps[b].total / cap_total <= distinct / 2 for b in ids))
+    brokers = states(case, after, {b: caps[b].total for b in ids})
+    d = ap.decide(brokers, trigger=0.10, leader_floor=leader_floor(case, after))
     assert d.kind == "balanced", d.reasons
 
 
