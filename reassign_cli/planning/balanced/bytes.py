@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, Topic
 from reassign_cli.planning.balanced import leaders as balance_leaders
 from reassign_cli.planning.balanced import planner
@@ -36,7 +37,7 @@ PARTNERS = 64  # brokers a needy broker trades with per step (the farthest from 
 PER_PARTNER = 512  # replicas of a giver tried per step (a seeded random sample beyond)
 SWAP_SIDE = 24  # largest (smallest) candidates each side of a swap
 BULK = 1_000  # holes or count units beyond which the seeded rounds of --balance replicas go first
-COUNT_BAND = 0.10  # replica counts end within mean ± this share (or no more spread than before)
+COUNT_BAND = bands.COUNT_BAND  # replica counts end within mean ± this share (or no more spread than before)
 
 
 MAX_DISK_UTILIZATION = 0.85  # --max-disk-utilization's default
@@ -335,8 +336,7 @@ def _band(
     mean = (float(fixed.sum()) + float((size * prob.rf).sum())) / n
     mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
     m = np.full(n, mc) if share is None else mc * share
-    low = np.minimum(np.ceil(m * (1 - COUNT_BAND) - 1e-9), np.floor(m)).astype(np.int64)
-    high = np.maximum(np.floor(m * (1 + COUNT_BAND) + 1e-9), np.ceil(m)).astype(np.int64)
+    low, high = bands.count_band(m, COUNT_BAND)
     forced = planner.replica_range(prob)
     return mean, np.minimum(low, forced[0]), np.maximum(high, forced[1])
 
@@ -425,10 +425,10 @@ def plan_bytes(
     before = _loads(old, size, fixed)
     disk = disks(capacities or {}, prob.ids, before)
     # Each broker's capacity over the mean capacity (exactly 1.0 when all are equal: the raw bytes plan).
-    share = None if disk is None else disk[0] / (float(disk[0].sum()) / len(prob.ids))
+    share = None if disk is None else bands.capacity_shares(disk[0])
     mean, cmin, cmax = _band(prob, size, fixed, share)
-    goal = np.full(len(prob.ids), mean) if share is None else mean * share
-    lo, hi = goal * (1 - tolerance), goal * (1 + tolerance)
+    goal = bands.byte_goals(mean, share, len(prob.ids))
+    lo, hi = bands.byte_band(goal, tolerance)
     w = planner._work(prob, seed)
     recv = receivable(w, old)
     target = prob.targets.target
@@ -437,8 +437,8 @@ def plan_bytes(
         # of the count, not at even counts (which the later steps would then have to undo, copy by copy).
         w.target = _shares(share, int(target.sum()))
     bx = _Bytes(size, before.copy(), lo, hi, cmin, cmax, fixed)
-    slack = np.maximum(hi - goal, float(size.max()) if len(size) else 0.0)
-    bx.hard, bx.mean, bx.weighted = (goal - slack, goal + slack), goal, disk is not None
+    bx.hard = bands.outer_band(goal, tolerance, float(size.max()) if len(size) else 0.0)
+    bx.mean, bx.weighted = goal, disk is not None
     if disk is not None:
         bx.old, bx.limit = old, np.floor(max_utilization * disk[0]) - disk[1]
         bx.room = bx.limit.copy()

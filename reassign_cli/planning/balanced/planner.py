@@ -41,6 +41,7 @@ __all__ = [
     "BalanceStats",
     "Balanced",
     "OtherCounts",
+    "count_range",
     "lower_bound",
     "plan_balanced",
     "target_ids",
@@ -359,6 +360,20 @@ def replica_range(prob: _Problem) -> tuple[np.ndarray, np.ndarray]:
     values, counts = np.unique(prob.rf, return_counts=True)
     bounds = rack_bounds(dict(zip(values.tolist(), counts.tolist(), strict=True)), np.bincount(prob.rack))
     return rack_range(prob.fixed, cap, total, prob.rack, bounds)
+
+
+def count_range(
+    topics: Mapping[str, Topic], brokers: Sequence[Broker], specs: Sequence[TopicSpec]
+) -> dict[int, tuple[int, int]]:
+    """Per broker id of B: the least and most replicas it ends with in any result the balanced strategy
+    may aim at (`replica_range`: what the rack rule forces). The autopilot's BrokerState.forced_counts
+    (core/autopilot.py), so that it judges counts against the band the planner plans to."""
+    prob = _problem(topics, brokers, specs)
+    low, high = replica_range(prob)
+    return {
+        int(b): (int(lo), int(hi))
+        for b, lo, hi in zip(prob.ids.tolist(), low.tolist(), high.tolist(), strict=True)
+    }
 
 
 def _dedup(old: np.ndarray) -> np.ndarray:
