@@ -95,3 +95,17 @@ def renew_lease(store: PlanStore, run: str) -> Versioned:
 def release_lease(store: PlanStore, run: str) -> None:
     """Give the lease up (nothing happens when another run holds it, or nothing is stored)."""
     update(store, lambda p: sp.release_lease(p, run))
+
+
+def lost_create(
+    stored: Versioned | None, plan: sp.StoredPlan, connection: Iterable[hints.ConnectionOption], where: str
+) -> tuple[Versioned, bool]:
+    """A create that found a plan stored, or lost its race to one (`stored`: what was read then): the same
+    plan's bytes are a resume of it; other bytes are its conflict; nothing stored means a plan was created and
+    deleted again meanwhile."""
+    if stored is None:
+        raise OperationalError(f"{where} changed while this plan was being stored; run the command again")
+    found = sp.conflict(stored.plan, plan.plan_sha256, connection)
+    if found is not None:
+        raise found
+    return stored, False

@@ -19,11 +19,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from reassign_cli.backends.admin.record_topic import RecordLog
-from reassign_cli.backends.plan_store import Versioned
+from reassign_cli.backends.plan_store import Versioned, lost_create
 from reassign_cli.core import hints
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.record_log import Lease
-from reassign_cli.errors import OperationalError
 
 
 class PlanLog(RecordLog):
@@ -60,15 +59,7 @@ class TopicPlanStore:
             if self.log.transact(fn) is not None:
                 ref = sp.content_ref(sp.encode_head(plan, sp.encode_content(plan)))
                 return Versioned(dataclasses.replace(plan, content_ref=ref), self.log.replay.last), True
-        stored = self.read()
-        if stored is None:  # created and deleted again meanwhile
-            raise OperationalError(
-                f"{self.log.topic} changed while this plan was being stored; run the command again"
-            )
-        found = sp.conflict(stored.plan, plan.plan_sha256, connection)
-        if found is not None:
-            raise found
-        return stored, False
+        return lost_create(self.read(), plan, connection, self.log.topic)
 
     def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
         if not sp.same_content(new, seen.plan):

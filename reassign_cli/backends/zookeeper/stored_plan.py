@@ -30,7 +30,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from reassign_cli.backends.plan_store import Versioned
+from reassign_cli.backends.plan_store import Versioned, lost_create
 from reassign_cli.backends.zookeeper.session import InDoubt, ZkSession, unknown_outcome
 from reassign_cli.core import hints
 from reassign_cli.core import stored_plan as sp
@@ -106,14 +106,7 @@ class ZkPlanStore:
                 return Versioned(dataclasses.replace(plan, content_ref=sp.content_ref(head)), 0), True
             self._remove(content_id, ("none", -1))  # ours, and the head names another
             stored = self.read()
-            if stored is None:  # created and deleted again meanwhile
-                raise OperationalError(
-                    f"{HEAD} changed while this plan was being stored; run the command again"
-                )
-        found = sp.conflict(stored.plan, plan.plan_sha256, connection)
-        if found is not None:
-            raise found
-        return stored, False
+        return lost_create(stored, plan, connection, HEAD)
 
     def _write_content(self, content_id: str, chunks: list[bytes]) -> None:
         self.session.ensure_path(CONTENT)
