@@ -93,6 +93,23 @@ def rounds_of(store: PlanStore, rng: random.Random, rounds: int, cap: int, out: 
                 f.flush()
 
 
+def check_race(
+    store: PlanStore, out: str, cap: int
+) -> tuple[list[dict[str, Any]], list[tuple[str, int]], Any]:
+    """What racing workers wrote to `out` against what `store` holds after: no move started twice, none lost
+    (the stored set is the union of the winners'), never more than `cap` moving. Returns (wins, started,
+    the stored plan as read)."""
+    with open(out, "rb") as f:
+        wins = [orjson.loads(line) for line in f.read().splitlines()]
+    started = [tuple(m) for w in wins for m in w["started"]]
+    final = store.read()
+    assert final is not None
+    assert len(started) == len(set(started))  # no move started twice
+    assert set(started) == final.plan.started  # none lost: the final set is the union of the winners'
+    assert all(w["moving"] <= cap for w in wins)
+    return wins, started, final
+
+
 def create_stop(connect: str, partitions: int, chunk_bytes: int, stop_at: int) -> None:
     _, plan = big_plan(partitions)
     with open_session(ZkOptions(connect)) as session:

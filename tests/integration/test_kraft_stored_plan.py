@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
 from reassign_cli.backends import plan_store as ps
@@ -19,7 +18,7 @@ from reassign_cli.backends.plan_store import Versioned
 from reassign_cli.core import stored_plan as sp
 from tests.clusters import ExtraCluster
 from tests.helpers import REPO
-from tests.integration.stored_plan_worker import big_plan, topic_store
+from tests.integration.stored_plan_worker import big_plan, check_race, topic_store
 
 
 @pytest.fixture
@@ -81,11 +80,5 @@ def test_two_writer_processes(store: TopicPlanStore, kc: ExtraCluster, tmp_path:
     procs = [subprocess.Popen([*cmd, str(seed), "15", str(cap), str(out)], cwd=REPO) for seed in range(2)]
     for p in procs:
         assert p.wait(timeout=500) == 0
-    wins = [orjson.loads(line) for line in out.read_bytes().splitlines()]
-    started = [tuple(m) for w in wins for m in w["started"]]
-    final = store.read()
-    assert final is not None
-    assert len(started) == len(set(started))  # no move started twice
-    assert set(started) == final.plan.started  # none lost
-    assert all(w["moving"] <= cap for w in wins)
+    wins, started, _ = check_race(store, str(out), cap)
     print(f"\n2 processes x 15 rounds on the topic: {len(wins)} writes won, {len(started)} moves started")

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from reassign_cli.backends import plan_store as ps
@@ -22,7 +21,7 @@ from reassign_cli.backends.zookeeper.stored_plan import CONTENT, HEAD, MARK, ZkP
 from reassign_cli.core import stored_plan as sp
 from tests.clusters import kazoo_session
 from tests.helpers import REPO, wait_until
-from tests.integration.stored_plan_worker import big_plan
+from tests.integration.stored_plan_worker import big_plan, check_race
 
 
 @pytest.fixture
@@ -89,13 +88,7 @@ def test_ten_processes_race(session: ZkSession, zk_chroot: str, tmp_path: Path) 
     procs = [worker("race", zk_chroot, str(seed), "30", str(cap), str(out)) for seed in range(10)]
     for p in procs:
         assert p.wait(timeout=500) == 0
-    wins = [orjson.loads(line) for line in out.read_bytes().splitlines()]
-    started = [tuple(m) for w in wins for m in w["started"]]
-    final = store.read()
-    assert final is not None
-    assert len(started) == len(set(started))  # no move started twice
-    assert set(started) == final.plan.started  # none lost: the final set is the union of the winners'
-    assert all(w["moving"] <= cap for w in wins)
+    wins, started, final = check_race(store, str(out), cap)
     assert final.version == len(wins)  # every win moved the fence on by one, no other write landed
     print(f"\n10 processes x 30 rounds: {len(wins)} writes won, {len(started)} moves started")
 
