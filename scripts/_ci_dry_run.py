@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -53,7 +54,7 @@ def read_env(path: Path) -> dict[str, str]:
     for line in path.read_text().splitlines():
         key, sep, value = line.partition("=")
         if sep:
-            out[key.strip()] = value.strip()
+            out[key.strip()] = " ".join(shlex.split(value))  # scripts/cluster quotes as the shell does
     return out
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -1119,7 +1120,8 @@ def write_env(c: Cluster) -> None:
     if jars_present(libs4, kafka4_version()):
         lines["KAFKA_TOOLS_CLASSPATH"] = f"{libs4}/*"
     tmp = c.env_file.with_suffix(".tmp")
-    tmp.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    # quoted where the shell needs it (CLUSTER_LOG_DIRS has ";"), so that `source env` gives these values
+    tmp.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in lines.items()))
     tmp.replace(c.env_file)
 
 

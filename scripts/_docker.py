@@ -721,7 +721,7 @@ def write_env(st: dict[str, object]) -> None:
         lines["KAFKA_TOOLS_CLASSPATH"] = f"{libs4}/*"
     env_file = cluster_dir() / "env"
     tmp = env_file.with_suffix(".tmp")
-    tmp.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    tmp.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in lines.items()))
     tmp.replace(env_file)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -62,7 +63,7 @@ def read_env_file(path: Path) -> dict[str, str]:
     for line in path.read_text().splitlines():
         key, sep, value = line.strip().partition("=")
         if sep and key and not key.startswith("#"):
-            out[key] = value
+            out[key] = " ".join(shlex.split(value))  # the writers quote as the shell does
     return out
 
 

@@ -377,3 +377,23 @@ def test_up_refuses_a_mode_other_than_the_running_one(kraft_cluster: Any) -> Non
     r = script("up", "--secure", "--kafka-version", KAFKA4_VERSION, directory=c.directory)
     assert r.returncode == 1 and "has no ZooKeeper mode" in r.stderr, r.stderr
     assert script("stop-zookeeper", directory=c.directory).returncode == 1
+
+
+def _sourced(env_file: Path) -> subprocess.CompletedProcess[str]:
+    """What bash makes of the env file: `source` it, then print each variable it names."""
+    names = list(read_env_file(env_file))
+    script = f"set -e; source {env_file}; " + "; ".join(f'printf "%s=%s\\n" {n} "${n}"' for n in names)
+    return subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, env={"PATH": os.environ["PATH"]}
+    )
+
+
+def test_env_file_sources_in_bash_to_the_values_it_names(cluster: Cluster, kraft_cluster: Any) -> None:
+    # docs/cluster.md says `source .cluster/env`: every value (CLUSTER_LOG_DIRS's ';', the tools
+    # classpath's '*') must reach the shell whole, with nothing run and nothing said on stderr.
+    for env_file in (cluster.directory / "env", kraft_cluster().directory / "env"):
+        expected = read_env_file(env_file)
+        assert ";" in expected["CLUSTER_LOG_DIRS"]
+        got = _sourced(env_file)
+        assert got.returncode == 0 and got.stderr == "", got.stderr
+        assert dict(line.split("=", 1) for line in got.stdout.splitlines()) == expected
