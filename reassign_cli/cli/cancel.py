@@ -59,6 +59,7 @@ def command(
     copying are stopped, as Kafka's --cancel does (each replica stays in its current log dir). Then, unless
     --preserve-throttles, the throttles come off as verify does (kept while a log-dir copy runs or is unseen).
 
+    Neither: the plan a paced execute stored in the cluster is cancelled so, then deleted.
     With --all instead of the file: every partition reassignment in flight is cancelled the same way
     (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
     its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
@@ -82,7 +83,7 @@ def command(
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     if plan is None:
-        return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout)
+        return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout, cancel_every)
     targets, dirs = plan.targets(), plan.log_dir_targets()
     with open_backend(opts, admin_too=True) as backend:
         mover = log_dir_mover(backend) if dirs else None
@@ -104,10 +105,12 @@ def command(
 
 
 def _check_choice(reassignment_file: str | None, cancel_every: bool, rollback_file: str | None) -> None:
-    if cancel_every == (reassignment_file is not None):
-        raise UsageError("give exactly one of --reassignment-json-file and --all")
-    if rollback_file is not None and not cancel_every:
-        raise UsageError("--rollback-file goes with --all (execute saved the rollback of a plan file)")
+    if cancel_every and reassignment_file is not None:
+        raise UsageError("give one of --reassignment-json-file and --all (neither: the stored plan)")
+    if rollback_file is not None and reassignment_file is not None:
+        raise UsageError(
+            "--rollback-file goes with --all or the stored plan (execute saved the rollback of a plan file)"
+        )
 
 
 def _forget_run(out: Any, file_name: str | None) -> None:
@@ -134,9 +137,18 @@ def _not_reverted_hint(opts: Options, plan_file: str | None) -> str:
 
 
 def _cancel_all(
-    opts: Options, out: Any, rollback_file: str | None, preserve_throttles: bool, timeout: float
+    opts: Options,
+    out: Any,
+    rollback_file: str | None,
+    preserve_throttles: bool,
+    timeout: float,
+    every: bool = True,
 ) -> int:
     from reassign_cli.cli.common import log_dir_mover
+    from reassign_cli.cli.plan_ctl import cancel_stored_command
+
+    if not every:  # neither a file nor --all: the stored plan (cli/plan_ctl.py)
+        return cancel_stored_command(opts, out, rollback_file, preserve_throttles, timeout, _report)
     from reassign_cli.core.in_flight import not_cancelled_line
     from reassign_cli.ops.cancel_all import cancel_all
 
