@@ -66,14 +66,13 @@ def command(
     flight: one line, nothing written. Replica moves between log dirs in flight (a future copy on any live
     broker) are stopped too; a broker that does not answer keeps the throttles.
     """
-    from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.cli.inputs import read_input_file
     from reassign_cli.core.model import parse_reassignment
-    from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
 
     _check_choice(reassignment_file, cancel_every, rollback_file)
-    plan = None if reassignment_file is None else parse_reassignment(read_input_file(reassignment_file))
+    data = None if reassignment_file is None else read_input_file(reassignment_file)
+    plan = None if data is None else parse_reassignment(data)
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
         raise UsageError(
@@ -82,10 +81,24 @@ def command(
             hint=f"Run: {command_line('--bootstrap-server', registered_brokers(conn.zk))}",
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    if plan is None:
+    if reassignment_file is None or data is None or plan is None:
         return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout, cancel_every)
+    return _cancel_file(opts, out, (reassignment_file, data, plan), preserve_throttles, timeout)
+
+
+def _cancel_file(
+    opts: Options, out: Any, given: tuple[str, bytes, Any], preserve_throttles: bool, timeout: float
+) -> int:
+    """cancel --reassignment-json-file: the file's moves; when the plan stored in the cluster is this very
+    file's (same SHA-256), it is paused before and deleted after (ops.plan_ctl.stored_plan_of_file), so that
+    no step of it starts the moves again."""
+    from reassign_cli.cli.common import log_dir_mover
+    from reassign_cli.ops.cancel import cancel
+    from reassign_cli.ops.plan_ctl import stored_plan_of_file
+
+    reassignment_file, data, plan = given
     targets, dirs = plan.targets(), plan.log_dir_targets()
-    with open_backend(opts, admin_too=True) as backend:
+    with open_backend(opts, admin_too=True) as backend, stored_plan_of_file(backend, data) as stored:
         mover = log_dir_mover(backend) if dirs else None
         try:
             outcome = cancel(
@@ -101,7 +114,10 @@ def command(
             if mover is not None:
                 mover.close()
     _forget_run(out, reassignment_file)
-    return _report(out, opts, outcome, bool(dirs))
+    code = _report(out, opts, outcome, bool(dirs))
+    if stored and not opts.json:
+        out.result(f"Deleted the stored plan (SHA-256 {stored[0][:12]}): it was this file's.")
+    return code
 
 
 def _check_choice(reassignment_file: str | None, cancel_every: bool, rollback_file: str | None) -> None:

@@ -10,9 +10,11 @@ backends/plan_stores.open_store (ZooKeeper mode: znodes; admin API alone: the to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,3 +195,22 @@ def _delete(store: PlanStore, sha256: str) -> bool:
         if store.delete(seen):
             return True
     raise OperationalError("the stored plan kept changing while it was deleted; run cancel again")
+
+
+@contextlib.contextmanager
+def stored_plan_of_file(backend: Backend, data: bytes) -> Iterator[list[str]]:
+    """cancel --reassignment-json-file: when the stored plan is that file's (the SHA-256 of `data`), pause it
+    before the cancel (no step starts a move meanwhile) and delete it once the cancel ended well; the list
+    yielded then holds its SHA-256 (empty: no plan stored, or another one, left alone)."""
+    from reassign_cli.backends.plan_stores import open_store
+    from reassign_cli.core.pacing import plan_digest
+
+    sha, found = plan_digest(data), list[str]()
+    with open_store(backend) as store:
+        seen = store.read()
+        if seen is not None and seen.plan.plan_sha256 == sha:
+            user, host = who()
+            pause_stored(store, datetime.now(UTC), user, host, CANCELLING)
+        yield found
+        if seen is not None and seen.plan.plan_sha256 == sha and _delete(store, sha):
+            found.append(sha)

@@ -223,3 +223,31 @@ def test_verify_metrics_file_carries_the_stored_plan(
     r = run_cli("verify", "--reassignment-json-file", other, "--metrics-file", metrics)
     assert r.returncode == 0, r.stderr
     assert "kafka_reassign_plan_" not in metrics.read_text()  # nothing stored: no plan gauges
+
+
+def test_cancel_with_the_stored_plans_file_deletes_it(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, store: ZkPlanStore, tmp_path: Path
+) -> None:
+    topic = make_topic({0: [1, 2]}, messages=10)
+    produce(cluster.bootstrap, topic, 0, 3000)
+    path = mover.plan("p.json", {(topic, 0): [2, 3]})
+    other = write_plan(tmp_path / "other.json", {(topic, 0): [1, 3]})
+    store.create(stored(other))
+    c = mover.cli("cancel", "--reassignment-json-file", path, "--bootstrap-server", cluster.bootstrap)
+    assert c.returncode == 0, c.stderr
+    seen = store.read()  # another plan's file: the stored plan is left as it was, not paused
+    assert seen is not None and seen.plan.plan_sha256 == stored(other).plan_sha256 and seen.plan.paused == {}
+    store.delete()
+
+    r = mover.execute(path, "--throttle", "20000")
+    assert r.returncode == 0, r.stderr
+    wait_until(lambda: _moving(zk, topic), timeout=30, message="the move started")
+    plan = stored(path, started=[(topic, 0)])
+    store.create(plan)
+    c = mover.cli("cancel", "--reassignment-json-file", path, "--bootstrap-server", cluster.bootstrap)
+    assert c.returncode == 0, c.stderr
+    lines = c.stdout.splitlines()
+    assert lines[0] == f"Successfully cancelled partition reassignment for: {topic}-0"
+    assert lines[-1] == f"Deleted the stored plan (SHA-256 {plan.plan_sha256[:12]}): it was this file's."
+    assert store.read() is None and not reassigning(zk, topic)
+    assert get_json(zk, RECORD) is None
