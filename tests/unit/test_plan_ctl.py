@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from reassign_cli.backends.plan_store import Versioned
@@ -189,3 +191,29 @@ def test_verify_metrics_carry_the_stored_plan() -> None:
 def test_plan_gauge_labels_are_reserved(name: str) -> None:
     with pytest.raises(UsageError, match="this label is verify's own"):
         parse_metrics_labels([f"{name}=x"])
+
+
+@given(
+    sizes=st.lists(st.integers(0, 10**12), min_size=1, max_size=30),
+    data=st.data(),
+    step=st.one_of(st.none(), st.floats(1000.0, 10**6)),
+)
+def test_summary_counts_and_bytes_add_up(sizes: list[int], data: st.DataObject, step: float | None) -> None:
+    entries = [PlanEntry("t", i, [1, 2], None) for i in range(len(sizes))]
+    p = sp.new_plan(b"x", entries, pc.Pace(2, None), sp.Origin("h", "u", 1000.0), sizes)
+    started = data.draw(st.sets(st.sampled_from(range(len(sizes)))))
+    done = data.draw(st.sets(st.sampled_from(sorted(started)))) if started else set()
+    p = sp.mark_started(p, [("t", i) for i in sorted(started)], 1000.0)
+    p = sp.mark_done(p, [("t", i) for i in sorted(done)], 1000.0)
+    if step is not None:
+        p = sp.stepped(p, step, None)
+    s = summary(p, NOW)
+    assert (s.running, s.queued, s.done) == (len(started) - len(done), len(sizes) - len(started), len(done))
+    assert s.bytes_remaining == sum(n for i, n in enumerate(sizes) if i not in done)
+    left, done_bytes = s.bytes_remaining, sum(sizes[i] for i in done)
+    if left == 0:
+        assert s.eta_seconds == 0
+    elif step is None or step <= 1000.0 or done_bytes == 0:
+        assert s.eta_seconds is None
+    else:
+        assert s.eta_seconds == pytest.approx(left * (step - 1000.0) / done_bytes)
