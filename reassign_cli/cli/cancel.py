@@ -59,20 +59,20 @@ def command(
     copying are stopped, as Kafka's --cancel does (each replica stays in its current log dir). Then, unless
     --preserve-throttles, the throttles come off as verify does (kept while a log-dir copy runs or is unseen).
 
+    Neither: the plan a paced execute stored in the cluster is cancelled so, then deleted.
     With --all instead of the file: every partition reassignment in flight is cancelled the same way
     (ListPartitionReassignments; in ZooKeeper mode the topic znodes and /admin/reassign_partitions), after
     its targets are saved to --rollback-file (executing that file starts the moves again). Nothing in
     flight: one line, nothing written. Replica moves between log dirs in flight (a future copy on any live
     broker) are stopped too; a broker that does not answer keeps the throttles.
     """
-    from reassign_cli.cli.common import log_dir_mover
     from reassign_cli.cli.inputs import read_input_file
     from reassign_cli.core.model import parse_reassignment
-    from reassign_cli.ops.cancel import cancel
     from reassign_cli.render import Output
 
     _check_choice(reassignment_file, cancel_every, rollback_file)
-    plan = None if reassignment_file is None else parse_reassignment(read_input_file(reassignment_file))
+    data = None if reassignment_file is None else read_input_file(reassignment_file)
+    plan = None if data is None else parse_reassignment(data)
     conn = connection(opts, admin_too=True)
     if conn.zk is not None and conn.admin is None:
         raise UsageError(
@@ -81,10 +81,24 @@ def command(
             hint=f"Run: {command_line('--bootstrap-server', registered_brokers(conn.zk))}",
         )
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    if plan is None:
-        return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout)
+    if reassignment_file is None or data is None or plan is None:
+        return _cancel_all(opts, out, rollback_file, preserve_throttles, timeout, cancel_every)
+    return _cancel_file(opts, out, (reassignment_file, data, plan), preserve_throttles, timeout)
+
+
+def _cancel_file(
+    opts: Options, out: Any, given: tuple[str, bytes, Any], preserve_throttles: bool, timeout: float
+) -> int:
+    """cancel --reassignment-json-file: the file's moves; when the plan stored in the cluster is this very
+    file's (same SHA-256), it is paused before and deleted after (ops.plan_ctl.stored_plan_of_file), so that
+    no step of it starts the moves again."""
+    from reassign_cli.cli.common import log_dir_mover
+    from reassign_cli.ops.cancel import cancel
+    from reassign_cli.ops.plan_ctl import stored_plan_of_file
+
+    reassignment_file, data, plan = given
     targets, dirs = plan.targets(), plan.log_dir_targets()
-    with open_backend(opts, admin_too=True) as backend:
+    with open_backend(opts, admin_too=True) as backend, stored_plan_of_file(backend, data) as stored:
         mover = log_dir_mover(backend) if dirs else None
         try:
             outcome = cancel(
@@ -100,14 +114,19 @@ def command(
             if mover is not None:
                 mover.close()
     _forget_run(out, reassignment_file)
-    return _report(out, opts, outcome, bool(dirs))
+    code = _report(out, opts, outcome, bool(dirs))
+    if stored and not opts.json:
+        out.result(f"Deleted the stored plan (SHA-256 {stored[0][:12]}): it was this file's.")
+    return code
 
 
 def _check_choice(reassignment_file: str | None, cancel_every: bool, rollback_file: str | None) -> None:
-    if cancel_every == (reassignment_file is not None):
-        raise UsageError("give exactly one of --reassignment-json-file and --all")
-    if rollback_file is not None and not cancel_every:
-        raise UsageError("--rollback-file goes with --all (execute saved the rollback of a plan file)")
+    if cancel_every and reassignment_file is not None:
+        raise UsageError("give one of --reassignment-json-file and --all (neither: the stored plan)")
+    if rollback_file is not None and reassignment_file is not None:
+        raise UsageError(
+            "--rollback-file goes with --all or the stored plan (execute saved the rollback of a plan file)"
+        )
 
 
 def _forget_run(out: Any, file_name: str | None) -> None:
@@ -134,9 +153,18 @@ def _not_reverted_hint(opts: Options, plan_file: str | None) -> str:
 
 
 def _cancel_all(
-    opts: Options, out: Any, rollback_file: str | None, preserve_throttles: bool, timeout: float
+    opts: Options,
+    out: Any,
+    rollback_file: str | None,
+    preserve_throttles: bool,
+    timeout: float,
+    every: bool = True,
 ) -> int:
     from reassign_cli.cli.common import log_dir_mover
+    from reassign_cli.cli.plan_ctl import cancel_stored_command
+
+    if not every:  # neither a file nor --all: the stored plan (cli/plan_ctl.py)
+        return cancel_stored_command(opts, out, rollback_file, preserve_throttles, timeout, _report)
     from reassign_cli.core.in_flight import not_cancelled_line
     from reassign_cli.ops.cancel_all import cancel_all
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from reassign_cli.cli.common import Options, connection_options, open_backend
+from reassign_cli.cli.plan_ctl import list_stored, stored_plan_report
 from reassign_cli.core.in_flight import Row, active_reassignments
 from reassign_cli.core.model import ClusterState
 from reassign_cli.core.progress import anything_reassigning
@@ -18,21 +19,25 @@ from reassign_cli.core.throttle import recorded_entities
 @connection_options
 def command(opts: Options) -> int:
     """List the partition reassignments running now (the trigger znode and the topic znodes' AR/RR; with
-    --bootstrap-server, ListPartitionReassignments)."""
+    --bootstrap-server, ListPartitionReassignments), then the plan a paced execute stored in the cluster, if
+    any: its state, moves, bytes, ETA, who stored it, who drives it, its last step."""
     from reassign_cli.render import Output
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts) as backend:
         state = backend.read_state()
         record = backend.read_priors()
+        stored = stored_plan_report(backend)
     rows = active_reassignments(state)
     orphans = None if anything_reassigning(state) else recorded_entities(record)
     if orphans is not None and not (orphans[0] or orphans[1]):
         orphans = None
     if opts.json:
-        out.result_json(_list_json(state, rows, orphans))
+        doc = _list_json(state, rows, orphans)
+        out.result_json(doc if stored is None else {**doc, "stored_plan": stored})
         return 0
     _list_text(out, state, rows, orphans)
+    list_stored(out, stored)
     return 0
 
 

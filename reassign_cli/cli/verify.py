@@ -231,13 +231,14 @@ def _moving_sizes(out: Any, results: Any, mover: Any) -> Any:
 
 
 def _metric_facts(backend: Any, results: Any, sizes: Any) -> dict[str, Any]:
-    from reassign_cli.ops.verify_metrics import our_throttle_rates
+    from reassign_cli.ops.verify_metrics import our_throttle_rates, stored_plan
     from reassign_cli.render.metrics import bytes_remaining
 
     return {
         "results": results,
         "rates": our_throttle_rates(backend),
         "bytes_remaining": bytes_remaining(results, sizes),
+        "stored_plan": stored_plan(backend),
     }
 
 

@@ -1,6 +1,7 @@
 """What `verify --metrics-file` reports beyond verify's own outcome, read from the cluster after it: the
 throttle rates this tool has set (the brokers and keys its record names, at their current values), and the
-sizes of the replicas of the partitions still moving (`ask`: DescribeLogDirs, when the admin API is at hand)."""
+sizes of the replicas of the partitions still moving (`ask`: DescribeLogDirs, when the admin API is at hand),
+and the plan stored in the cluster by a paced execute (its gauges: render/plan_metrics.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 
 from reassign_cli.backends.protocol import Backend, ReplicaKey
 from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.core.stored_plan import StoredPlan
 from reassign_cli.core.throttle import BROKER_KEYS, record_entry, recorded_entities
 from reassign_cli.planning.sizes import AskSizes
 
@@ -48,3 +50,10 @@ def moving_replica_sizes(
         return None
     sizes, _ = ask(replicas)
     return sizes
+
+
+def stored_plan(backend: Backend) -> StoredPlan | None:
+    """The plan stored in the cluster, read without writing anything; None: none stored."""
+    from reassign_cli.ops.plan_ctl import read_stored
+
+    return read_stored(backend)

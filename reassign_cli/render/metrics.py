@@ -13,6 +13,8 @@ proposed.json), write distinct series beside each other in the collector's direc
   still in place (kind leader, follower or log_dir)
 - kafka_reassign_verify_exit_code: verify's exit code (also 1, 3, 130... when it failed)
 - kafka_reassign_verify_last_run_timestamp_seconds: when this verify ended
+- kafka_reassign_plan_*: the plan stored in the cluster by a paced execute, when one is (render/plan_metrics.py;
+  labelled as verify's series when it is the file's plan, else plan="stored" and its own plan_sha256)
 
 A failed verify writes only the exit code and the timestamp: no stale partition counts.
 """
@@ -24,19 +26,21 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from reassign_cli.core.copied import moving_bytes
 from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.core.stored_plan import StoredPlan
 from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
 from reassign_cli.errors import OperationalError, UsageError
+from reassign_cli.render.plan_metrics import SHA_DIGITS, add_plan_gauges, summary
 
 PREFIX = "kafka_reassign_verify_"
 RATE_KINDS = {LEADER_RATE: "leader", FOLLOWER_RATE: "follower", LOG_DIR_RATE: "log_dir"}
 ReplicaKey = tuple[str, int, int]
-SHA_DIGITS = 12
-RESERVED_LABELS = ("plan", "plan_sha256", "status", "broker", "kind")
+RESERVED_LABELS = ("plan", "plan_sha256", "status", "broker", "kind", "state", "reason")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 
@@ -77,6 +81,7 @@ class VerifyMetrics:
     results: Sequence[PartitionProgress] | None = None
     bytes_remaining: int | None = None
     rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    stored_plan: StoredPlan | None = None  # the plan stored in the cluster, when one is
 
 
 def bytes_remaining(
@@ -134,7 +139,18 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
         [*plan],
         registry=reg,
     ).labels(**plan).set(m.timestamp)
+    if m.stored_plan is not None:
+        now = datetime.fromtimestamp(m.timestamp, UTC)
+        add_plan_gauges(reg, stored_labels(plan, m.stored_plan.plan_sha256), summary(m.stored_plan, now))
     return reg
+
+
+def stored_labels(labels: Mapping[str, str], sha256_hex: str) -> dict[str, str]:
+    """The stored plan's series' labels: verify's own when the stored plan is the file's (same SHA-256),
+    else plan="stored" and the stored plan's SHA-256 (the operator's labels kept)."""
+    if labels.get("plan_sha256") == sha256_hex[:SHA_DIGITS]:
+        return dict(labels)
+    return {**labels, "plan": "stored", "plan_sha256": sha256_hex[:SHA_DIGITS]}
 
 
 def write_metrics(path: str, m: VerifyMetrics) -> None:

@@ -1,6 +1,6 @@
 """The gauges of a stored plan (issue 25 item 8), in node_exporter's textfile format, beside verify's own
-(render/metrics.py). A building block: nothing calls it yet; once the stored plan lands, `verify
---metrics-file` adds these to its registry (`add_plan_gauges`) from the plan's summary after its step.
+(render/metrics.py). `verify --metrics-file` adds these to its registry (render/metrics.registry: `add_plan_gauges` of
+`summary(the stored plan)`) whenever a plan is stored.
 
 Every series carries the labels verify's series carry (`plan`, `plan_sha256`, then the operator's
 `--metrics-label`s), so one plan's series join on(plan, plan_sha256) with verify's. Names and labels:
@@ -21,12 +21,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from reassign_cli.render.metrics import SHA_DIGITS
+from reassign_cli.core import plan_view as pv
+from reassign_cli.core import schedule as sch
+from reassign_cli.core import stored_plan as sp
 
 PREFIX = "kafka_reassign_plan_"
+SHA_DIGITS = 12  # hex digits of a plan's SHA-256 in the plan_sha256 label (render/metrics.py's too)
 MOVE_STATES = ("running", "queued", "done")
 OWN_LABELS = ("state", "reason")  # the labels these gauges add: not for --metrics-label
 
@@ -119,3 +123,19 @@ def render_plan_metrics(labels: Mapping[str, str], s: PlanSummary) -> str:
     reg = CollectorRegistry()
     add_plan_gauges(reg, labels, s)
     return generate_latest(reg).decode()
+
+
+def summary(plan: sp.StoredPlan, now: datetime, held: Mapping[str, bool] | None = None) -> PlanSummary:
+    """The gauges' view of a stored plan at `now`: `held` the health reasons a step checked (when it
+    recorded them), joined by the schedule's own (`hours`, `not_before`: core.schedule.holds)."""
+    pr = sp.progress(plan)
+    return PlanSummary(
+        running=pr.moving,
+        queued=pr.queued,
+        done=pr.done,
+        paused=bool(plan.paused),
+        held={**sch.holds(now, pv.schedule_of(plan)), **(held or {})},
+        bytes_remaining=pv.bytes_remaining(pr),
+        eta_seconds=pv.eta_seconds(plan, pr),
+        last_step_timestamp=None if plan.last_step is None else plan.last_step.at,
+    )

@@ -93,13 +93,20 @@ def test_the_retries_are_bounded() -> None:
 @pytest.mark.parametrize(
     ("args", "line"),
     [
-        (
-            ["--bootstrap-server", "127.0.0.1:1"],
-            "Error: give exactly one of --reassignment-json-file and --all",
+        (  # neither a file nor --all: the stored plan (issue 25), whose cancel needs the brokers too
+            ["--zookeeper", "127.0.0.1:1"],
+            "Error: the cancel goes through the brokers (AlterPartitionReassignments): give "
+            "--bootstrap-server beside --zookeeper (ZooKeeper mode keeps its throttle record in ZooKeeper)\n"
+            "Run: kafka-reassign cancel --zookeeper 127.0.0.1:1 --bootstrap-server HOST:PORT",
         ),
         (
             ["--all", "--reassignment-json-file", "p.json", "--bootstrap-server", "127.0.0.1:1"],
-            "Error: give exactly one of --reassignment-json-file and --all",
+            "Error: give one of --reassignment-json-file and --all (neither: the stored plan)",
+        ),
+        (
+            ["--rollback-file", "r.json", "--reassignment-json-file", "p.json", "--bootstrap-server", "x:1"],
+            "Error: --rollback-file goes with --all or the stored plan (execute saved the rollback of a "
+            "plan file)",
         ),
         (
             ["--all", "--zookeeper", "127.0.0.1:1"],
@@ -109,7 +116,7 @@ def test_the_retries_are_bounded() -> None:
             "Run: kafka-reassign cancel --all --zookeeper 127.0.0.1:1 --bootstrap-server HOST:PORT",
         ),
     ],
-    ids=["neither", "both", "zookeeper-alone"],
+    ids=["stored-zookeeper-alone", "both", "rollback-with-file", "zookeeper-alone"],
 )
 def test_usage_errors_are_exit_2_and_write_nothing(tmp_path: Path, args: list[str], line: str) -> None:
     r = run_cli("cancel", *args, cwd=tmp_path)
