@@ -16,6 +16,8 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from reassign_cli.core import throttle as th
 from tests.faults.support import Child
 from tests.integration.reassign_support import Mover, await_idle, config, produce, set_config
@@ -50,12 +52,15 @@ class Sampler(threading.Thread):
         self.join(timeout=10)
 
 
-def _paced(cluster: Any, mover: Mover, plan: Any, *args: str) -> Child:
+PACED = ("--max-moves-per-broker", "1")
+
+
+def _paced(cluster: Any, mover: Mover, plan: Any, *args: str, way: tuple[str, ...] = PACED) -> Child:
     return Child(
         "",  # the admin API alone
         mover.tmp,
         *("execute", "--reassignment-json-file", plan, "--bootstrap-server", cluster.bootstrap),
-        *("--max-moves-per-broker", "1", "--poll-interval", "0.5", *args),
+        *(*way, "--poll-interval", "0.5", *args),
     )
 
 
@@ -77,13 +82,14 @@ def _operators_rate(mover: Mover) -> None:
     mover.finally_do.append(lambda: set_config(mover.zk, "brokers", 3, before))
 
 
+@pytest.mark.parametrize("way", [PACED, ("--wait",)], ids=["paced", "wait"])
 def test_auto_rises_within_its_bounds_and_restores_the_operators_rate(
-    cluster: Any, make_topic: Any, consume_all: Any, mover: Mover
+    cluster: Any, make_topic: Any, consume_all: Any, mover: Mover, way: tuple[str, ...]
 ) -> None:
     topic, plan, values = _setup(cluster, make_topic, mover, 60, "auto.json")  # 30 s at 2 MB/s
     _operators_rate(mover)
     with Sampler(mover.zk) as sampler:
-        child = _paced(cluster, mover, plan, *AUTO)
+        child = _paced(cluster, mover, plan, *AUTO, way=way)
         assert child.finish() == 0, child.stderr
     rates = sampler.rates()
     raised = [x for x in child.err if "(throttle-bound, guards green)" in x]

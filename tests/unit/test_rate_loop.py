@@ -219,3 +219,37 @@ def test_option_combinations_that_make_no_loop_exit_2(
     assert code == 2 and "need --wait" in err
     code, err = cli(*f, "--wait", "--throttle", "fast")
     assert code == 2 and "or auto" in err
+
+
+def test_the_changes_and_the_rates_held_are_in_the_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from reassign_cli.render import Output
+    from reassign_cli.render.progress import ExecuteReport
+
+    report = ExecuteReport(Output(color=False, quiet=False, verbose=False), json=True)
+    c = FakeCluster(moving())
+    loop = RateLoop(schedule=parse_throttle_schedule("22:00-06:00=200MB,*=40MB"))
+    wall = datetime(2026, 1, 1, 22, 0, 1, tzinfo=UTC)
+    Runner(loop, None, report, clock=lambda: 0.0, wall=lambda: wall).poll(FakeBackend(c), moving(), TARGETS)
+    report.finished(None)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["throttle_changes"] == [
+        {
+            "time": "2026-01-01T22:00:01+00:00",
+            "broker": 3,
+            "role": "follower",
+            "from": None,
+            "to": 200 * MB,
+            "reason": "throttle schedule",
+        },
+        {
+            "time": "2026-01-01T22:00:01+00:00",
+            "broker": 1,
+            "role": "leader",
+            "from": None,
+            "to": 200 * MB,
+            "reason": "throttle schedule",
+        },
+    ]
+    assert doc["throttle_rates"] == {"1/leader": 200 * MB, "3/follower": 200 * MB}
