@@ -254,9 +254,11 @@ def resume_command(
     batch_size: int | None = None,
     throttle: int | None = None,
     log_dir_throttle: int | None = None,
+    loop: Sequence[str] = (),
 ) -> str:
     """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and its rates (a
-    resumed run without them would start its moves unthrottled), and the connection flags given."""
+    resumed run without them would start its moves unthrottled; `loop`: the options of a rate loop, in
+    place of --throttle), and the connection flags given."""
     args = ["execute", "--resume", "--reassignment-json-file", file_name]
     for flag, value in (
         ("--max-moves-per-broker", cap),
@@ -266,7 +268,7 @@ def resume_command(
     ):
         if value is not None:
             args += [flag, str(value)]
-    return command_line(args, connection)
+    return command_line([*args, *loop], connection)
 
 
 def request_resume_command(req: ExecuteRequest) -> str:
@@ -276,8 +278,9 @@ def request_resume_command(req: ExecuteRequest) -> str:
         req.connection,
         cap=req.max_moves,
         batch_size=req.batch_size,
-        throttle=req.throttle,
+        throttle=req.throttle if req.rate_loop is None else None,
         log_dir_throttle=req.log_dir_throttle,
+        loop=() if req.rate_loop is None else req.rate_loop.resume_args(),
     )
 
 

@@ -33,6 +33,7 @@ from reassign_cli.core import throttle as th
 from reassign_cli.core.model import ClusterState, TopicPartition, tp_str
 from reassign_cli.core.rates import human_rate as th_human
 from reassign_cli.core.throttle_schedule import ThrottleSchedule, next_boundary
+from reassign_cli.errors import OperationalError
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend, ConfigReader, ConfigUpdate, ReplicaKey
@@ -301,10 +302,10 @@ class Runner:
         mono, now = self.clock(), self.wall()
         moves = running_moves(state, targets)
         if self.loop.schedule is not None:
-            obs = at.Observation(
-                1.0, tuple(at.Receiver(b, 0, 1, (m.source,)) for m in moves for b in m.receivers)
-            )
-            self._apply(backend, now, self.loop.tick(now, obs))
+            receivers = [
+                at.Receiver(b, 0, 1, (m.source,) if m.source >= 0 else ()) for m in moves for b in m.receivers
+            ]
+            self._apply(backend, state, now, self.loop.tick, at.Observation(1.0, tuple(receivers)))
             if self.req is not None:
                 self.req.throttle = self.loop.start_rate(now)  # the moves started next: the rate in force
             return
@@ -316,14 +317,33 @@ class Runner:
         out = out_of_isr(state, ours)
         measured = self.meter.observe(mono, moves, sizes, out)
         if measured is not None:
-            self._apply(backend, now, self.loop.tick(now, measured))
+            self._apply(backend, state, now, self.loop.tick, measured)
             for w in self.loop.warnings:
                 self.report.warn(w)
 
-    def _apply(self, backend: Backend, now: datetime, changes: list[at.Change]) -> None:
+    def _apply(
+        self,
+        backend: Backend,
+        state: ClusterState,
+        now: datetime,
+        tick: Callable[[datetime, at.Observation], list[at.Change]],
+        obs: at.Observation,
+    ) -> None:
+        """Tick, and write its changes; a write that fails (a broker that just left) is warned about and
+        the loop's rates stay as they were, to be decided again at the next tick."""
+        before = self.loop.auto
+        changes = tick(now, obs)
         if not changes:
             return
-        write_rates(backend, {(c.broker, c.role): c.new for c in changes})
+        live = None if backend.offline_broker_configs else set(state.broker_ids)
+        try:
+            write_rates(
+                backend, {(c.broker, c.role): c.new for c in changes if live is None or c.broker in live}
+            )
+        except OperationalError as e:
+            self.loop.auto = before
+            self.report.warn(f"{e}; the throttle rates are decided again at the next interval")
+            return
         for c in changes:
             self.report.info(c.line())
             self.history.append({"time": now.isoformat(timespec="seconds"), **c.to_dict()})
@@ -341,6 +361,17 @@ class Runner:
         return f"Throttle schedule: {sched.describe()}; {rate} now" + (
             f", until {until:%H:%M} UTC" if until is not None else ""
         )
+
+    def resume_args(self) -> list[str]:
+        """The options that run this loop again (the `execute --resume` line to paste)."""
+        if self.loop.schedule is not None:
+            return ["--throttle-schedule", str(self.loop.schedule)]
+        assert self.loop.settings is not None and self.loop.settings.replication is not None
+        b = self.loop.settings.replication
+        return [
+            *("--throttle", "auto", "--min-throttle", str(b.low), "--max-throttle", str(b.high)),
+            *("--throttle-interval", f"{self.loop.settings.interval:g}"),
+        ]
 
     def rates(self) -> dict[str, int]:
         """The rates held now, `3/follower` -> B/s (the --format json gauge)."""

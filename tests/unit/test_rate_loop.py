@@ -253,3 +253,29 @@ def test_the_changes_and_the_rates_held_are_in_the_json_document(capsys: pytest.
         },
     ]
     assert doc["throttle_rates"] == {"1/leader": 200 * MB, "3/follower": 200 * MB}
+
+
+def test_a_write_that_fails_is_warned_and_decided_again_and_the_resume_line_names_the_loop() -> None:
+    from reassign_cli.errors import OperationalError
+    from reassign_cli.ops.execute import ExecuteRequest, request_resume_command
+
+    class Failing(FakeBackend):
+        def commit_throttles(self, *a: Any, **k: Any) -> Any:
+            raise OperationalError("broker 3 did not answer")
+
+    clock = [0.0]
+    runner, sizes, report = auto_runner(clock)
+    sizes.now[("t", 0, 3)] = 0
+    backend = Failing(FakeCluster(moving()))
+    runner.poll(backend, moving(), TARGETS)
+    clock[0] = 5.0
+    runner.poll(backend, moving(), TARGETS)
+    assert report.lines == [
+        "broker 3 did not answer; the throttle rates are decided again at the next interval"
+    ]
+    assert runner.rates() == {}  # nothing taken as written
+    req = ExecuteRequest("p.json", b"", throttle=2 * MB, max_moves=1, rate_loop=runner)
+    assert request_resume_command(req) == (
+        "kafka-reassign execute --resume --reassignment-json-file p.json --max-moves-per-broker 1 "
+        "--throttle auto --min-throttle 2000000 --max-throttle 16000000 --throttle-interval 5"
+    )
