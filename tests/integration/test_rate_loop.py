@@ -151,20 +151,20 @@ def test_kill9_then_resume_starts_at_the_rate_last_written(
 def test_the_schedule_changes_the_rate_at_its_boundary(
     cluster: Any, make_topic: Any, consume_all: Any, mover: Mover
 ) -> None:
-    topic, plan, values = _setup(cluster, make_topic, mover, 40, "schedule.json")  # 80 s at 500 kB/s
-    now = datetime.now(UTC)
-    start = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    topic, plan, values = _setup(cluster, make_topic, mover, 40, "schedule.json")  # 133 s at 300 kB/s
+    # the next UTC minute at least 40 s away (the run starts at the slow rate), at most 100 s
+    start = (datetime.now(UTC) + timedelta(seconds=100)).replace(second=0, microsecond=0)
     end = start + timedelta(minutes=30)
-    schedule = f"{start:%H:%M}-{end:%H:%M}=16MB,*=500kB"
+    schedule = f"{start:%H:%M}-{end:%H:%M}=16MB,*=300kB"
     with Sampler(mover.zk) as sampler:
         child = _paced(cluster, mover, plan, "--throttle-schedule", schedule)
         assert child.finish() == 0, child.stderr
     follower = [f for _, f in sampler.samples if f is not None]
-    changed = [x for x in child.err if "(throttle schedule)" in x and "0.5 -> 16.0 MB/s" in x]
+    changed = [x for x in child.err if "(throttle schedule)" in x and "0.3 -> 16.0 MB/s" in x]
     print(f"\n{''.join(changed)}")
-    assert "500000" in follower and "16000000" in follower  # both read back, in that order
-    assert follower.index("500000") < follower.index("16000000")
-    assert "throttle on broker 3 (follower): 0.5 -> 16.0 MB/s (throttle schedule)\n" in child.err, (
+    assert "300000" in follower and "16000000" in follower  # both read back, in that order
+    assert follower.index("300000") < follower.index("16000000")
+    assert "throttle on broker 3 (follower): 0.3 -> 16.0 MB/s (throttle schedule)\n" in child.err, (
         child.stderr
     )
     assert sorted(consume_all(topic)) == sorted(values)
