@@ -15,7 +15,8 @@ from reassign_cli.cli.common import (
 )
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.cli.options import wait_timeout_option
-from reassign_cli.cli.rate_type import RATE, RATE_HELP
+from reassign_cli.cli.rate_type import POSITIVE_RATE, RATE, RATE_HELP
+from reassign_cli.cli.throttle_types import RATE_OR_AUTO, SECONDS, THROTTLE_SCHEDULE, THROTTLE_SCHEDULE_HELP
 from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,10 +40,41 @@ def _rate(value: int | None) -> int | None:
 )
 @click.option(
     "--throttle",
-    type=RATE,
+    type=RATE_OR_AUTO,
+    default=None,
+    metavar="RATE|auto",
+    help=f"Inter-broker replication throttle for the moving replicas: {RATE_HELP} (negative: none); "
+    "auto (with --min-throttle and --max-throttle): a rate per broker that follows the copies while "
+    "waiting (docs/execute-verify.md, Adaptive throttle).",
+)
+@click.option(
+    "--min-throttle",
+    type=POSITIVE_RATE,
     default=None,
     metavar="RATE",
-    help=f"Inter-broker replication throttle for the moving replicas: {RATE_HELP} (negative: none).",
+    help="With --throttle auto: the adaptive throttle's start and least rate.",
+)
+@click.option(
+    "--max-throttle",
+    type=POSITIVE_RATE,
+    default=None,
+    metavar="RATE",
+    help="With --throttle auto or a --throttle rate: the adaptive throttle's highest rate.",
+)
+@click.option(
+    "--throttle-interval",
+    type=SECONDS,
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The adaptive throttle's decision period.",
+)
+@click.option(
+    "--throttle-schedule",
+    type=THROTTLE_SCHEDULE,
+    default=None,
+    metavar="WINDOW=RATE,...",
+    help=f"Instead of --throttle, while waiting: {THROTTLE_SCHEDULE_HELP}.",
 )
 @click.option(
     "--replica-alter-log-dirs-throttle",
@@ -154,6 +186,7 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.render.progress import ExecuteReport
 
     _check_options(kw)
+    loop = rate_loop(kw)
     req = ExecuteRequest(
         file_name=reassignment_file,
         data=read_input_file(reassignment_file),
@@ -180,6 +213,8 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         mover = log_dir_mover(backend)
         req.bootstrap_server = opts.bootstrap if mover is not None else None
         report = ExecuteReport(out, json=opts.json)
+        if loop is not None:
+            _start_loop(loop, req, backend, mover, report)
         pacer = _pacer(req, kw["order"], report, mover)
         try:
             code = execute(backend, req, report, log_dirs=mover, pacer=pacer)
@@ -189,6 +224,64 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+def rate_loop(kw: dict[str, Any]) -> Any:
+    """The run's rate loop (ops.rate_loop.RateLoop) from the throttle options, or None: a fixed rate, as
+    always. Usage errors (exit 2) on a combination that makes no loop; sets kw["throttle"] to the rate the
+    first moves start at."""
+    from reassign_cli.core import autothrottle as at
+    from reassign_cli.ops.rate_loop import RateLoop
+
+    schedule, throttle = kw["throttle_schedule"], kw["throttle"]
+    given = [n for n in ("min_throttle", "max_throttle") if kw[n] is not None]
+    if schedule is not None:
+        if throttle is not None or given:
+            raise UsageError(
+                "--throttle-schedule sets the rate itself: not with --throttle, --min-throttle or "
+                "--max-throttle (give the other hours' rate as *=RATE)"
+            )
+        if (schedule.default is not None and schedule.default < 0) or any(r < 0 for _, r in schedule.windows):
+            raise UsageError("--throttle-schedule with execute: every rate must be at least 1 B/s")
+        loop = RateLoop(schedule=schedule)
+    else:
+        bounds = at.bounds_from_options(throttle, kw["min_throttle"], kw["max_throttle"])
+        if bounds is None:
+            if throttle == at.AUTO:
+                raise UsageError("--throttle auto needs both --min-throttle and --max-throttle")
+            return None
+        loop = RateLoop(settings=at.Settings(bounds, None, kw["throttle_interval"]))
+    if not kw["wait"] and kw["batch_size"] is None:
+        raise UsageError(
+            "--throttle auto, --max-throttle and --throttle-schedule change the rate while waiting: "
+            "they need --wait (or --max-moves-per-broker, --batch-size, --resume)"
+        )
+    from datetime import UTC, datetime
+
+    kw["throttle"] = loop.start_rate(datetime.now(UTC))
+    return loop
+
+
+def _start_loop(loop: Any, req: ExecuteRequest, backend: Any, mover: Any, report: ExecuteReport) -> None:
+    """The loop's runner on the request; a resumed adaptive run starts at the rates last written."""
+    from datetime import UTC, datetime
+
+    from reassign_cli.core import throttle as th
+    from reassign_cli.ops.rate_loop import Runner, resumed_state
+
+    if loop.settings is not None:
+        if mover is None:
+            raise UsageError(
+                "the adaptive throttle measures the copies through the brokers: give --bootstrap-server"
+            )
+        if req.resume:
+            brokers, _ = th.recorded_entities(backend.read_priors())
+            loop.auto = resumed_state(backend, brokers, loop.settings.replication)
+    runner = Runner(loop, mover, report, req)
+    line = runner.schedule_line(datetime.now(UTC))
+    if line is not None:
+        report.info(line)
+    req.rate_loop = runner
 
 
 def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:

@@ -1,8 +1,8 @@
 """The click types of the adaptive throttle's options (issue 28 items 1 to 3), parsed by core.throttle_schedule
-and core.rates: bad input is a usage error (exit 2) with one line naming the problem. Not used by any
-subcommand yet: the stored plan's execute (issue 25) will take `--throttle-schedule`, `--throttle auto`,
-`--min-throttle`, `--max-throttle` and `--throttle-interval`, and resolve the bounds with
-core.autothrottle.bounds_from_options."""
+and core.rates: bad input is a usage error (exit 2) with one line naming the problem. execute takes
+`--throttle-schedule`, `--throttle auto`, `--min-throttle`, `--max-throttle` and `--throttle-interval`
+(cli/execute.py, resolving the bounds with core.autothrottle.bounds_from_options; ops/rate_loop.py runs
+them while waiting); the stored plan's execute (issue 25) will take them too."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 R2`, or `--throttle R --max-throttle R2` (the same loop starting at R), per broker and role. Pure: no I/O, no
 clock; each call is given what was measured over one interval and returns the rates to write and why.
 
-Built as a building block: nothing executes it yet. The stored plan's step (issue 25) will, every
+Run today by ops/rate_loop.py while execute waits (--wait, --max-moves-per-broker, --resume). The
+stored plan's step (issue 25) will, every
 `--throttle-interval` seconds, measure per receiving broker the bytes copied into it, call `decide`, write
 `Decision.writes` (the broker config keys in ROLE_KEYS), print `Decision.lines()` and `Decision.warnings`,
 keep `Change.to_dict()` as the --format json history, and keep `State.to_dict()` in the fenced record so a

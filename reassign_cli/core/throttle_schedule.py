@@ -1,9 +1,10 @@
 """`--throttle-schedule "22:00-06:00=200MB,*=40MB"` (issue 28 item 1): a replication rate by time of day,
 in UTC. Pure: no I/O, no clock; `now` is passed in, always a timezone-aware datetime.
 
-Built as a building block: `cli/throttle_types.py` parses the option with it. Nothing executes it yet: the
-stored plan's step (issue 25) will keep `ThrottleSchedule.to_dict()` with the plan, write `rate_at(now)` at
-each poll or step that crosses a boundary (`next_boundary`), and show it in progress and metrics.
+`cli/throttle_types.py` parses the option with it. ops/rate_loop.py runs it while execute waits (the rate
+in force written at each poll that crosses a boundary). The stored plan's step (issue 25) will keep
+`ThrottleSchedule.to_dict()` with the plan, write `rate_at(now)` at each poll or step that crosses a
+boundary (`next_boundary`), and show it in progress and metrics.
 
 The windows are core.schedule's (`HH:MM-HH:MM`, UTC, half-open, crossing midnight when the start is later
 than the end, `24:00` as an end only) and the rates core.rates' (B/s, or a number with kB, MB, GB, KiB, MiB,

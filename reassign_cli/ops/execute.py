@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -159,6 +159,7 @@ class ExecuteRequest:
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
     additional: bool = False  # --additional: add to the reassignments running (KIP-455) instead of refusing
     disallow_rf_change: bool = False  # --disallow-replication-factor-change: refuse a plan that changes one
+    rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,9 +254,11 @@ def resume_command(
     batch_size: int | None = None,
     throttle: int | None = None,
     log_dir_throttle: int | None = None,
+    loop: Sequence[str] = (),
 ) -> str:
     """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and its rates (a
-    resumed run without them would start its moves unthrottled), and the connection flags given."""
+    resumed run without them would start its moves unthrottled; `loop`: the options of a rate loop, in
+    place of --throttle), and the connection flags given."""
     args = ["execute", "--resume", "--reassignment-json-file", file_name]
     for flag, value in (
         ("--max-moves-per-broker", cap),
@@ -265,7 +268,7 @@ def resume_command(
     ):
         if value is not None:
             args += [flag, str(value)]
-    return command_line(args, connection)
+    return command_line([*args, *loop], connection)
 
 
 def request_resume_command(req: ExecuteRequest) -> str:
@@ -275,8 +278,9 @@ def request_resume_command(req: ExecuteRequest) -> str:
         req.connection,
         cap=req.max_moves,
         batch_size=req.batch_size,
-        throttle=req.throttle,
+        throttle=req.throttle if req.rate_loop is None else None,
         log_dir_throttle=req.log_dir_throttle,
+        loop=() if req.rate_loop is None else req.rate_loop.resume_args(),
     )
 
 
@@ -302,6 +306,7 @@ def throttle_configs(
     rate: int | None,
     log_dir_rate: int | None,
     topics_too: bool = True,
+    overrides: Mapping[int, Mapping[str, str]] | None = None,
 ) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
     """The throttle keys to set: per broker (rates) and per topic (replica lists, only with a rate)."""
     targets = {(e.topic, e.partition): e.replicas for e in entries}
@@ -316,6 +321,8 @@ def throttle_configs(
     if log_dir_rate is not None:
         for b in th.log_dir_move_brokers(entries):
             broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
+    for b, cfg in broker_cfgs.items():  # the rates an adaptive loop holds (ops.rate_loop) over `rate`
+        cfg.update({k: v for k, v in (overrides or {}).get(b, {}).items() if k in cfg})
     return broker_cfgs, topic_cfgs
 
 
@@ -328,14 +335,16 @@ def apply_throttles(
     *,
     topics_too: bool = True,
     begin_setup: bool = False,
+    overrides: Mapping[int, Mapping[str, str]] | None = None,
 ) -> ThrottleWrites:
     """The prior values recorded and the topic lists (rate only) and broker rates written, in ONE fenced
     commit (backend.commit_throttles): the priors are the configs as that commit found them.
 
     topics_too=False: only the broker rates (changing the speed of a running move). begin_setup: also
     mark this execute as being set up until its reassignment is created (verify keeps off meanwhile).
+    overrides: per broker, the rate keys an adaptive loop holds, written instead of `rate`.
     """
-    broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too)
+    broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too, overrides)
     offline: list[int] = []
     if not backend.offline_broker_configs:
         # A source replica on a broker that is down: its rate can only be set through it. It sends
@@ -965,7 +974,9 @@ def _batch_throttles(
     """The batch's throttles. --additional beside a running reassignment takes no setup mark: while anything
     reassigns, verify keeps the throttles anyway (and its moves are added to the running ones)."""
     if req.additional and busy_partitions(state, {(e.topic, e.partition): e.replicas for e in batch}):
-        return apply_throttles(backend, state, batch, req.throttle, req.log_dir_throttle)
+        return apply_throttles(
+            backend, state, batch, req.throttle, req.log_dir_throttle, overrides=loop_overrides(req)
+        )
     return _throttles_when_free(backend, state, batch, req)
 
 
@@ -978,7 +989,13 @@ def _throttles_when_free(
     while True:
         try:
             return apply_throttles(
-                backend, state, batch, req.throttle, req.log_dir_throttle, begin_setup=True
+                backend,
+                state,
+                batch,
+                req.throttle,
+                req.log_dir_throttle,
+                begin_setup=True,
+                overrides=loop_overrides(req),
             )
         except SetupInProgress:
             if time.monotonic() >= deadline:
@@ -987,6 +1004,11 @@ def _throttles_when_free(
         state = backend.read_state(sorted({e.topic for e in batch}))
         if busy_partitions(state, {(e.topic, e.partition): e.replicas for e in batch}):
             raise BusyError(BUSY_MESSAGE)
+
+
+def loop_overrides(req: ExecuteRequest) -> dict[int, dict[str, str]] | None:
+    """The rates the run's adaptive loop holds per broker (ops.rate_loop), None without a loop."""
+    return None if req.rate_loop is None else req.rate_loop.overrides()
 
 
 def change_running_throttle(
@@ -1000,7 +1022,9 @@ def change_running_throttle(
     are not already (a move started without a throttle: rates alone throttle nothing; Kafka writes both).
     Prior values stay as recorded."""
     report.info("This reassignment is already running: only its throttle rates are changed.")
-    apply_throttles(backend, state, entries, req.throttle, req.log_dir_throttle)
+    apply_throttles(
+        backend, state, entries, req.throttle, req.log_dir_throttle, overrides=loop_overrides(req)
+    )
     if req.dry_run:
         report.dry_run(backend.planned_writes())
         return ExitCode.OK
@@ -1049,6 +1073,8 @@ def wait_for(
                 state = backend.read_state(topics, partition_state=True)
                 results = classify(targets, state)
                 bar.update(results, clock.elapsed())
+                if req.rate_loop is not None:
+                    req.rate_loop.poll(backend, state, targets)
                 for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
                     report.warn(stuck_line(p.name, broker, gone, req))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]

@@ -39,6 +39,7 @@ from reassign_cli.ops.execute import (
     cancel_command,
     describe_moving,
     log_dir_moves,
+    loop_overrides,
     raise_hard,
     request_resume_command,
     start_until_done,
@@ -396,6 +397,10 @@ class _Window:
                         cost = 0.0 if first else time.monotonic() - t0
                         self.overhead.started([m.tp for m in new], cost)
                     self._measure(sink, clock.elapsed())
+                    if self.req.rate_loop is not None:
+                        self.req.rate_loop.poll(
+                            self.backend, self.state, {tp: self.targets[tp] for tp in self.running}
+                        )
                     self._timeout(clock)
                     clock.pause()
                     while not self._read():  # nothing starts on a stale read
@@ -547,7 +552,14 @@ class _Window:
         )
         listed = [self.entries[tp] for tp in tps]
         try:
-            writes = apply_throttles(self.backend, self.state, listed, req.throttle, req.log_dir_throttle)
+            writes = apply_throttles(
+                self.backend,
+                self.state,
+                listed,
+                req.throttle,
+                req.log_dir_throttle,
+                overrides=loop_overrides(req),
+            )
         except OperationalError as e:
             self.report.warn(f"{e}; the throttle lists are written again at the next start")
             return None

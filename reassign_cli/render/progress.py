@@ -252,6 +252,11 @@ class ExecuteReport:
         for line in result_lines(initial, final):
             self.result(line)
 
+    def throttle_changes(self, history: list[dict[str, Any]], rates: dict[str, int]) -> None:
+        """The rate loop's changes so far (ops.rate_loop), and the rate per broker/role it holds now."""
+        self.doc["throttle_changes"] = list(history)
+        self.doc["throttle_rates"] = dict(rates)
+
     def finished(self, results: Sequence[PartitionProgress] | None) -> None:
         if results is not None:
             self.doc.update(report_json(results))
