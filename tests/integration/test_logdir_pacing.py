@@ -1,0 +1,196 @@
+"""`execute --max-moves-per-disk N` / `--one-broker-at-a-time` (issue 27 item 3) on a PRIVATE JBOD cluster
+(`scripts/cluster up --jbod`, ZooKeeper mode, Kafka 3.9.2: each broker two tmpfs log dirs of 64 and 96 MiB,
+state in $CLUSTER_DIR-logdirs-zk), brought down at the end (its tmpfs unmounted).
+
+Replicas are put on chosen dirs first by Kafka's own kafka-reassign-partitions. The judges, none of them
+reassign_cli code: a sampler thread polling DescribeLogDirs (raw kafka-python) all through the execute,
+counting the future replicas per disk (broker, dir) and the brokers with one; Kafka's own kafka-log-dirs
+for where every replica ends; the records read back; the broker's own dynamic config (DescribeConfigs).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cluster_dir
+from tests.helpers import consume_all, read_env_file, wait_until
+from tests.integration.kraft_support import Admin
+from tests.integration.test_cluster_jbod import configured_log_dirs, jbod_script
+from tests.integration.test_snapshot_disks import kafka_log_dirs, kafka_tool
+
+SIZES = "64M,96M"
+LOG_DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+PYTHON = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python")
+
+
+@pytest.fixture(scope="module")
+def jbod() -> Iterator[tuple[str, str, dict[int, list[str]]]]:
+    """(bootstrap, zookeeper, each broker's log dirs) of the private JBOD cluster; down at the end."""
+    d = Path(f"{cluster_dir().resolve()}-logdirs-zk")
+    try:
+        up = jbod_script("up", "--jbod", directory=d, sizes=SIZES)
+        assert up.returncode == 0, up.stderr
+        env = read_env_file(d / "env")
+        yield env["KAFKA_BOOTSTRAP"], env["KAFKA_REASSIGN_ZOOKEEPER"], configured_log_dirs(d)
+    finally:
+        down = jbod_script("down", directory=d)
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.fixture
+def admin(jbod: tuple[str, str, dict[int, list[str]]]) -> Iterator[Admin]:
+    a = Admin(jbod[0])
+    try:
+        yield a
+    finally:
+        a.close()
+
+
+def place(bootstrap: str, tmp_path: Path, topic: str, where: dict[int, tuple[list[int], list[str]]]) -> None:
+    """Kafka's own tool puts each partition's replicas on the dirs given (unthrottled) and waits."""
+    plan = tmp_path / f"place-{topic}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": reps, "log_dirs": dirs} for p, (reps, dirs) in where.items()
+    ]}))  # fmt: skip
+    args = ("--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan))
+    run = kafka_tool("reassign-partitions", *args, "--execute")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    def done() -> bool:
+        verify = kafka_tool("reassign-partitions", *args, "--verify")
+        return verify.returncode == 0 and "is still in progress" not in verify.stdout
+
+    wait_until(done, timeout=180, message="Kafka's tool to place the replicas")
+
+
+class Sampler:
+    """DescribeLogDirs of every broker, over and over, in a thread of its own: each sample's future
+    replicas of `topic` per disk (broker, dir)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from kafka.admin import KafkaAdminClient
+
+        self.client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        self.topic = topic
+        self.samples: list[Counter[tuple[int, str]]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            futures: Counter[tuple[int, str]] = Counter()
+            for r in self.client.describe_log_dirs():
+                for d in r["log_dirs"]:
+                    for t in d["topics"]:
+                        if t["name"] == self.topic:
+                            n = sum(1 for p in t["partitions"] if p["is_future_key"])
+                            if n:
+                                futures[(r["broker"], d["log_dir"])] += n
+            self.samples.append(futures)
+            self.stop.wait(0.2)
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=60)
+        self.client.close()
+
+
+def execute(zookeeper: str, bootstrap: str, plan: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+           "--reassignment-json-file", str(plan), "--rollback-file", str(plan) + ".rollback",
+           "--poll-interval", "0.5", *args]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=500, stdin=subprocess.DEVNULL)
+
+
+def write_plan(path: Path, topic: str, moves: dict[int, tuple[list[int], list[str]]]) -> Path:
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": reps, "log_dirs": dirs} for p, (reps, dirs) in moves.items()
+    ]}))  # fmt: skip
+    return path
+
+
+def dirs_of(bootstrap: str, topic: str) -> dict[tuple[int, int], str]:
+    """(partition, broker) -> the dir holding its current replica, from Kafka's own kafka-log-dirs; no
+    future replica of `topic` may be left anywhere."""
+    out = {}
+    for b, dirs in kafka_log_dirs(bootstrap).items():
+        for path, d in dirs.items():
+            for t, p, future in d["partitions"]:
+                if t == topic:
+                    assert not future, (b, path, p)
+                    out[(p, b)] = path
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_one_move_per_disk_under_the_log_dir_throttle(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("perdisk", {p: [1] for p in range(4)}, messages=600, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(4)})
+    assert set(dirs_of(bootstrap, topic).values()) == {d0}
+    # the operator's own log-dir rate on broker 1, which must be back exactly at the end
+    admin.alter("brokers", 1, {LOG_DIR_RATE: "777777"})
+    try:
+        plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+        with Sampler(bootstrap, topic) as sampler:
+            r = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "1",
+                        "--replica-alter-log-dirs-throttle", "300000")  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        # never more than one future replica per disk (at most one into d1 at once), and some were seen
+        per_disk = [n for s in sampler.samples for n in s.values()]
+        assert per_disk and max(per_disk) == 1, sampler.samples
+        assert dirs_of(bootstrap, topic) == {(0, 1): d1, (1, 1): d1, (2, 1): d1, (3, 1): d0}
+        assert r.stdout.count("Successfully started moving log directory to") == 3, r.stdout
+        assert "3/3 replica log-dir moves done" in r.stderr, r.stderr
+        assert "log-dir moves: copied" in r.stderr and "3 done" in r.stderr, r.stderr
+        assert consume_all(bootstrap, topic) == values
+        assert admin.configs("brokers", 1).get(LOG_DIR_RATE) == "777777"
+    finally:
+        admin.alter("brokers", 1, {LOG_DIR_RATE: None})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_one_broker_at_a_time_with_a_replica_placed_on_arrival(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    bootstrap, zookeeper, dirs = jbod
+    topic, values = admin.make_topic("onebroker", {p: [2, 3] for p in range(4)}, messages=400, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([2, 3], [dirs[2][0], dirs[3][0]]) for p in range(4)})
+    # p0-p2: both replicas to d1 (six moves within brokers 2 and 3); p3: broker 1 joins, into its d1 (an
+    # inter-broker copy, placed on arrival), broker 2's replica stays in d0
+    moves = {p: ([2, 3], [dirs[2][1], dirs[3][1]]) for p in range(3)}
+    moves[3] = ([2, 3, 1], ["any", "any", dirs[1][1]])
+    plan = write_plan(tmp_path / "plan.json", topic, moves)
+    with Sampler(bootstrap, topic) as sampler:
+        r = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "2", "--one-broker-at-a-time",
+                    "--replica-alter-log-dirs-throttle", "400000", "--throttle", "10000000")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    futures = [s for s in sampler.samples if s]
+    assert futures, sampler.samples
+    assert all(len({b for b, _ in s}) == 1 for s in futures), futures  # one broker at a time
+    assert max(n for s in futures for n in s.values()) <= 2, futures
+    seen = {b for s in futures for b, _ in s}
+    assert seen <= {2, 3}, futures
+    expected = {(p, b): dirs[b][1] for p in range(3) for b in (2, 3)}
+    expected |= {(3, 2): dirs[2][0], (3, 3): dirs[3][0], (3, 1): dirs[1][1]}
+    assert dirs_of(bootstrap, topic) == expected
+    assert consume_all(bootstrap, topic) == values
+    # the throttles this run set are off again (there were none before)
+    for b in (1, 2, 3):
+        assert not {k for k in admin.configs("brokers", b) if "throttled.rate" in k or k == LOG_DIR_RATE}
