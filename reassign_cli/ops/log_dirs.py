@@ -137,6 +137,7 @@ class _Run:
         self.queued_bytes: dict[ReplicaKey, int] = {}  # queued: the current replica's size when read
         self.stalls = lp.FutureStalls(req.stuck_after)
         self.shown: tuple[str, float] = ("", 0.0)
+        self.stopped: list[ReplicaKey] = []  # moves whose future replica went before it was done
         self.queue = lp.DiskQueue(self._queued())
 
     def _queued(self) -> list[lp.DirMove]:
@@ -170,7 +171,7 @@ class _Run:
         try:
             while True:
                 self._poll(clock)
-                if not self.running and not len(self.queue):
+                if not self.running and (not len(self.queue) or self.stopped):
                     break
                 if clock.expired():
                     raise BusyError(
@@ -197,13 +198,34 @@ class _Run:
                 continue  # unknown: it may still copy
             if st is None or st.future is None:
                 self.running.pop(key)
+                got = self.sizes.pop(key, (0, 0))[1]
+                if st is not None and st.current != m.target:
+                    self.stopped.append(key)  # its future replica was dropped: cancelled
+                    continue
                 self.done += 1
-                self.bytes_done += self.sizes.pop(key, (0, 0))[1]
+                self.bytes_done += got
             elif st.current_bytes is not None:
                 self.sizes[key] = lp.copied(st)
-        self._start(self.queue.take(self.running.values(), self.p.cap, self.p.one_broker))
+        if self.stopped:
+            self._stop()
+        else:
+            self._start(self.queue.take(self.running.values(), self.p.cap, self.p.one_broker))
         self._show(clock.elapsed())
         self._warn_stalls(now)
+
+    def _stop(self) -> None:
+        """A move was stopped (cancel, or an operator's AlterReplicaLogDirs back to its dir): no move
+        starts any more; the queued ones are dropped, said once."""
+        if not len(self.queue):
+            return
+        left = [m.key for m in self.queue.moves()]
+        for key in left:
+            self.queue.discard(key)
+            self.queued_bytes.pop(key, None)
+        self.report.warn(
+            f"The log-dir move of {names(self.stopped)} was stopped before it was done (its future replica was "
+            f"dropped: a cancel?); not starting the {count(len(left), 'log-dir move')} queued: {names(left)}"
+        )
 
     def _start(self, new: list[lp.DirMove]) -> None:
         """The log-dir rate first (fenced, priors recorded; again before each start: a verify may have

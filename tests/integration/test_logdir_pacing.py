@@ -11,6 +11,7 @@ for where every replica ends; the records read back; the broker's own dynamic co
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import threading
 from collections import Counter
@@ -148,14 +149,23 @@ def test_one_move_per_disk_under_the_log_dir_throttle(
     try:
         plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
         with Sampler(bootstrap, topic) as sampler:
-            r = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "1",
+            r = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "1", "--format", "json",
                         "--replica-alter-log-dirs-throttle", "300000")  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
+        doc = json.loads(r.stdout)
         # never more than one future replica per disk (at most one into d1 at once), and some were seen
         per_disk = [n for s in sampler.samples for n in s.values()]
         assert per_disk and max(per_disk) == 1, sampler.samples
         assert dirs_of(bootstrap, topic) == {(0, 1): d1, (1, 1): d1, (2, 1): d1, (3, 1): d0}
-        assert r.stdout.count("Successfully started moving log directory to") == 3, r.stdout
+        started = [m for m in doc["messages"] if m.startswith("Successfully started moving log directory to")]
+        assert len(started) == 3, doc["messages"]
+        # the bytes copied: the three replicas' sizes as Kafka's kafka-log-dirs reports them (no writes since)
+        sizes = {p: n for path, d in kafka_log_dirs(bootstrap)[1].items() for (t, p, _), n in d["partitions"].items()
+                 if t == topic}  # fmt: skip
+        summary = doc["log_dir_moves"]
+        assert (summary["moves"], summary["max_per_disk"], summary["max_brokers_at_once"]) == (3, 1, 1)
+        assert summary["bytes_copied"] == sizes[0] + sizes[1] + sizes[2], (summary, sizes)
+        assert [m["status"] for m in doc["replica_moves"]] == ["complete"] * 3, doc["replica_moves"]
         assert "3/3 replica log-dir moves done" in r.stderr, r.stderr
         assert "log-dir moves: copied" in r.stderr and "3 done" in r.stderr, r.stderr
         assert consume_all(bootstrap, topic) == values
@@ -194,3 +204,49 @@ def test_one_broker_at_a_time_with_a_replica_placed_on_arrival(
     # the throttles this run set are off again (there were none before)
     for b in (1, 2, 3):
         assert not {k for k in admin.configs("brokers", b) if "throttled.rate" in k or k == LOG_DIR_RATE}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """At 1 KiB/s the broker copies a first fetch (up to 1 MiB, before its quota has measured any) and
+    then waits about ten seconds for each next one: the future replica stops growing, longer than
+    --stuck-after 2. The warning's cancel command, pasted, stops that move; execute then starts none of the
+    queued ones and ends not as planned (5); every replica stays in its dir, the throttle is off."""
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("stall", {p: [1] for p in range(3)}, messages=1600, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+    err = tmp_path / "execute.err"
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+           "--reassignment-json-file", str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval",
+           "0.5", "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024", "--stuck-after", "2"]  # fmt: skip
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=f, text=True, stdin=subprocess.DEVNULL)
+    try:
+        line = wait_until(lambda: next((x for x in err.read_text().splitlines() if " is stuck: " in x), None),
+                          timeout=300, message=lambda: err.read_text())  # fmt: skip
+        assert line.startswith(
+            f"Warning: {topic}-0 on broker 1 is stuck: its future replica in {d1} has not grown for"
+        ), line
+        pasted = line.split("cancel the move: ", 1)[1]
+        assert pasted.startswith("kafka-reassign cancel --reassignment-json-file "), pasted
+        cancel = subprocess.run([PYTHON, "-m", "reassign_cli", *shlex.split(pasted)[1:]], capture_output=True,
+                                text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = err.read_text()
+    assert proc.returncode == 5, out + stderr
+    assert (
+        f"not starting the 2 log-dir moves queued: {topic}-1 on broker 1, {topic}-2 on broker 1" in stderr
+    ), stderr
+    assert out.count("Successfully started moving log directory to") == 1, out
+    assert dirs_of(bootstrap, topic) == {(p, 1): d0 for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
