@@ -11,6 +11,9 @@ proposed.json), write distinct series beside each other in the collector's direc
   known (the admin API is at hand); 0 when nothing moves
 - kafka_reassign_verify_throttle_rate_bytes{broker,kind}: the throttle rates this tool set and that are
   still in place (kind leader, follower or log_dir)
+- kafka_reassign_verify_log_dir_moves{status}: the plan's replica moves between log dirs by status (complete,
+  in_progress, elsewhere, not_moving, missing, unknown: core.progress.MoveStatus; all six, 0 included), only
+  when the plan has some and they were checked (the admin API at hand)
 - kafka_reassign_verify_exit_code: verify's exit code (also 1, 3, 130... when it failed)
 - kafka_reassign_verify_last_run_timestamp_seconds: when this verify ended
 
@@ -28,7 +31,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from reassign_cli.core.copied import moving_bytes
-from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.core.progress import MoveStatus, PartitionProgress, ReplicaMoveProgress, Status
 from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
 from reassign_cli.errors import OperationalError, UsageError
 
@@ -77,6 +80,7 @@ class VerifyMetrics:
     results: Sequence[PartitionProgress] | None = None
     bytes_remaining: int | None = None
     rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
+    moves: Sequence[ReplicaMoveProgress] | None = None  # the plan's log-dir moves, when checked
 
 
 def bytes_remaining(
@@ -125,6 +129,8 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
         for broker in sorted(m.rates):
             for key, value in sorted(m.rates[broker].items()):
                 rates.labels(**plan, broker=str(broker), kind=RATE_KINDS[key]).set(value)
+    if m.moves is not None:
+        _log_dir_moves(reg, plan, m.moves)
     Gauge(PREFIX + "exit_code", "Exit code of the last verify run.", [*plan], registry=reg).labels(
         **plan
     ).set(m.exit_code)
@@ -135,6 +141,19 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
         registry=reg,
     ).labels(**plan).set(m.timestamp)
     return reg
+
+
+def _log_dir_moves(
+    reg: CollectorRegistry, plan: dict[str, str], moves: Sequence[ReplicaMoveProgress]
+) -> None:
+    g = Gauge(
+        PREFIX + "log_dir_moves",
+        "Replica moves between log dirs of the plan by status (DescribeLogDirs).",
+        [*plan, "status"],
+        registry=reg,
+    )
+    for status in MoveStatus:
+        g.labels(**plan, status=status.value).set(sum(1 for x in moves if x.status == status))
 
 
 def write_metrics(path: str, m: VerifyMetrics) -> None:

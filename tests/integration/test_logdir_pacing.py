@@ -114,6 +114,22 @@ def execute(zookeeper: str, bootstrap: str, plan: Path, *args: str) -> subproces
     return subprocess.run(cmd, capture_output=True, text=True, timeout=500, stdin=subprocess.DEVNULL)
 
 
+def verify(
+    zookeeper: str, bootstrap: str, plan: Path, metrics: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, float]]:
+    """kafka-reassign verify of the plan, with --metrics-file: (the run, log_dir_moves by status as
+    prometheus_client's own parser reads the file back)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    cmd = [PYTHON, "-m", "reassign_cli", "verify", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+           "--reassignment-json-file", str(plan), "--metrics-file", str(metrics)]  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    fams = [
+        f for f in text_string_to_metric_families(metrics.read_text()) if f.name.endswith("log_dir_moves")
+    ]
+    return r, {s.labels["status"]: s.value for f in fams for s in f.samples}
+
+
 def write_plan(path: Path, topic: str, moves: dict[int, tuple[list[int], list[str]]]) -> Path:
     path.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": reps, "log_dirs": dirs} for p, (reps, dirs) in moves.items()
@@ -170,6 +186,12 @@ def test_one_move_per_disk_under_the_log_dir_throttle(
         assert "log-dir moves: copied" in r.stderr and "3 done" in r.stderr, r.stderr
         assert consume_all(bootstrap, topic) == values
         assert admin.configs("brokers", 1).get(LOG_DIR_RATE) == "777777"
+        v, counts = verify(zookeeper, bootstrap, plan, tmp_path / "m.prom")
+        assert v.returncode == 0, v.stdout + v.stderr
+        for p in range(3):
+            assert f"Reassignment of replica {topic}-{p}-1 completed successfully." in v.stdout, v.stdout
+        assert counts == {"complete": 3, "in_progress": 0, "elsewhere": 0, "not_moving": 0, "missing": 0,
+                          "unknown": 0}  # fmt: skip
     finally:
         admin.alter("brokers", 1, {LOG_DIR_RATE: None})
 
@@ -250,3 +272,10 @@ def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
     assert dirs_of(bootstrap, topic) == {(p, 1): d0 for p in range(3)}
     assert consume_all(bootstrap, topic) == values
     assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    # verify: each replica is in its old dir, no longer moving: not as planned (5), in the metrics too
+    v, counts = verify(zookeeper, bootstrap, plan, tmp_path / "m.prom")
+    assert v.returncode == 5, v.stdout + v.stderr
+    for p in range(3):
+        assert f"Partition {topic}-{p} on broker 1 is not being moved from log dir {d0} to {d1}." in v.stdout
+    assert counts == {"complete": 0, "in_progress": 0, "elsewhere": 0, "not_moving": 3, "missing": 0,
+                      "unknown": 0}  # fmt: skip
