@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clusters import KAFKA4_VERSION
 from tests.conftest import cluster_dir
 from tests.helpers import consume_all, read_env_file, wait_until
 from tests.integration.kraft_support import Admin
@@ -107,21 +108,28 @@ class Sampler:
         self.client.close()
 
 
-def execute(zookeeper: str, bootstrap: str, plan: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+def connection(zookeeper: str | None, bootstrap: str) -> list[str]:
+    """ZooKeeper mode: --zookeeper, and the brokers for the log-dir moves; KRaft: the brokers alone."""
+    return [*(("--zookeeper", zookeeper) if zookeeper else ()), "--bootstrap-server", bootstrap]
+
+
+def execute(
+    zookeeper: str | None, bootstrap: str, plan: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", *connection(zookeeper, bootstrap),
            "--reassignment-json-file", str(plan), "--rollback-file", str(plan) + ".rollback",
            "--poll-interval", "0.5", *args]  # fmt: skip
     return subprocess.run(cmd, capture_output=True, text=True, timeout=500, stdin=subprocess.DEVNULL)
 
 
 def verify(
-    zookeeper: str, bootstrap: str, plan: Path, metrics: Path
+    zookeeper: str | None, bootstrap: str, plan: Path, metrics: Path
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, float]]:
     """kafka-reassign verify of the plan, with --metrics-file: (the run, log_dir_moves by status as
     prometheus_client's own parser reads the file back)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    cmd = [PYTHON, "-m", "reassign_cli", "verify", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+    cmd = [PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap),
            "--reassignment-json-file", str(plan), "--metrics-file", str(metrics)]  # fmt: skip
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     fams = [
@@ -155,6 +163,35 @@ def dirs_of(bootstrap: str, topic: str) -> dict[tuple[int, int], str]:
 def test_one_move_per_disk_under_the_log_dir_throttle(
     jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
 ) -> None:
+    one_move_per_disk(jbod, admin, tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
+    """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end)."""
+    d = Path(f"{cluster_dir().resolve()}-logdirs-kraft")
+    try:
+        up = jbod_script(
+            "up", "--kraft", "--kafka-version", KAFKA4_VERSION, "--jbod", directory=d, sizes=SIZES
+        )
+        assert up.returncode == 0, up.stderr
+        bootstrap = read_env_file(d / "env")["KAFKA_BOOTSTRAP"]
+        a = Admin(bootstrap)
+        try:
+            one_move_per_disk((bootstrap, None, configured_log_dirs(d)), a, tmp_path)
+        finally:
+            a.close()
+    finally:
+        down = jbod_script("down", directory=d)
+        assert down.returncode == 0, down.stderr
+
+
+def one_move_per_disk(
+    jbod: tuple[str, str | None, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """Four partitions on broker 1's d0; three moved to d1 at --max-moves-per-disk 1 under a 300 kB/s
+    log-dir throttle, over the operator's own log-dir rate of 777777 on broker 1."""
     bootstrap, zookeeper, dirs = jbod
     d0, d1 = dirs[1]
     topic, values = admin.make_topic("perdisk", {p: [1] for p in range(4)}, messages=600, size=2500)
@@ -243,7 +280,7 @@ def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
     place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
     plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
     err = tmp_path / "execute.err"
-    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--zookeeper", zookeeper, "--bootstrap-server", bootstrap,
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", *connection(zookeeper, bootstrap),
            "--reassignment-json-file", str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval",
            "0.5", "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024", "--stuck-after", "2"]  # fmt: skip
     with err.open("w") as f:
