@@ -175,9 +175,10 @@ class _Run:
                     break
                 if clock.expired():
                     raise BusyError(
-                        f"Timed out after {self.req.timeout:g}s; {len(self.running)} log-dir moves running, "
-                        f"{len(self.queue)} not started",
-                        hint=f"The moves started keep running. Check them with: {verify_command(self.req)}",
+                        f"Timed out after {self.req.timeout:g}s; {count(len(self.running), 'log-dir move')} "
+                        f"running, {len(self.queue)} not started",
+                        hint=f"The moves started keep running. Check them with: {verify_command(self.req)}; "
+                        "run this execute again to start the rest",
                     )
                 clock.pause()
         except KeyboardInterrupt:
@@ -264,7 +265,8 @@ class _Run:
             self.report.warn(lp.stalled_line(self.running[key], c, t, secs, cancel_command(self.req)))
 
     def _summary(self, seconds: float) -> None:
-        self.report.info(f"[{_clock(seconds)}] {lp.progress_line(self._progress())}")
+        if lp.progress_line(self._progress()) != self.shown[0]:
+            self.report.info(f"[{_clock(seconds)}] {lp.progress_line(self._progress())}")
         summary: dict[str, Any] = {
             "log_dir_moves": {
                 "moves": self.done,

@@ -316,3 +316,36 @@ def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
         assert f"Partition {topic}-{p} on broker 1 is not being moved from log dir {d0} to {d1}." in v.stdout
     assert counts == {"complete": 0, "in_progress": 0, "elsewhere": 0, "not_moving": 3, "missing": 0,
                       "unknown": 0}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_timed_out_run_goes_on_when_run_again(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """--wait-timeout while the first move crawls at 1 KiB/s: exit 4, that move keeps copying, the other two
+    are not started. The same execute again (a higher rate) adopts the move still copying, starts the two
+    others one at a time and ends with all three in d1."""
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("again", {p: [1] for p in range(3)}, messages=1200, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+    first = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle",
+                    "1024", "--wait-timeout", "5")  # fmt: skip
+    assert first.returncode == 4, first.stdout + first.stderr
+    assert "1 log-dir move running, 2 not started" in first.stderr, first.stderr
+    assert first.stdout.count("Successfully started moving log directory to") == 1, first.stdout
+    futures = {(p, b): path for b, ds in kafka_log_dirs(bootstrap).items() for path, d in ds.items()
+               for (t, p, future) in d["partitions"] if t == topic and future}  # fmt: skip
+    assert futures == {(0, 1): d1}, futures
+    with Sampler(bootstrap, topic) as sampler:
+        again = execute(zookeeper, bootstrap, plan, "--max-moves-per-disk", "1",
+                        "--replica-alter-log-dirs-throttle", "10000000")  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "Moving 3 replicas between log dirs, at most 1 per disk" in again.stderr, again.stderr
+    assert again.stdout.count("Successfully started moving log directory to") == 2, again.stdout  # t-1, t-2
+    assert max((n for s in sampler.samples for n in s.values()), default=0) <= 1, sampler.samples
+    assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
