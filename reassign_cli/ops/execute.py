@@ -148,6 +148,7 @@ class DirPacer(Protocol):
         req: ExecuteRequest,
         report: ExecuteReport,
     ) -> list[ReplicaMoveProgress]: ...
+    def dry_run(self, report: ExecuteReport) -> None: ...
 
 
 class WaitInterrupted(Interrupted):
@@ -640,6 +641,8 @@ def _after_run(
     if wait and results and not req.dry_run:
         report.moved(len(results), time.monotonic() - started)
     if req.dry_run:
+        if ending.dir_pacer is not None:
+            ending.dir_pacer.dry_run(report)
         report.dry_run(backend.planned_writes())
         return ExitCode.OK, None
     if not wait:

@@ -108,6 +108,32 @@ class LogDirPacer:
             _Run(self, backend, mover, req, report).go()
         return wait_for_log_dirs(mover, dirs, req, report)
 
+    def dry_run(self, report: ExecuteReport) -> None:
+        """What a dry run says of the held moves (stdout; `run_plan.log_dir_moves` in JSON): their order as
+        the run would take them on an empty cluster of moves (plan order; one broker at a time: by broker)."""
+        if not self.held:
+            return
+        order = sorted(self.held, key=lambda k: (k[2], k) if self.one_broker else k)
+        listed = [f"{t}-{p} on broker {b} (to {self.held[(t, p, b)]})" for t, p, b in order]
+        how = f"at most {self.cap} per disk" + (", one broker at a time" if self.one_broker else "")
+        report.run_plan(
+            [
+                f"Dry run: {count(len(order), 'replica move')} between log dirs of one broker held back, started "
+                f"after the partition moves, {how} (a replica already in its dir is skipped then): "
+                + ", ".join(listed)
+            ],
+            {
+                "log_dir_moves": {
+                    "max_moves_per_disk": self.cap,
+                    "one_broker_at_a_time": self.one_broker,
+                    "queued": [
+                        {"topic": t, "partition": p, "broker": b, "log_dir": self.held[(t, p, b)]}
+                        for t, p, b in order
+                    ],
+                }
+            },
+        )
+
 
 def dir_states(mover: LogDirMoves, moves: ReplicaDirs) -> dict[ReplicaKey, lp.DirState]:
     """Each replica's current and future copy (with sizes when the mover reads them: `copies`)."""

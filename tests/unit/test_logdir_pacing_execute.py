@@ -96,3 +96,29 @@ def test_arrivals_before_the_trigger_intra_moves_after_one_per_disk(tmp_path: Pa
     assert c.configs.get(("brokers", "1"), {}) == {}  # and off at the end
     assert [m["status"] for m in report.doc["replica_moves"]] == ["complete"] * 3
     assert report.doc["log_dir_moves"]["moves"] == 2
+
+
+def test_dry_run_lists_the_held_moves_and_starts_none(tmp_path: Path, capsys: Any) -> None:
+    c = FakeCluster(make_state({"t": {0: [1, 2], 1: [2, 3], 2: [1]}}))
+    mover = Disks(c)
+    req = ExecuteRequest(
+        "plan.json", PLAN, rollback_file=str(tmp_path / "rb.json"), log_dir_throttle=1000, dry_run=True,
+        bootstrap_server="b:9092",
+    )  # fmt: skip
+    report = ExecuteReport(Output(color=False))
+    assert execute(FakeBackend(c), req, report, log_dirs=mover, dir_pacer=LogDirPacer(2, True)) == ExitCode.OK
+    assert not [op for op in c.log if op[0] == "alter_replica_log_dirs"]
+    assert report.doc["run_plan"]["log_dir_moves"] == {
+        "max_moves_per_disk": 2,
+        "one_broker_at_a_time": True,
+        "queued": [
+            {"topic": "t", "partition": 0, "broker": 1, "log_dir": "/d1"},
+            {"topic": "t", "partition": 2, "broker": 1, "log_dir": "/d1"},
+        ],
+    }
+    out = capsys.readouterr().out
+    assert (
+        "Dry run: 2 replica moves between log dirs of one broker held back, started after the partition "
+        "moves, at most 2 per disk, one broker at a time (a replica already in its dir is skipped then): "
+        "t-0 on broker 1 (to /d1), t-2 on broker 1 (to /d1)"
+    ) in out
