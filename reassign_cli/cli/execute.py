@@ -130,6 +130,21 @@ def _rate(value: int | None) -> int | None:
     "known (--bootstrap-server), else as-planned].",
 )
 @click.option(
+    "--max-moves-per-disk",
+    "max_moves_per_disk",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Pace the moves between log dirs of one broker: at most N into or out of one disk (broker, log dir) "
+    "at a time, after the partition moves (implies --wait; needs --bootstrap-server). See docs/execute-verify.md.",
+)
+@click.option(
+    "--one-broker-at-a-time",
+    is_flag=True,
+    help="Pace the moves between log dirs of one broker (as --max-moves-per-disk, default 1) on one broker at "
+    "a time (implies --wait).",
+)
+@click.option(
     "--log-dir-timeout",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -216,8 +231,9 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         if loop is not None:
             _start_loop(loop, req, backend, mover, report)
         pacer = _pacer(req, kw["order"], report, mover)
+        dir_pacer = _dir_pacer(kw, mover)
         try:
-            code = execute(backend, req, report, log_dirs=mover, pacer=pacer)
+            code = execute(backend, req, report, log_dirs=mover, pacer=pacer, dir_pacer=dir_pacer)
             if pacer is not None and pacer.keep is not None and not req.dry_run:
                 pacer.keep.forget()  # the plan ran to its end: nothing left to resume
             return code
@@ -306,6 +322,17 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
 
 
+def _dir_pacer(kw: dict[str, Any], mover: Any) -> Any:
+    """ops.log_dirs.LogDirPacer for --max-moves-per-disk / --one-broker-at-a-time (the brokers at hand)."""
+    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+        return None
+    if mover is None:
+        raise UsageError("--max-moves-per-disk and --one-broker-at-a-time need --bootstrap-server")
+    from reassign_cli.ops.log_dirs import LogDirPacer
+
+    return LogDirPacer(kw["max_moves_per_disk"] or 1, kw["one_broker_at_a_time"])
+
+
 def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
     """A resume that leaves a rate out throttles the moves it starts at the rate the plan started with."""
     kept = []
@@ -336,6 +363,10 @@ def _check_options(kw: dict[str, Any]) -> None:
     if kw["order"] is not None and kw["max_moves"] is None and not kw["resume"]:
         raise UsageError("--order needs --max-moves-per-broker")
     if kw["resume"] or kw["max_moves"] is not None:
+        kw["wait"] = True
+    if kw["max_moves_per_disk"] is not None or kw["one_broker_at_a_time"]:
+        if kw["additional"]:
+            raise UsageError("--additional starts the whole plan at once: not with --max-moves-per-disk")
         kw["wait"] = True
     if kw["timeout"] is not None and not (kw["wait"] or kw["batch_size"]):
         raise UsageError("--wait-timeout needs --wait (or --batch-size, which waits)")

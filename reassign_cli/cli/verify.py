@@ -111,6 +111,8 @@ def _verify(
             sizes = _moving_sizes(out, outcome.results, mover)
             if facts is not None:
                 facts.update(_metric_facts(backend, outcome.results, sizes))
+                if dirs and mover is not None:
+                    facts["moves"] = outcome.moves
         finally:
             if mover is not None:
                 mover.close()

@@ -134,6 +134,23 @@ class BatchRunner(Protocol):
     ) -> list[PartitionProgress]: ...
 
 
+class DirPacer(Protocol):
+    """Paces the plan's moves between the log dirs of one broker (ops.log_dirs.LogDirPacer): `defer` holds
+    them back from the batches, `run` runs them once the partitions have moved and waits for every
+    planned log dir (as wait_for_log_dirs)."""
+
+    def defer(self, entries: list[PlanEntry], state: ClusterState) -> list[PlanEntry]: ...
+    def run(
+        self,
+        backend: Backend,
+        mover: LogDirMoves,
+        dirs: ReplicaDirs,
+        req: ExecuteRequest,
+        report: ExecuteReport,
+    ) -> list[ReplicaMoveProgress]: ...
+    def dry_run(self, report: ExecuteReport) -> None: ...
+
+
 class WaitInterrupted(Interrupted):
     """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
 
@@ -538,18 +555,20 @@ def execute(
     *,
     log_dirs: LogDirMoves | None = None,
     pacer: BatchRunner | None = None,
+    dir_pacer: DirPacer | None = None,
 ) -> int:
     """Run the whole execute command; returns the exit code (raises ReassignError on failures).
 
     log_dirs: where log-dir moves go; by default kafka-python's admin client at req.bootstrap_server.
-    pacer: runs the batches instead of `_run_batches` (--max-moves-per-broker: ops.pacing.Pacer)."""
+    pacer: runs the batches instead of `_run_batches` (--max-moves-per-broker: ops.pacing.Pacer).
+    dir_pacer: paces the moves between log dirs of one broker (--max-moves-per-disk: ops.log_dirs)."""
     mover, own = log_dirs, False
     if mover is None and req.bootstrap_server:
         from reassign_cli.backends.admin.log_dirs import LogDirMover
 
         mover, own = LogDirMover(req.bootstrap_server), True
     try:
-        code, results = _execute(backend, req, report, mover, pacer or _run_batches)
+        code, results = _execute(backend, req, report, mover, pacer or _run_batches, dir_pacer)
     finally:
         if own and mover is not None:
             mover.close()
@@ -563,12 +582,15 @@ def _execute(
     report: ExecuteReport,
     log_dirs: LogDirMoves | None,
     run_batches: BatchRunner,
+    dir_pacer: DirPacer | None = None,
 ) -> tuple[int, list[PartitionProgress] | None]:
     plan, state, batches = prepare(backend, req)
     entries = sorted_entries(plan)
     targets = {(e.topic, e.partition): e.replicas for e in entries}
-    ending = _Ending(targets, log_dir_moves(entries), log_dirs)
-    wait = req.wait or req.batch_size is not None or req.max_moves is not None
+    ending = _Ending(targets, log_dir_moves(entries), log_dirs, dir_pacer)
+    if dir_pacer is not None and log_dirs is not None:  # intra-broker moves: held back, run at the end
+        entries, batches = dir_pacer.defer(entries, state), [dir_pacer.defer(b, state) for b in batches]
+    wait = req.wait or req.batch_size is not None or req.max_moves is not None or dir_pacer is not None
     if req.dry_run:
         backend = backend.as_dry_run()  # the same reads; every write recorded, none made
     backend.ensure_writable()  # a migrating cluster: nothing goes through ZooKeeper any more
@@ -628,6 +650,8 @@ def _after_run(
     if wait and results and not req.dry_run:
         report.moved(len(results), time.monotonic() - started)
     if req.dry_run:
+        if ending.dir_pacer is not None:
+            ending.dir_pacer.dry_run(report)
         report.dry_run(backend.planned_writes())
         return ExitCode.OK, None
     if not wait:
@@ -750,6 +774,7 @@ class _Ending:
     targets: dict[TopicPartition, list[int]]
     dirs: ReplicaDirs
     log_dirs: LogDirMoves | None
+    dir_pacer: DirPacer | None = None  # paces the intra-broker moves held back from the batches
 
 
 def _finish(
@@ -762,7 +787,9 @@ def _finish(
     """Every partition finished: wait for the replica moves between log dirs (their throttle stays while
     they copy), take the throttles off as verify does; elect leaders if asked."""
     moves: list[ReplicaMoveProgress] = []
-    if ending.dirs and ending.log_dirs is not None:
+    if ending.dirs and ending.log_dirs is not None and ending.dir_pacer is not None:
+        moves = ending.dir_pacer.run(backend, ending.log_dirs, ending.dirs, req, report)
+    elif ending.dirs and ending.log_dirs is not None:
         moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
     targets = ending.targets
     cleared = clear_until_back(backend, targets, req, report)

@@ -11,6 +11,9 @@ proposed.json), write distinct series beside each other in the collector's direc
   known (the admin API is at hand); 0 when nothing moves
 - kafka_reassign_verify_throttle_rate_bytes{broker,kind}: the throttle rates this tool set and that are
   still in place (kind leader, follower or log_dir)
+- kafka_reassign_verify_log_dir_moves{status}: the plan's replica moves between log dirs by status (complete,
+  in_progress, elsewhere, not_moving, missing, unknown: core.progress.MoveStatus; all six, 0 included), only
+  when the plan has some and they were checked (the admin API at hand)
 - kafka_reassign_verify_exit_code: verify's exit code (also 1, 3, 130... when it failed)
 - kafka_reassign_verify_last_run_timestamp_seconds: when this verify ended
 - kafka_reassign_plan_*: the plan stored in the cluster by a paced execute, when one is (render/plan_metrics.py;
@@ -31,7 +34,7 @@ from datetime import UTC, datetime
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from reassign_cli.core.copied import moving_bytes
-from reassign_cli.core.progress import PartitionProgress, Status
+from reassign_cli.core.progress import MoveStatus, PartitionProgress, ReplicaMoveProgress, Status
 from reassign_cli.core.stored_plan import StoredPlan
 from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE, LOG_DIR_RATE
 from reassign_cli.errors import OperationalError, UsageError
@@ -82,6 +85,7 @@ class VerifyMetrics:
     bytes_remaining: int | None = None
     rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     stored_plan: StoredPlan | None = None  # the plan stored in the cluster, when one is
+    moves: Sequence[ReplicaMoveProgress] | None = None  # the plan's log-dir moves, when checked
 
 
 def bytes_remaining(
@@ -130,6 +134,8 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
         for broker in sorted(m.rates):
             for key, value in sorted(m.rates[broker].items()):
                 rates.labels(**plan, broker=str(broker), kind=RATE_KINDS[key]).set(value)
+    if m.moves is not None:
+        _log_dir_moves(reg, plan, m.moves)
     Gauge(PREFIX + "exit_code", "Exit code of the last verify run.", [*plan], registry=reg).labels(
         **plan
     ).set(m.exit_code)
@@ -151,6 +157,19 @@ def stored_labels(labels: Mapping[str, str], sha256_hex: str) -> dict[str, str]:
     if labels.get("plan_sha256") == sha256_hex[:SHA_DIGITS]:
         return dict(labels)
     return {**labels, "plan": "stored", "plan_sha256": sha256_hex[:SHA_DIGITS]}
+
+
+def _log_dir_moves(
+    reg: CollectorRegistry, plan: dict[str, str], moves: Sequence[ReplicaMoveProgress]
+) -> None:
+    g = Gauge(
+        PREFIX + "log_dir_moves",
+        "Replica moves between log dirs of the plan by status (DescribeLogDirs).",
+        [*plan, "status"],
+        registry=reg,
+    )
+    for status in MoveStatus:
+        g.labels(**plan, status=status.value).set(sum(1 for x in moves if x.status == status))
 
 
 def write_metrics(path: str, m: VerifyMetrics) -> None:

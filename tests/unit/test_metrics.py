@@ -166,3 +166,31 @@ def test_metrics_label_parsing() -> None:
     for bad in (["nolabel"], ["1x=a"], ["__x=a"], ["a-b=c"], ["plan=x"], ["status=x"], ["a=1", "a=2"]):
         with pytest.raises(UsageError):
             parse_metrics_labels(bad)
+
+
+def test_log_dir_moves_by_status(tmp_path: Path) -> None:
+    from reassign_cli.core.progress import MoveStatus, ReplicaMoveProgress
+
+    moves = [
+        ReplicaMoveProgress("t", 0, 1, "/b", "/a", None, MoveStatus.NOT_MOVING),
+        ReplicaMoveProgress("t", 1, 1, "/b", "/a", "/b", MoveStatus.IN_PROGRESS),
+        ReplicaMoveProgress("t", 2, 1, "/b", "/b", None, MoveStatus.COMPLETE),
+        ReplicaMoveProgress("t", 3, 1, "/b", "/b", None, MoveStatus.COMPLETE),
+    ]
+    path = tmp_path / "m.prom"
+    write_metrics(
+        str(path), VerifyMetrics({"plan": "/p.json", "plan_sha256": "x"}, 4, 1.0, RESULTS, moves=moves)
+    )
+    (fam,) = [f for f in text_string_to_metric_families(path.read_text()) if f.name.endswith("log_dir_moves")]
+    got = {s.labels["status"]: s.value for s in fam.samples}
+    assert got == {
+        "complete": 2,
+        "in_progress": 1,
+        "elsewhere": 0,
+        "not_moving": 1,
+        "missing": 0,
+        "unknown": 0,
+    }
+    # without log-dir moves checked: no such series
+    write_metrics(str(path), VerifyMetrics({"plan": "/p.json", "plan_sha256": "x"}, 0, 1.0, RESULTS))
+    assert "log_dir_moves" not in path.read_text()

@@ -102,6 +102,29 @@ class LogDirMover:
         wanted = set(replicas)
         return {k: v for k, v in out.items() if k in wanted}, silent
 
+    def copies(self, replicas: Sequence[ReplicaKey]) -> dict[ReplicaKey, list[tuple[str, bool, int]]]:
+        """Each replica's copies in its broker's live log dirs: (log dir, is future, size in bytes), as
+        DescribeLogDirs reports them (ops/log_dirs.py: a log-dir move's bytes). A replica in no live dir,
+        or on a broker that did not answer, is left out; those brokers are kept in `unanswered`."""
+        out: dict[ReplicaKey, list[tuple[str, bool, int]]] = {}
+        answered, self.unanswered = self._log_dirs(replicas)
+        wanted = set(replicas)
+        for broker, dirs in answered:
+            for d in dirs:
+                if d.get("error_code"):
+                    continue
+                for topic in d["topics"]:
+                    for part in topic["partitions"]:
+                        key = (topic["name"], part["partition_index"], broker)
+                        if key in wanted:
+                            copy = (
+                                str(d["log_dir"]),
+                                bool(part["is_future_key"]),
+                                int(part["partition_size"]),
+                            )
+                            out.setdefault(key, []).append(copy)
+        return out
+
     def survey(self, brokers: Sequence[int], shared: bool = False) -> Survey:
         """Each broker's disks, in one DescribeLogDirs of all its partitions and one DescribeConfigs of its
         `cordoned.log.dirs`: its log dirs (core/disks.py), where its replicas are and their sizes, its
