@@ -219,9 +219,7 @@ def command(
         replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
         whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
         balance=balance, tolerance=tolerance, disks=True if disks else None,
-        max_disk_utilization=(
-            max_disk_utilization if _from_command_line(ctx, "max_disk_utilization") else None
-        ),
+        max_disk_utilization=max_disk_utilization if _from_command_line(ctx, "max_disk_utilization") else None,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
