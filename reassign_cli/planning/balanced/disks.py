@@ -22,9 +22,10 @@ brokers): it only chooses `log_dirs`.
    cordoned and whose peak takes it under the limit, the one whose utilization after the plan is then
    the lowest (ties: the most usable bytes left after those already in flight to it, then path order).
    A replica that stays on its broker keeps its dir. None fits: the plan cannot be made (`unplaced`).
-2. Moves within a broker: while one of its disks is outside its band, the move of one staying replica of
-   a planned partition between two of its disks that most reduces the bytes outside the bands (the
-   peak limit kept; ties: plan order); none that reduces them: done.
+2. Moves within a broker: while one of its disks is outside its band, the move of one replica of a
+   planned partition between two of its disks that most reduces the bytes outside the bands (the peak
+   limit kept; ties: plan order); none that reduces them: done. A replica arriving on the broker is only
+   placed elsewhere (no move within the broker); one that stays is moved from its dir to another.
 """
 
 from __future__ import annotations
@@ -307,7 +308,8 @@ def plan_disks(
     for d, w in zip(dl, weight, strict=True):
         d.goal = plan.goal_utilization * w
     _place(plan, rows, final, arrivals, by_broker, weight)
-    _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows)
+    arrived = {(r, c) for r, c, _ in arrivals}
+    _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
     _largest(plan, rows, final, disk_of)
     for r in sorted(moved_rows):
         plan.explicit[(rows.names[int(rows.tix[r])], int(rows.pid[r]))] = [
@@ -373,6 +375,7 @@ def _within_brokers(
     by_broker: dict[int, list[int]],
     disk_of: dict[int, int],
     moved_rows: set[int],
+    arrived: set[tuple[int, int]],
 ) -> None:
     """Step 2: moves between the disks of one broker (see the module docstring)."""
     dl, tol = plan.disks, plan.tolerance
@@ -381,13 +384,15 @@ def _within_brokers(
     )
     if not needy:
         return
-    # Movable replicas per disk: staying replicas of planned partitions, in plan order.
+    # Movable replicas per disk: the replicas of planned partitions (arrivals, which are placed anew at no
+    # cost, and staying ones), in plan order.
     movable: dict[int, list[tuple[int, int, int]]] = {}  # disk -> [(size, row, column)]
     want = set(needy)
     for r, out in enumerate(final):
         for c, g in enumerate(out):
             if g >= 0 and g in disk_of and plan.paths[g][0] in want:
                 movable.setdefault(disk_of[g], []).append((int(rows.size[r]), r, c))
+    origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         for _ in range(MAX_STEPS_PER_BROKER):
             step = _best_move(plan, by_broker[b], movable)
@@ -399,10 +404,16 @@ def _within_brokers(
             dl[tgt].after += s
             dl[tgt].peak += s
             final[r][c] = _dir_in(plan, dl[tgt])
-            movable.setdefault(tgt, [])
-            plan.moves_within += 1
-            plan.bytes_within += s
+            movable.setdefault(tgt, []).append((s, r, c))
+            if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
+                dl[src].peak -= s
+                continue
+            origin.setdefault((r, c), src)
             moved_rows.add(r)
+    for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
+        if disk_of[final[r][c]] != src:
+            plan.moves_within += 1
+            plan.bytes_within += int(rows.size[r])
 
 
 def _best_move(
