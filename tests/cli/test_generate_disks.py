@@ -123,3 +123,21 @@ def test_no_disk_passes_the_limit(tmp_path: Path) -> None:
     r = _gen(tmp_path, doc, "--max-disk-utilization", "0.5", "--tolerance", "0.5")
     assert r.returncode == 2, r.stderr
     assert "fits on none of its log dirs" in r.stderr and r.stdout == ""
+
+
+def test_the_summary_in_text(tmp_path: Path) -> None:
+    """The full disk's figures in the text summary: the moves within brokers apart from the copies
+    between them, the goal, each log dir before -> after with its peak."""
+    place = {1: {0: 0, 1: 0, 2: 0, 3: 0}, 2: {4: 0, 5: 0, 6: 1, 7: 1}, 3: {8: 0, 9: 0, 10: 1, 11: 1}}
+    path = tmp_path / "snap.json"
+    path.write_bytes(orjson.dumps(_doc(place, {1: TWO, 2: TWO, 3: TWO})))
+    r = run_cli("generate", "--snapshot", str(path), "--topic", "t", "--seed", "3", "--strategy", "balanced",
+                "--balance", "bytes")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = r.stdout + r.stderr
+    assert (
+        "moved within brokers (log dir to log dir, no network): 2 replicas, 20 (20 B); copied between brokers: 0 (0 B)"
+        in text
+    )
+    assert "log dirs: goal 20.0% each\n" in text
+    assert "1:/a: 40.0% -> 20.0% (peak 40.0%); 1:/b: 0.0% -> 20.0% (peak 20.0%); 2:/a: 20.0% -> 20.0%" in text
