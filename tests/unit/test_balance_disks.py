@@ -88,7 +88,7 @@ def final_dirs(c: Jbod, result: object, d: DiskPlan) -> dict[tuple[str, int], li
     for (name, p), row in rows_of(result).items():
         cur = {b: c.dirs[b][i][0] for b, i in c.place[name][p]}
         given = d.explicit.get((name, p))
-        out[(name, p)] = [(b, given[k] if given else cur[b]) for k, b in enumerate(row)]
+        out[(name, p)] = [(b, given[k] if given and given[k] != "any" else cur[b]) for k, b in enumerate(row)]
     return out
 
 
@@ -188,9 +188,9 @@ def check(c: Jbod, result: object, d: DiskPlan, limit: float) -> None:
         s = c.sizes[name][p]
         cur = dict(c.place[name][p])
         changed = sorted(b for b, _ in reps) != sorted(cur)
+        if changed:  # every replica of a changed partition has a dir
+            assert "any" not in d.explicit[(name, p)], (name, p)
         for b, path in reps:
-            if changed:
-                assert path != "any", (name, p, b)  # every replica of a changed partition has a dir
             i = index[b][path]
             _, total, offline, cordoned = c.dirs[b][i]
             bytes_on[(b, i)] = bytes_on.get((b, i), 0) + s

@@ -24,12 +24,16 @@ brokers): it only chooses `log_dirs`.
    A replica that stays on its broker keeps its dir. None fits: the plan cannot be made (`unplaced`).
 2. Moves within a broker: while one of its disks is outside its band, the move of one replica of a
    planned partition between two of its disks that most reduces the bytes outside the bands (the peak
-   limit kept; ties: plan order); none that reduces them: done. A replica arriving on the broker is only
+   limit kept; ties: the smaller replica, then plan order); none that reduces them: done. A replica arriving on the broker is only
    placed elsewhere (no move within the broker); one that stays is moved from its dir to another.
+The log dirs written (`explicit`): for a partition whose replica set changes, every replica's (the dir it
+goes to, or the dir it stays in; "any" only where that is not known); for one whose replicas stay, the new
+dir of each replica moved within its broker and "any" for the others (nothing to do there).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -308,14 +312,35 @@ def plan_disks(
     for d, w in zip(dl, weight, strict=True):
         d.goal = plan.goal_utilization * w
     _place(plan, rows, final, arrivals, by_broker, weight)
+    changed = set(moved_rows)
     arrived = {(r, c) for r, c, _ in arrivals}
-    _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
+    origin = _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
     _largest(plan, rows, final, disk_of)
-    for r in sorted(moved_rows):
-        plan.explicit[(rows.names[int(rows.tix[r])], int(rows.pid[r]))] = [
-            "any" if g < 0 else paths[g][1] for g in final[r]
-        ]
+    _explicit(plan, rows, final, (moved_rows, changed), origin, disk_of)
     return plan
+
+
+def _explicit(
+    plan: DiskPlan,
+    rows: _Rows,
+    final: list[list[int]],
+    moved: tuple[set[int], set[int]],
+    origin: dict[tuple[int, int], int],
+    disk_of: dict[int, int],
+) -> None:
+    """The log dirs written (see the module docstring): `moved` (rows with a dir to write, rows whose
+    replica set changes)."""
+    moved_rows, changed = moved
+    paths = plan.paths
+    for r in sorted(moved_rows):
+        if r in changed:  # every replica: where it goes, or the dir it stays in
+            dirs = ["any" if g < 0 else paths[g][1] for g in final[r]]
+        else:  # the same replicas: only those moved to another disk of their broker
+            cols = {c for c, g in enumerate(final[r]) if (r, c) in origin and disk_of[g] != origin[(r, c)]}
+            dirs = [paths[g][1] if c in cols else "any" for c, g in enumerate(final[r])]
+            if not cols:
+                continue
+        plan.explicit[(rows.names[int(rows.tix[r])], int(rows.pid[r]))] = dirs
 
 
 def _fits(d: _Disk, s: int, limit: float) -> bool:
@@ -376,26 +401,32 @@ def _within_brokers(
     disk_of: dict[int, int],
     moved_rows: set[int],
     arrived: set[tuple[int, int]],
-) -> None:
-    """Step 2: moves between the disks of one broker (see the module docstring)."""
+) -> dict[tuple[int, int], int]:
+    """Step 2: moves between the disks of one broker (see the module docstring). Returns the staying
+    replicas moved, (row, column) -> the disk they were on."""
     dl, tol = plan.disks, plan.tolerance
     needy = sorted(
         b for b, ks in by_broker.items() if len(ks) > 1 and any(_out(dl[k].after, dl[k], tol) > 0 for k in ks)
     )
     if not needy:
-        return
-    # Movable replicas per disk: the replicas of planned partitions (arrivals, which are placed anew at no
-    # cost, and staying ones), in plan order.
-    movable: dict[int, list[tuple[int, int, int]]] = {}  # disk -> [(size, row, column)]
+        return {}
+    # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
+    # (arrivals, which are placed anew at no cost, and staying ones).
+    movable: dict[int, list[tuple[int, int, int]]] = {}
     want = set(needy)
     for r, out in enumerate(final):
         for c, g in enumerate(out):
             if g >= 0 and g in disk_of and plan.paths[g][0] in want:
                 movable.setdefault(disk_of[g], []).append((int(rows.size[r]), r, c))
+    for cands in movable.values():
+        cands.sort()
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
+        ks = by_broker[b]
         for _ in range(MAX_STEPS_PER_BROKER):
-            step = _best_move(plan, by_broker[b], movable)
+            # the disk farthest over (or under) first; every pair only when that finds nothing
+            far = max(ks, key=lambda k: (_out(dl[k].after, dl[k], tol), -k))
+            step = _best_move(plan, ks, movable, far) or _best_move(plan, ks, movable)
             if step is None:
                 break
             src, tgt, i = step
@@ -404,7 +435,7 @@ def _within_brokers(
             dl[tgt].after += s
             dl[tgt].peak += s
             final[r][c] = _dir_in(plan, dl[tgt])
-            movable.setdefault(tgt, []).append((s, r, c))
+            bisect.insort(movable.setdefault(tgt, []), (s, r, c))
             if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
                 dl[src].peak -= s
                 continue
@@ -414,47 +445,71 @@ def _within_brokers(
         if disk_of[final[r][c]] != src:
             plan.moves_within += 1
             plan.bytes_within += int(rows.size[r])
+    return origin
 
 
 def _best_move(
-    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]]
+    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]], only: int | None = None
 ) -> tuple[int, int, int] | None:
-    """(source disk, target disk, index in movable[source]) of the best move, None when none gains."""
+    """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
+
+    The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
+    convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
+    candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that disk.
+    """
     dl, tol = plan.disks, plan.tolerance
-    best: tuple[float, int, int, int, int] | None = None  # (-gain, size, row, ...)
+    best: tuple[float, int, int, int, int, int, int] | None = None
     for src in ks:
         cands = movable.get(src)
         if not cands:
             continue
-        sizes = np.array([x[0] for x in cands], dtype=np.float64)
         a = dl[src]
+        out_a = _out(a.after, a, tol)
         for tgt in ks:
             t = dl[tgt]
-            if tgt == src or not t.eligible:
+            if tgt == src or not t.eligible or (only is not None and only not in (src, tgt)):
                 continue
-            if _out(a.after, a, tol) <= 0 and _out(t.after, t, tol) <= 0:
+            out_t = _out(t.after, t, tol)
+            if out_a <= 0 and out_t <= 0:
                 continue
-            gain = (
-                _out(a.after, a, tol)
-                + _out(t.after, t, tol)
-                - _outs(a.after - sizes, a, tol)
-                - _outs(t.after + sizes, t, tol)
-            )
-            if t.total is not None:
-                gain[t.peak + sizes > plan.limit * t.total] = -1.0
-            i = int(np.argmax(gain))
-            if gain[i] <= 1e-9:
+            cap = len(cands)
+            if t.total is not None:  # sizes above the target's room under the limit cannot go
+                room = plan.limit * t.total - t.peak
+                cap = bisect.bisect_right(cands, (int(room) if room >= 0 else -1, 1 << 62, 1 << 62))
+            if cap == 0:
                 continue
-            key = (-float(gain[i]), cands[i][0], cands[i][1], src, tgt)
-            if best is None or key < best:
-                best = key
-                pick = (src, tgt, i)
-    return None if best is None else pick
+            for i in _near(cands, cap, a, t, tol):
+                s = cands[i][0]
+                gain = out_a + out_t - _out(a.after - s, a, tol) - _out(t.after + s, t, tol)
+                if gain <= 1e-9:
+                    continue
+                key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
+                if best is None or key < best:
+                    best = key
+    return None if best is None else (best[4], best[5], best[6])
 
 
-def _outs(x: np.ndarray, d: _Disk, tol: float) -> np.ndarray:
-    low, high = d.goal * (1 - tol), d.goal * (1 + tol)
-    return np.maximum(0.0, x - high) + np.maximum(0.0, low - x)
+def _near(cands: list[tuple[int, int, int]], cap: int, a: _Disk, t: _Disk, tol: float) -> set[int]:
+    """The indices of the candidates (below `cap`) on each side of the gain's breakpoints."""
+    points = (
+        a.after - a.goal * (1 + tol),
+        a.after - a.goal * (1 - tol),
+        t.goal * (1 + tol) - t.after,
+        t.goal * (1 - tol) - t.after,
+    )
+    out: set[int] = set()
+    for x in points:
+        if x <= 0:
+            continue
+        j = bisect.bisect_left(cands, (int(x), -1, -1), 0, cap)
+        # the first candidate of each size on both sides (the smallest replica first, then plan order)
+        for k in (j - 1, j, j + 1):
+            if 0 <= k < cap:
+                first = bisect.bisect_left(cands, (cands[k][0], -1, -1), 0, cap)
+                out.add(first)
+    out.add(0)
+    out.add(bisect.bisect_left(cands, (cands[cap - 1][0], -1, -1), 0, cap))  # the largest that fits
+    return out
 
 
 def _largest(plan: DiskPlan, rows: _Rows, final: list[list[int]], disk_of: dict[int, int]) -> None:
