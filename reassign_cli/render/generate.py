@@ -72,7 +72,7 @@ def extra_lines(extra: Mapping[str, Any]) -> list[str]:
             del rest[k]
     if all(k in extra for k in LOG_DIR_KEYS):
         lines += log_dir_lines(extra)
-        for k in (*LOG_DIR_KEYS, *LOG_DIR_UTIL_KEYS, "bytes_copied_between_brokers"):
+        for k in (*LOG_DIR_KEYS, *LOG_DIR_UTIL_KEYS, "bytes_copied_between_brokers", "disks_outside_band"):
             rest.pop(k, None)
     return lines + [f"{name}: {value}" for name, value in rest.items()]
 
@@ -135,7 +135,7 @@ def log_dir_lines(e: Mapping[str, Any]) -> list[str]:
             else ""
         ),
         f"log dirs: goal {goal} each"
-        + ("" if e["disks_within_tolerance"] else ", not every one within its band"),
+        + ("" if e["disks_within_tolerance"] else f", {e.get('disks_outside_band')} outside their band"),
     ]
     before, after = e["disk_bytes_before"], e["disk_bytes_after"]
     if len(before) > MAX_BROKER_ROWS:

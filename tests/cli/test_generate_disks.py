@@ -80,6 +80,7 @@ def test_full_disk(tmp_path: Path) -> None:
         "3:/b": 20,
     }
     assert stats["disk_bytes_before"]["1:/a"] == 40 and stats["disks_within_tolerance"] is True
+    assert stats["disks_outside_band"] == 0
     assert stats["disk_peak_utilization_per_dir"]["1:/a"] == 0.4  # what leaves counts until the end
     # Byte-identical dirs (brokers 2 and 3): said once, naming the flag.
     assert r.stderr.count("--shared-log-dirs") == 1 and "broker(s) 2, 3" in r.stderr

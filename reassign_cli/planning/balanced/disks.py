@@ -106,6 +106,7 @@ class DiskPlan:
             "disks_balanced_by": "utilization" if self.weighted else "bytes",
             "disks_goal": round(self.goal_utilization, 4),
             "disks_within_tolerance": self.within(),
+            "disks_outside_band": sum(1 for d in self.disks if not self._within(d)),
             "disk_bytes_before": {self.name(d): d.before for d in self.disks},
             "disk_bytes_after": {self.name(d): d.after for d in self.disks},
         }
