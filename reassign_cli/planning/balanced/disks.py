@@ -42,7 +42,7 @@ import numpy as np
 
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
-from reassign_cli.planning.balanced.planner import Balanced, targets_of
+from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
 MAX_STEPS_PER_BROKER = 10_000  # moves within one broker (a bound; far more than a disk band needs)
@@ -243,20 +243,26 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     size = np.zeros(len(pids), dtype=np.int64)
     old: list[list[int]] = []
     old_dir: list[list[int]] = []
+    maps = [targets_of(topics[n]) for n in names]
+    fpids, lens, flat = _flatten(maps)  # in bulk: one numpy read of a snapshot's replicas
+    aligned = np.array_equal(fpids, pids)
+    ids, bounds = flat.tolist(), np.concatenate([[0], np.cumsum(lens)]).tolist()
     for i, name in enumerate(names):
         t = topics[name]
         lo, hi = int(result.starts[i]), int(result.starts[i + 1])
-        reps = targets_of(t)
+        reps, sizes, dirs, plain = maps[i], t.sizes, t.dirs, not t.removing
         for r, p in zip(range(lo, hi), pids[lo:hi].tolist(), strict=True):
-            cur = list(reps[p])
+            cur = ids[bounds[r] : bounds[r + 1]] if aligned else list(reps[p])
             old.append(cur)
-            size[r] = t.sizes.get(p, 0)
-            where = t.dirs.get(p)
+            size[r] = sizes.get(p, 0)
+            where = dirs.get(p)
             if where is None:
                 old_dir.append([-1] * len(cur))
-                continue
-            held = dict(zip(t.replicas[p], where, strict=False))
-            old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
+            elif plain:  # the dirs index the current replicas, in order
+                old_dir.append([-1 if x is None else x for x in where])
+            else:
+                held = dict(zip(t.replicas[p], where, strict=False))
+                old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
     new = result.rows.astype(np.int64)
     return _Rows(list(names), tix, pids, new, size, old, old_dir)
 
