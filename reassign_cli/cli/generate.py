@@ -137,6 +137,13 @@ def _from_command_line(ctx: click.Context, name: str) -> bool:
     "own disk]. A snapshot records the choice (give it to `snapshot`).",
 )
 @click.option(
+    "--disks",
+    is_flag=True,
+    help="With --balance bytes: plan disk by disk (the log dir of every replica of a changed partition, "
+    "and moves between a broker's log dirs) even where no broker has several log dirs [default: when "
+    "one has].",
+)
+@click.option(
     "--throttle",
     type=POSITIVE_RATE,
     metavar="RATE",
@@ -185,6 +192,7 @@ def command(
     spark_master: str,
     report: str | None = None,
     shared_log_dirs: bool = False,
+    disks: bool = False,
 ) -> None:
     """Propose a new replica assignment for the given topics over the given brokers.
 
@@ -210,10 +218,8 @@ def command(
         engine, spark_master, opts.verbose, stats=not opts.quiet or seen is not None or opts.json,
         replication_factor=replication_factor, strategy=generate.STRATEGIES[strategy],
         whole_cluster=strategy == "balanced", throttle=throttle, observe=seen,
-        balance=balance, tolerance=tolerance,
-        max_disk_utilization=(
-            max_disk_utilization if _from_command_line(ctx, "max_disk_utilization") else None
-        ),
+        balance=balance, tolerance=tolerance, disks=True if disks else None,
+        max_disk_utilization=max_disk_utilization if _from_command_line(ctx, "max_disk_utilization") else None,
     )  # fmt: skip
     result = generate.run(request, source, _Reporter(out))
     if result.files is not None:
@@ -293,6 +299,8 @@ def _check_balance(ctx: click.Context, strategy: str, balance: str) -> None:
         raise UsageError("--tolerance needs --balance bytes")
     if _from_command_line(ctx, "max_disk_utilization") and balance != "bytes":
         raise UsageError("--max-disk-utilization needs --balance bytes")
+    if ctx.params.get("disks") and balance != "bytes":
+        raise UsageError("--disks needs --balance bytes")
     if ctx.params.get("shared_log_dirs") and balance != "bytes":
         raise UsageError("--shared-log-dirs needs --balance bytes")
     if ctx.params.get("shared_log_dirs") and ctx.params.get("snapshot_file"):

@@ -2,8 +2,9 @@
 DescribeLogDirs answers and their `cordoned.log.dirs` config. Pure: plain data in and out.
 
 `snapshot` and live `generate` record them (cli/snapshot.py, ops/generate.py), the snapshot file keeps
-them (snapshot.py: each broker's "log_dirs", each partition's "dirs"/"future_dirs"). Nothing plans with
-them yet: disk-granular planning and paced log-dir moves (issue 27, items 2 and 3) will.
+them (snapshot.py: each broker's "log_dirs", each partition's "dirs"/"future_dirs"). `--balance bytes`
+plans disk by disk with them (planning/balanced/disks.py); paced log-dir moves (issue 27, item 3) will use
+them too.
 
 A log dir (model.LogDir), as one broker reports it:
 - `path`: as the broker names it (absolute);

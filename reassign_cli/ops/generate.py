@@ -33,6 +33,7 @@ from reassign_cli.core.names import shorten
 from reassign_cli.errors import InvalidInputError, OperationalError, ReassignError, UsageError
 from reassign_cli.planning import plan, sizes
 from reassign_cli.planning.balanced import bytes as balance_bytes
+from reassign_cli.planning.balanced import disks as balance_disks
 from reassign_cli.planning.balanced import planner as balance
 
 if TYPE_CHECKING:  # pragma: no cover - imported lazily at run time (pyspark)
@@ -101,6 +102,9 @@ class Request:
     # --balance bytes with capacities known: no broker's peak above this share of its capacity; None:
     # the default (balance_bytes.MAX_DISK_UTILIZATION), not asked for (so not refused without capacities)
     max_disk_utilization: float | None = None
+    # --balance bytes disk by disk (planning/balanced/disks.py): True (--disks), or None: when a broker
+    # of B has several log dirs
+    disks: bool | None = None
 
 
 class Reporter(Protocol):
@@ -173,6 +177,8 @@ class BalancedStrategy:
     bytes_stats: balance_bytes.BytesStats | None = None
     max_utilization: float | None = None  # --max-disk-utilization as given (None: the default)
     planned: balance.Balanced | None = None  # --balance bytes: planned by `check` (it may refuse the plan)
+    disks: bool | None = None  # Request.disks
+    disk_plan: balance_disks.DiskPlan | None = None  # --balance bytes disk by disk: the log dirs chosen
 
     def check(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> None:
         plan.check_specs(specs, brokers)
@@ -196,6 +202,27 @@ class BalancedStrategy:
             stats = self.bytes_stats
             if stats is not None and stats.disks is not None and (worst := stats.disks.worst()) is not None:
                 raise UsageError(peak_refusal(stats, worst))
+            self._check_disks(brokers)
+
+    def _check_disks(self, brokers: Sequence[Broker]) -> None:
+        """Disk by disk (--disks, or a broker of B with several log dirs): the log dirs chosen, refused
+        when a replica fits on no disk of its broker under --max-disk-utilization."""
+        if self.disks is None and not balance_disks.wanted(self.state.disks, brokers):
+            return
+        if not any(self.state.disks.get(b.id) for b in brokers):
+            raise UsageError(
+                "--disks: no log dirs known for the brokers; take the snapshot with `snapshot "
+                "--bootstrap-server` (it records them), or plan from the live cluster (--bootstrap-server)"
+            )
+        assert self.planned is not None
+        limit = balance_bytes.MAX_DISK_UTILIZATION if self.max_utilization is None else self.max_utilization
+        assert self.bytes_tolerance is not None
+        self.disk_plan = balance_disks.plan_disks(
+            self.state.topics, brokers, self.planned, self.state.disks, self.state.capacities,
+            self.bytes_tolerance, limit,
+        )  # fmt: skip
+        if self.disk_plan.unplaced:
+            raise UsageError(balance_disks.unplaced_refusal(self.disk_plan))
 
     def make_plan(self, specs: Sequence[plan.TopicSpec], brokers: Sequence[Broker]) -> balance.Balanced:
         if self.planned is not None:
@@ -231,7 +258,15 @@ class BalancedStrategy:
         extra: dict[str, Any] = dict(self.stats.as_dict())
         if self.bytes_stats is not None:
             extra.update(self.bytes_stats.as_dict())
+        if self.disk_plan is not None:
+            extra.update(self.disk_plan.as_dict())
         return extra
+
+    def entries(self, proposed: plan.AssignmentLike) -> str:
+        """Kafka's entries of a chunk of the plan, with the log dirs chosen when planned disk by disk."""
+        if self.disk_plan is None:
+            return format_partition_entries(proposed)
+        return self.disk_plan.entries(proposed)
 
 
 def capacity_lacking(state: ClusterState, brokers: Sequence[Broker]) -> list[int]:
@@ -275,7 +310,8 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     if _executors_read(request, source, reporter):
         assert source.snapshot_file is not None
         return _run_spark_lines(request, source, reporter)
-    state = load_state(source, None if request.whole_cluster else request.topics, reporter)
+    dirs = request.balance == "bytes"  # the replicas' log dirs, for --balance bytes disk by disk
+    state = load_state(source, None if request.whole_cluster else request.topics, reporter, replica_dirs=dirs)
     if not source.snapshot_file:
         _record_sizes(source, state, reporter, needed=request.balance == "bytes")
     # Broker selection first, so that its warnings (unregistered ids) show even when planning then fails.
@@ -291,11 +327,13 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
         strategy.bytes_tolerance = request.tolerance
         strategy.max_utilization = request.max_disk_utilization
+        strategy.disks = request.disks
     strategy.check(specs, brokers)
     if isinstance(strategy, BalancedStrategy) and request.balance == "bytes":
         _note_capacity(state, brokers, strategy, reporter)
         if strategy.bytes_stats is not None and not strategy.bytes_stats.within():
             reporter.warning(tolerance_note(strategy.bytes_stats))
+        _note_disks(strategy, source, brokers, reporter)
     if request.seed is None:
         reporter.seed_chosen(seed)
     current = {s.name: state.topics[s.name].replicas for s in specs}
@@ -313,6 +351,24 @@ def run(request: Request, source: Source, reporter: Reporter) -> Outcome:
     return Outcome(
         seed, brokers, stats, extra, files, kept=[state, current], json_stats=_doc_stats(extra, stats, copied)
     )
+
+
+def _note_disks(
+    strategy: BalancedStrategy, source: Source, brokers: Sequence[Broker], reporter: Reporter
+) -> None:
+    """Disk by disk: from a snapshot, the brokers whose log dirs look like one filesystem (the live
+    survey says so itself); the disks left outside their band."""
+    d = strategy.disk_plan
+    if d is None:
+        return
+    if source.snapshot_file:
+        from reassign_cli.backends.admin.log_dirs import shared_note
+
+        alike = balance_disks.look_shared(strategy.state.disks, strategy.state.capacities, brokers)
+        if alike:
+            reporter.warning(shared_note(alike))
+    if not d.within():
+        reporter.warning(balance_disks.band_note(d))
 
 
 def tolerance_note(stats: balance_bytes.BytesStats) -> str:
@@ -419,21 +475,26 @@ def _extra(
     """The strategy's own figures, then the bytes copied (when sizes are known)."""
     if copied is None:
         return strategy_stats
-    return {**(strategy_stats or {}), **copied.as_dict(throttle)}
+    out = {**(strategy_stats or {}), **copied.as_dict(throttle)}
+    if strategy_stats and "bytes_moved_within_brokers" in strategy_stats:  # disk by disk: the two apart
+        out["bytes_copied_between_brokers"] = copied.bytes_copied
+    return out
 
 
-def load_state(source: Source, topics: list[str] | None, reporter: Reporter) -> ClusterState:
+def load_state(
+    source: Source, topics: list[str] | None, reporter: Reporter, *, replica_dirs: bool = False
+) -> ClusterState:
     if source.snapshot_file:
         if source.ignored_env:
             reporter.detail(f"Planning from the snapshot; {source.ignored_env} is not used.")
-        return _load_snapshot(source.snapshot_file)
+        return _load_snapshot(source.snapshot_file, replica_dirs)
     if source.zookeeper is not None:  # ZooKeeper mode; the brokers beside it, if given, tell the sizes
         return _read_zookeeper(source.zookeeper, topics)
     assert source.admin is not None, "the CLI requires a connection without --snapshot"
     return _read_admin(source.admin, topics)
 
 
-def _load_snapshot(path: str) -> ClusterState:
+def _load_snapshot(path: str, replica_dirs: bool = False) -> ClusterState:
     """The snapshot file (a document or JSON lines, told apart by its first bytes), memory-mapped: its
     pages are dropped as the parser moves on, so a 750 MB file (10M partitions) does not add to the peak
     memory on top of the state built from it."""
@@ -446,9 +507,10 @@ def _load_snapshot(path: str) -> ClusterState:
             f.seek(0)
             size = os.fstat(f.fileno()).st_size
             if size == 0 or not hasattr(mmap, "MADV_DONTNEED"):
-                return loads(f.read(), partition_state=False)
+                return loads(f.read(), partition_state=False, replica_dirs=replica_dirs)
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                return loads(m, partition_state=False, release=lambda: m.madvise(mmap.MADV_DONTNEED))
+                release = lambda: m.madvise(mmap.MADV_DONTNEED)  # noqa: E731
+                return loads(m, partition_state=False, release=release, replica_dirs=replica_dirs)
     except OSError as e:
         raise InvalidInputError(f"cannot read snapshot file {path}: {e.strerror or e}") from None
 
@@ -529,7 +591,11 @@ def _write_local(job: _Job, strategy: Strategy) -> _Written:
                 copied.add(sizes.copy_bytes(current, proposed, known))
             if job.request.observe is not None:
                 job.request.observe(current, proposed, known)
-            yield format_partition_entries(proposed)
+            yield (
+                strategy.entries(proposed)
+                if isinstance(strategy, BalancedStrategy)
+                else format_partition_entries(proposed)
+            )
 
     def after() -> str:
         extra = _extra(strategy.extra_stats(), copied, job.request.throttle)
@@ -592,7 +658,10 @@ def _write_spark_balanced(job: _Job, strategy: BalancedStrategy) -> _Written:
         _Outputs(request.output_dir, job.frame) as outs,
     ):
         result = strategy.make_plan(job.specs, job.brokers)
-        proposed = eng.format_plan(result, outs.parts_dir(eng.executors_here))
+        if strategy.disk_plan is None:
+            proposed = eng.format_plan(result, outs.parts_dir(eng.executors_here))
+        else:  # the log dirs chosen on the driver (planning/balanced/disks.py): formatted here too
+            proposed = map(strategy.entries, result.chunks(CHUNK_PARTITIONS))
         stats = _balanced_stats(result, job.current, request.stats, copied, job.sizes)
         outs.write_current(_current_slices(job))
         extra = _doc_stats(_extra(strategy.extra_stats(), copied, request.throttle), stats, copied)

@@ -70,6 +70,10 @@ def extra_lines(extra: Mapping[str, Any]) -> list[str]:
         lines += disk_lines(extra)
         for k in DISK_KEYS:
             del rest[k]
+    if all(k in extra for k in LOG_DIR_KEYS):
+        lines += log_dir_lines(extra)
+        for k in (*LOG_DIR_KEYS, *LOG_DIR_UTIL_KEYS, "bytes_copied_between_brokers", "disks_outside_band"):
+            rest.pop(k, None)
     return lines + [f"{name}: {value}" for name, value in rest.items()]
 
 
@@ -97,6 +101,53 @@ DISK_KEYS = (
     "disk_peak_utilization",
     "max_disk_utilization",
 )
+
+
+LOG_DIR_KEYS = (
+    "bytes_moved_within_brokers",
+    "moves_within_brokers",
+    "disks_balanced_by",
+    "disks_goal",
+    "disks_within_tolerance",
+    "disk_bytes_before",
+    "disk_bytes_after",
+)
+LOG_DIR_UTIL_KEYS = (
+    "disk_utilization_per_dir_before",
+    "disk_utilization_per_dir_after",
+    "disk_peak_utilization_per_dir",
+)
+
+
+def log_dir_lines(e: Mapping[str, Any]) -> list[str]:
+    """--balance bytes disk by disk (planning/balanced/disks.py): the copies within brokers apart from
+    those between them, the goal, and each log dir before and after (up to MAX_BROKER_ROWS of them)."""
+    util = "disk_utilization_per_dir_after" in e
+    goal = f"{100 * e['disks_goal']:.1f}%" if util else human_bytes(e["disks_goal"])
+    moved = e["bytes_moved_within_brokers"]
+    lines = [
+        f"moved within brokers (log dir to log dir, no network): {e['moves_within_brokers']} replicas, "
+        f"{moved} ({human_bytes(moved)})"
+        + (
+            f"; copied between brokers: {e['bytes_copied_between_brokers']} "
+            f"({human_bytes(e['bytes_copied_between_brokers'])})"
+            if "bytes_copied_between_brokers" in e
+            else ""
+        ),
+        f"log dirs: goal {goal} each"
+        + ("" if e["disks_within_tolerance"] else f", {e.get('disks_outside_band')} outside their band"),
+    ]
+    before, after = e["disk_bytes_before"], e["disk_bytes_after"]
+    if len(before) > MAX_BROKER_ROWS:
+        return lines
+    if util:
+        ub, ua, up = (e[k] for k in LOG_DIR_UTIL_KEYS)
+        per = "; ".join(
+            f"{k}: {100 * ub[k]:.1f}% -> {100 * ua[k]:.1f}% (peak {100 * up[k]:.1f}%)" for k in before
+        )
+    else:
+        per = "; ".join(f"{k}: {human_bytes(before[k])} -> {human_bytes(after[k])}" for k in before)
+    return [*lines, f"per log dir: {per}"]
 
 
 def disk_lines(e: Mapping[str, Any]) -> list[str]:

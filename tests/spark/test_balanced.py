@@ -304,3 +304,54 @@ def _snapshots(state: Any, d: Path) -> dict[str, Path]:
     names = sorted(t for t in state.topics if t != "going")
     every.write_bytes(orjson.dumps({"version": 1, "topics": [{"topic": t} for t in names]}))
     return {"doc": doc, "lines": lines, "all": every}
+
+
+@pytest.fixture(scope="module")
+def jbod_snaps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The sized `added` cluster on JBOD brokers (issue 27): three log dirs each, of 1x, 2x and 3x a size,
+    every replica in one of the first two (the third empty; broker 3's cordoned), so the plan is made disk
+    by disk: log dirs for the replicas placed, and moves within brokers."""
+    from reassign_cli.core.model import Capacity, LogDir
+
+    state = state_of("added")
+    rnd = random.Random(11)
+    for t in state.topics.values():
+        t.sizes = {p: int(rnd.lognormvariate(18, 1.5)) for p in t.replicas}
+    held: dict[tuple[int, int], int] = {}
+    for t in state.topics.values():
+        where = {}
+        for p, reps in t.replicas.items():
+            where[p] = [rnd.choice([0, 0, 1]) for _ in reps]
+            for b, i in zip(reps, where[p], strict=True):
+                held[(b, i)] = held.get((b, i), 0) + t.sizes[p]
+        t.dirs = where  # type: ignore[assignment]
+    unit = sum(held.values())
+    state.disks, state.capacities = {}, {}
+    for b in state.brokers:
+        dirs = []
+        for i in range(3):
+            total, h = unit * (i + 1), held.get((b.id, i), 0)
+            dirs.append(LogDir(f"/data{i}", False, None, h, 0, total, total - h, b.id == 3 and i == 2))
+        state.disks[b.id] = tuple(dirs)
+        state.capacities[b.id] = Capacity(6 * unit, sum(d.usable or 0 for d in dirs), False)
+    return _snapshots(state, tmp_path_factory.mktemp("jbod"))
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_balance_disks_same_bytes(
+    spark_sc: Any, jbod_snaps: dict[str, Path], fmt: str, tmp_path: Path
+) -> None:
+    """Disk by disk (issue 27, item 4): the log dirs are chosen on the driver after the broker-level plan,
+    and the proposed document with them is formatted there: the same plan bytes, figures and files on
+    every engine."""
+    args = ["--topics-to-move-json-file", str(jbod_snaps["all"]), "--seed", "4", "--balance", "bytes"]
+    runs = three(jbod_snaps, [*args, "--format", fmt])
+    assert_same(runs)
+    assert_same(three(jbod_snaps, [*args, "--format", fmt], tmp_path), tmp_path)
+    if fmt == "json":
+        doc = orjson.loads(runs[0].stdout)
+        assert doc["stats"]["bytes_moved_within_brokers"] > 0
+        entries = doc["proposed"]["partitions"]
+        assert any("any" not in e["log_dirs"] for e in entries)
+        pairs = {(b, d) for e in entries for b, d in zip(e["replicas"], e["log_dirs"], strict=True)}
+        assert (3, "/data2") not in pairs and any(d == "/data2" for _, d in pairs)  # cordoned on broker 3

@@ -1,0 +1,569 @@
+"""`--balance bytes` disk by disk: after the broker-level plan (planning/balanced/bytes.py), place each
+replica on a log dir and move replicas between the dirs of one broker until every disk is within its
+band. Pure (numpy); deterministic (no draw: the same inputs give the same placement). ops/generate.py's
+BalancedStrategy runs it after `plan_bytes` when a broker of B has several log dirs (or with --disks);
+the contract: docs/balanced.md ("Disks").
+
+It never changes the broker-level plan (replica sets, leaders, counts, racks, bytes copied between
+brokers): it only chooses `log_dirs`.
+
+- A **disk** is one live log dir of a broker of B, or with --shared-log-dirs (the broker's capacity
+  recorded `shared`) the live dirs of one broker that report the same total bytes and usable bytes
+  within SAME_VOLUME of it (one filesystem). Offline dirs are no disk: nothing is placed there.
+- Each disk's **goal** is the cluster's goal utilization (bytes after the plan over the disks' total
+  bytes, over every disk of B) times its size; without every disk's size known, each disk weighs 1 (the
+  mean bytes per disk). Its **band**: goal × (1 ± tolerance); it is **within** when inside
+  goal ± max(tolerance × goal, the largest planned partition on it) (core/bands.outer_band).
+- **Peak accounting per disk**: a disk's peak is its bytes in use now (its replicas and future
+  replicas, or the filesystem's used bytes, the larger) plus every byte placed on it by the plan; bytes
+  leaving it are counted as still there until the plan ends. No replica is placed where the peak would
+  pass `max_utilization` × its size (when its size is known).
+1. Placement: each replica arriving on a broker, largest first, goes to the broker's disk that is not
+   cordoned and whose peak takes it under the limit, the one whose utilization after the plan is then
+   the lowest (ties: the most usable bytes left after those already in flight to it, then path order).
+   A replica that stays on its broker keeps its dir. None fits: the plan cannot be made (`unplaced`).
+2. Moves within a broker: while one of its disks is outside its band, the move of one replica of a
+   planned partition between two of its disks that most reduces the bytes outside the bands (the peak
+   limit kept; ties: the smaller replica, then plan order); none that reduces them: done. A replica arriving on the broker is only
+   placed elsewhere (no move within the broker); one that stays is moved from its dir to another.
+The log dirs written (`explicit`): for a partition whose replica set changes, every replica's (the dir it
+goes to, or the dir it stays in; "any" only where that is not known); for one whose replicas stay, the new
+dir of each replica moved within its broker and "any" for the others (nothing to do there).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reassign_cli.core import bands
+from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
+from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
+
+SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
+MAX_STEPS_PER_BROKER = 10_000  # moves within one broker (a bound; far more than a disk band needs)
+
+
+@dataclass(slots=True)
+class _Disk:
+    broker: int  # broker id
+    dirs: list[int]  # global dir indices (into DiskPlan.paths), path order
+    total: int | None
+    usable: int | None
+    eligible: bool  # some dir of it is not cordoned: replicas may be placed there
+    before: int = 0  # bytes of its replicas now
+    after: int = 0  # after the plan
+    base: int = 0  # in use now (see the module docstring)
+    peak: int = 0
+    goal: float = 0.0
+    largest: int = 0  # the largest planned partition on it after the plan
+
+
+@dataclass(slots=True)
+class DiskPlan:
+    """Where each replica of the plan goes, and what that does to every disk of B."""
+
+    paths: list[tuple[int, str]]  # global dir index -> (broker, path)
+    disks: list[_Disk]
+    tolerance: float
+    limit: float
+    weighted: bool  # every disk's size known: balanced by utilization, else by bytes per disk
+    goal_utilization: float  # or the goal bytes per disk when not weighted
+    # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
+    explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    moves_within: int = 0  # replicas moved from one disk of a broker to another
+    bytes_within: int = 0
+    unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
+    cordoned: set[int] = field(default_factory=set)  # global dir indices in cordoned.log.dirs
+
+    def within(self) -> bool:
+        return all(self._within(d) for d in self.disks)
+
+    def _within(self, d: _Disk) -> bool:
+        low, high = bands.outer_band(np.array([d.goal]), self.tolerance, float(d.largest))
+        return bool(low[0] - 1e-6 <= d.after <= high[0] + 1e-6)
+
+    def worst_peak(self) -> _Disk | None:
+        """The disk whose peak passes the limit the most (it receives bytes); None when none."""
+        bad = [d for d in self.disks if d.total and d.peak > d.base and d.peak > self.limit * d.total]
+        return max(bad, key=lambda d: d.peak / (d.total or 1)) if bad else None
+
+    def name(self, d: _Disk) -> str:
+        return f"{d.broker}:" + "+".join(self.paths[g][1] for g in d.dirs)
+
+    def as_dict(self) -> dict[str, object]:
+        def per(value: Iterable[float]) -> dict[str, float]:
+            return {self.name(d): round(float(v), 4) for d, v in zip(self.disks, value, strict=True)}
+
+        scale = [float(d.total) if self.weighted and d.total else 1.0 for d in self.disks]
+        out: dict[str, object] = {
+            "bytes_moved_within_brokers": self.bytes_within,
+            "moves_within_brokers": self.moves_within,
+            "disks_balanced_by": "utilization" if self.weighted else "bytes",
+            "disks_goal": round(self.goal_utilization, 4),
+            "disks_within_tolerance": self.within(),
+            "disks_outside_band": sum(1 for d in self.disks if not self._within(d)),
+            "disk_bytes_before": {self.name(d): d.before for d in self.disks},
+            "disk_bytes_after": {self.name(d): d.after for d in self.disks},
+        }
+        if self.weighted:
+            out["disk_utilization_per_dir_before"] = per(
+                d.before / s for d, s in zip(self.disks, scale, strict=True)
+            )
+            out["disk_utilization_per_dir_after"] = per(
+                d.after / s for d, s in zip(self.disks, scale, strict=True)
+            )
+            out["disk_peak_utilization_per_dir"] = per(
+                d.peak / s for d, s in zip(self.disks, scale, strict=True)
+            )
+        return out
+
+    def entries(self, assignment: Mapping[str, Mapping[int, Sequence[int]]]) -> str:
+        """Kafka's reassignment entries of `assignment` (as model.format_partition_entries), with the
+        log dirs chosen here where given, "any" elsewhere."""
+        from reassign_cli.core.model import format_partition_entries
+
+        out: list[str] = []
+        for topic, parts in assignment.items():
+            if not any((topic, p) in self.explicit for p in parts):
+                text = format_partition_entries({topic: parts})
+                if text:
+                    out.append(text)
+                continue
+            tq = json.dumps(topic, ensure_ascii=False)
+            for p in sorted(parts):
+                reps = list(parts[p])
+                dirs = self.explicit.get((topic, p)) or ["any"] * len(reps)
+                out.append(
+                    f'{{"topic":{tq},"partition":{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":['
+                    + ",".join(json.dumps(d, ensure_ascii=False) for d in dirs)
+                    + "]}"
+                )
+        return ",".join(out)
+
+
+def wanted(disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker]) -> bool:
+    """Whether the plan is made disk by disk without --disks: some broker of B has several log dirs."""
+    return any(len(disks.get(b.id, ())) > 1 for b in brokers)
+
+
+# ---------------------------------------------------------------------------------------------
+# The disks of B
+# ---------------------------------------------------------------------------------------------
+
+
+def _layout(
+    disks: Mapping[int, Sequence[LogDir]],
+    ids: Sequence[int],
+    capacities: Mapping[int, Capacity],
+    shared: bool,
+) -> tuple[list[tuple[int, str]], dict[int, int], list[_Disk], dict[int, int], set[int]]:
+    """(paths, broker -> first global dir index, disks, global dir -> disk index (absent: offline))."""
+    paths: list[tuple[int, str]] = []
+    start: dict[int, int] = {}
+    out: list[_Disk] = []
+    disk_of: dict[int, int] = {}
+    cordoned: set[int] = set()
+    for b in ids:
+        start[b] = len(paths)
+        dirs = list(disks.get(b, ()))
+        paths.extend((b, d.path) for d in dirs)
+        cordoned.update(start[b] + i for i, d in enumerate(dirs) if d.cordoned is True)
+        cap = capacities.get(b)
+        groups = _groups(dirs, shared or (cap is not None and cap.shared is True))
+        for group in groups:
+            first = dirs[group[0]]
+            disk = _Disk(
+                b,
+                [start[b] + i for i in group],
+                first.total,
+                first.usable,
+                any(dirs[i].cordoned is not True for i in group),
+            )
+            held = sum(dirs[i].held or 0 for i in group)
+            future = sum(dirs[i].future_held or 0 for i in group)
+            used = first.total - first.usable if first.total is not None and first.usable is not None else 0
+            disk.before = disk.after = held
+            disk.base = disk.peak = max(held + future, used)
+            for i in group:
+                disk_of[start[b] + i] = len(out)
+            out.append(disk)
+    return paths, start, out, disk_of, cordoned
+
+
+def _groups(dirs: Sequence[LogDir], shared: bool) -> list[list[int]]:
+    """Live dirs as disks: each its own, or with `shared` those of one filesystem together."""
+    live = [i for i, d in enumerate(dirs) if not d.offline]
+    if not shared:
+        return [[i] for i in live]
+    groups: list[list[int]] = []
+    for i in live:
+        d = dirs[i]
+        for g in groups:
+            e = dirs[g[0]]
+            if (
+                d.total is not None
+                and d.usable is not None
+                and e.total == d.total
+                and e.usable is not None
+                and abs(e.usable - d.usable) <= SAME_VOLUME * d.total
+            ):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan's rows, with the replicas' current dirs
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Rows:
+    names: list[str]
+    tix: np.ndarray  # (P,) topic index of each row
+    pid: np.ndarray  # (P,)
+    new: np.ndarray  # (P, W) broker ids, -1 pad
+    size: np.ndarray  # (P,) bytes (0 unknown)
+    old: list[list[int]]  # per row: current (target) replicas
+    old_dir: list[list[int]]  # per row: local dir index of each current replica, -1 unknown
+
+
+def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
+    names = result.names
+    counts = np.diff(result.starts)
+    tix = np.repeat(np.arange(len(names), dtype=np.int64), counts)
+    pids = result.pid.astype(np.int64)
+    size = np.zeros(len(pids), dtype=np.int64)
+    old: list[list[int]] = []
+    old_dir: list[list[int]] = []
+    maps = [targets_of(topics[n]) for n in names]
+    fpids, lens, flat = _flatten(maps)  # in bulk: one numpy read of a snapshot's replicas
+    aligned = np.array_equal(fpids, pids)
+    ids, bounds = flat.tolist(), np.concatenate([[0], np.cumsum(lens)]).tolist()
+    for i, name in enumerate(names):
+        t = topics[name]
+        lo, hi = int(result.starts[i]), int(result.starts[i + 1])
+        reps, sizes, dirs, plain = maps[i], t.sizes, t.dirs, not t.removing
+        for r, p in zip(range(lo, hi), pids[lo:hi].tolist(), strict=True):
+            cur = ids[bounds[r] : bounds[r + 1]] if aligned else list(reps[p])
+            old.append(cur)
+            size[r] = sizes.get(p, 0)
+            where = dirs.get(p)
+            if where is None:
+                old_dir.append([-1] * len(cur))
+            elif plain:  # the dirs index the current replicas, in order
+                old_dir.append([-1 if x is None else x for x in where])
+            else:
+                held = dict(zip(t.replicas[p], where, strict=False))
+                old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
+    new = result.rows.astype(np.int64)
+    return _Rows(list(names), tix, pids, new, size, old, old_dir)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_disks(
+    topics: Mapping[str, Topic],
+    brokers: Sequence[Broker],
+    result: Balanced,
+    disks: Mapping[int, Sequence[LogDir]],
+    capacities: Mapping[int, Capacity],
+    tolerance: float,
+    max_utilization: float,
+    shared: bool = False,
+) -> DiskPlan:
+    """The disk placement of `result` (the broker-level plan of `topics`), see the module docstring."""
+    ids = sorted(b.id for b in brokers)
+    paths, start, dl, disk_of, cordoned = _layout(disks, ids, capacities, shared)
+    rows = _rows(topics, result)
+    weighted = bool(dl) and all(d.total for d in dl)
+    plan = DiskPlan(paths, dl, tolerance, max_utilization, weighted, 0.0, cordoned=cordoned)
+    # final[r][c]: global dir of the c-th new replica of row r (-1: any); arrivals to place
+    final: list[list[int]] = []
+    arrivals: list[tuple[int, int, int]] = []  # (row, column, broker)
+    moved_rows: set[int] = set()
+    for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
+        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
+        out: list[int] = []
+        for c, b in enumerate(row):
+            if b < 0:
+                break
+            if b in here:
+                out.append(here[b])
+            else:
+                out.append(-1)
+                if b in start:
+                    arrivals.append((r, c, b))
+        final.append(out)
+        if any(b >= 0 and b not in here for b in row):
+            moved_rows.add(r)
+            for b, g in here.items():  # leaving replicas: their bytes leave their disk once the plan ends
+                if b not in row and g in disk_of:
+                    dl[disk_of[g]].after -= int(rows.size[r])
+    by_broker: dict[int, list[int]] = {}
+    for k, d in enumerate(dl):
+        by_broker.setdefault(d.broker, []).append(k)
+    arriving = sum(int(rows.size[r]) for r, _, b in arrivals if b in by_broker)
+    weight = [float(d.total) if weighted and d.total else 1.0 for d in dl]
+    plan.goal_utilization = (sum(d.after for d in dl) + arriving) / sum(weight) if dl else 0.0
+    for d, w in zip(dl, weight, strict=True):
+        d.goal = plan.goal_utilization * w
+    _place(plan, rows, final, arrivals, by_broker, weight)
+    changed = set(moved_rows)
+    arrived = {(r, c) for r, c, _ in arrivals}
+    origin = _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
+    _largest(plan, rows, final, disk_of)
+    _explicit(plan, rows, final, (moved_rows, changed), origin, disk_of)
+    return plan
+
+
+def _explicit(
+    plan: DiskPlan,
+    rows: _Rows,
+    final: list[list[int]],
+    moved: tuple[set[int], set[int]],
+    origin: dict[tuple[int, int], int],
+    disk_of: dict[int, int],
+) -> None:
+    """The log dirs written (see the module docstring): `moved` (rows with a dir to write, rows whose
+    replica set changes)."""
+    moved_rows, changed = moved
+    paths = plan.paths
+    for r in sorted(moved_rows):
+        if r in changed:  # every replica: where it goes, or the dir it stays in
+            dirs = ["any" if g < 0 else paths[g][1] for g in final[r]]
+        else:  # the same replicas: only those moved to another disk of their broker
+            cols = {c for c, g in enumerate(final[r]) if (r, c) in origin and disk_of[g] != origin[(r, c)]}
+            dirs = [paths[g][1] if c in cols else "any" for c, g in enumerate(final[r])]
+            if not cols:
+                continue
+        plan.explicit[(rows.names[int(rows.tix[r])], int(rows.pid[r]))] = dirs
+
+
+def _fits(d: _Disk, s: int, limit: float) -> bool:
+    return d.total is None or d.peak + s <= limit * d.total
+
+
+def _place(
+    plan: DiskPlan,
+    rows: _Rows,
+    final: list[list[int]],
+    arrivals: list[tuple[int, int, int]],
+    by_broker: dict[int, list[int]],
+    weight: list[float],
+) -> None:
+    """Step 1: each arriving replica, largest first, on its broker's disk (see the module docstring)."""
+    dl = plan.disks
+    order = sorted(arrivals, key=lambda a: (-int(rows.size[a[0]]), a[0], a[1]))
+    for r, c, b in order:
+        s = int(rows.size[r])
+        best, key = -1, (0.0, 0.0)
+        for k in by_broker.get(b, ()):
+            d = dl[k]
+            if not d.eligible or not _fits(d, s, plan.limit):
+                continue
+            room = (d.total - d.peak) if d.total is not None else 0
+            cand = ((d.after + s) / weight[k], -float(room))
+            if best < 0 or cand < key:
+                best, key = k, cand
+        if best < 0:
+            if by_broker.get(b):
+                plan.unplaced.append((rows.names[int(rows.tix[r])], int(rows.pid[r]), b))
+            continue
+        d = dl[best]
+        d.after += s
+        d.peak += s
+        final[r][c] = _dir_in(plan, d)
+
+
+def _dir_in(plan: DiskPlan, d: _Disk) -> int:
+    """The dir of the disk a replica goes to: its first dir not cordoned (one filesystem: any will do)."""
+    return next(g for g in d.dirs if not _cordoned(plan, g)) if d.eligible else d.dirs[0]
+
+
+def _cordoned(plan: DiskPlan, g: int) -> bool:
+    return g in plan.cordoned
+
+
+def _out(x: float, d: _Disk, tol: float) -> float:
+    low, high = d.goal * (1 - tol), d.goal * (1 + tol)
+    return max(0.0, x - high) + max(0.0, low - x)
+
+
+def _within_brokers(
+    plan: DiskPlan,
+    rows: _Rows,
+    final: list[list[int]],
+    by_broker: dict[int, list[int]],
+    disk_of: dict[int, int],
+    moved_rows: set[int],
+    arrived: set[tuple[int, int]],
+) -> dict[tuple[int, int], int]:
+    """Step 2: moves between the disks of one broker (see the module docstring). Returns the staying
+    replicas moved, (row, column) -> the disk they were on."""
+    dl, tol = plan.disks, plan.tolerance
+    needy = sorted(
+        b for b, ks in by_broker.items() if len(ks) > 1 and any(_out(dl[k].after, dl[k], tol) > 0 for k in ks)
+    )
+    if not needy:
+        return {}
+    # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
+    # (arrivals, which are placed anew at no cost, and staying ones).
+    movable: dict[int, list[tuple[int, int, int]]] = {}
+    want = set(needy)
+    for r, out in enumerate(final):
+        for c, g in enumerate(out):
+            if g >= 0 and g in disk_of and plan.paths[g][0] in want:
+                movable.setdefault(disk_of[g], []).append((int(rows.size[r]), r, c))
+    for cands in movable.values():
+        cands.sort()
+    origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
+    for b in needy:
+        ks = by_broker[b]
+        for _ in range(MAX_STEPS_PER_BROKER):
+            # the disk farthest over (or under) first; every pair only when that finds nothing
+            far = max(ks, key=lambda k: (_out(dl[k].after, dl[k], tol), -k))
+            step = _best_move(plan, ks, movable, far) or _best_move(plan, ks, movable)
+            if step is None:
+                break
+            src, tgt, i = step
+            s, r, c = movable[src].pop(i)
+            dl[src].after -= s
+            dl[tgt].after += s
+            dl[tgt].peak += s
+            final[r][c] = _dir_in(plan, dl[tgt])
+            bisect.insort(movable.setdefault(tgt, []), (s, r, c))
+            if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
+                dl[src].peak -= s
+                continue
+            origin.setdefault((r, c), src)
+            moved_rows.add(r)
+    for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
+        if disk_of[final[r][c]] != src:
+            plan.moves_within += 1
+            plan.bytes_within += int(rows.size[r])
+    return origin
+
+
+def _best_move(
+    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]], only: int | None = None
+) -> tuple[int, int, int] | None:
+    """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
+
+    The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
+    convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
+    candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that disk.
+    """
+    dl, tol = plan.disks, plan.tolerance
+    best: tuple[float, int, int, int, int, int, int] | None = None
+    for src in ks:
+        cands = movable.get(src)
+        if not cands:
+            continue
+        a = dl[src]
+        out_a = _out(a.after, a, tol)
+        for tgt in ks:
+            t = dl[tgt]
+            if tgt == src or not t.eligible or (only is not None and only not in (src, tgt)):
+                continue
+            out_t = _out(t.after, t, tol)
+            if out_a <= 0 and out_t <= 0:
+                continue
+            cap = len(cands)
+            if t.total is not None:  # sizes above the target's room under the limit cannot go
+                room = plan.limit * t.total - t.peak
+                cap = bisect.bisect_right(cands, (int(room) if room >= 0 else -1, 1 << 62, 1 << 62))
+            if cap == 0:
+                continue
+            for i in _near(cands, cap, a, t, tol):
+                s = cands[i][0]
+                gain = out_a + out_t - _out(a.after - s, a, tol) - _out(t.after + s, t, tol)
+                if gain <= 1e-9:
+                    continue
+                key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
+                if best is None or key < best:
+                    best = key
+    return None if best is None else (best[4], best[5], best[6])
+
+
+def _near(cands: list[tuple[int, int, int]], cap: int, a: _Disk, t: _Disk, tol: float) -> set[int]:
+    """The indices of the candidates (below `cap`) on each side of the gain's breakpoints."""
+    points = (
+        a.after - a.goal * (1 + tol),
+        a.after - a.goal * (1 - tol),
+        t.goal * (1 + tol) - t.after,
+        t.goal * (1 - tol) - t.after,
+    )
+    out: set[int] = set()
+    for x in points:
+        if x <= 0:
+            continue
+        j = bisect.bisect_left(cands, (int(x), -1, -1), 0, cap)
+        # the first candidate of each size on both sides (the smallest replica first, then plan order)
+        for k in (j - 1, j, j + 1):
+            if 0 <= k < cap:
+                first = bisect.bisect_left(cands, (cands[k][0], -1, -1), 0, cap)
+                out.add(first)
+    out.add(0)
+    out.add(bisect.bisect_left(cands, (cands[cap - 1][0], -1, -1), 0, cap))  # the largest that fits
+    return out
+
+
+def _largest(plan: DiskPlan, rows: _Rows, final: list[list[int]], disk_of: dict[int, int]) -> None:
+    for r, out in enumerate(final):
+        s = int(rows.size[r])
+        for g in out:
+            if g >= 0 and g in disk_of:
+                d = plan.disks[disk_of[g]]
+                d.largest = max(d.largest, s)
+
+
+# ---------------------------------------------------------------------------------------------
+# What generate says about it
+# ---------------------------------------------------------------------------------------------
+
+
+def unplaced_refusal(plan: DiskPlan) -> str:
+    """The one line refusing a plan whose replica fits on no disk of its broker."""
+    topic, p, b = plan.unplaced[0]
+    more = f" (and {len(plan.unplaced) - 1} more)" if len(plan.unplaced) > 1 else ""
+    return (
+        f"--max-disk-utilization {plan.limit:g}: the replica of {topic}-{p} planned for broker {b} fits on "
+        f"none of its log dirs that is live and not cordoned without passing the limit during the move{more}"
+    )
+
+
+def band_note(plan: DiskPlan) -> str:
+    """The disks left outside their band (the first few named)."""
+    out = [plan.name(d) for d in plan.disks if not plan._within(d)]
+    shown = ", ".join(out[:5]) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
+    return (
+        f"--balance bytes: {len(out)} disk(s) end outside the tolerance {100 * plan.tolerance:g}% of the "
+        f"goal ({shown}): no move between a broker's disks within --max-disk-utilization brings them closer"
+    )
+
+
+def look_shared(
+    disks: Mapping[int, Sequence[LogDir]], capacities: Mapping[int, Capacity], brokers: Sequence[Broker]
+) -> list[int]:
+    """The brokers of B not declared --shared-log-dirs with two live log dirs of byte-identical total and
+    usable bytes: one filesystem, most likely (DescribeLogDirs cannot tell twin disks equally full)."""
+    out: list[int] = []
+    for b in sorted(x.id for x in brokers):
+        cap = capacities.get(b)
+        if cap is not None and cap.shared is True:
+            continue
+        seen = [(d.total, d.usable) for d in disks.get(b, ()) if not d.offline and d.total is not None]
+        if len(set(seen)) < len(seen):
+            out.append(b)
+    return out
