@@ -33,9 +33,16 @@ def _rate(value: int | None) -> int | None:
 @click.option(
     "--reassignment-json-file",
     "reassignment_file",
-    required=True,
+    default=None,
     metavar="FILE",
-    help="The plan, in Kafka's reassignment JSON format (as printed by generate).",
+    help="The plan, in Kafka's reassignment JSON format (as printed by generate). Required, except with "
+    "--resume alone, which takes over the plan stored in the cluster.",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="With --max-moves-per-broker: store the plan in the cluster, start the first moves and exit 0; "
+    "each later `kafka-reassign verify` (e.g. from cron) carries it on. See docs/execute-verify.md.",
 )
 @click.option(
     "--throttle",
@@ -140,7 +147,7 @@ def _rate(value: int | None) -> int | None:
 )
 @controller_option
 @connection_options
-def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
+def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions with
     --zookeeper; AlterPartitionReassignments with --bootstrap-server).
 
@@ -153,6 +160,9 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
+    detach = kw.pop("detach")
+    if reassignment_file is None or detach:
+        return _stored(opts, reassignment_file, detach, kw)
     _check_options(kw)
     req = ExecuteRequest(
         file_name=reassignment_file,
@@ -189,6 +199,26 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict[str, Any]) -> int:
+    """--detach, and --resume with no plan file: the plan stored in the cluster (cli/stored.py)."""
+    from reassign_cli.cli import stored
+
+    if reassignment_file is None:
+        if not kw["resume"] or detach:
+            raise UsageError(
+                "Missing option '--reassignment-json-file' (only --resume alone goes without it)"
+            )
+        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
+    if kw["max_moves"] is None:
+        raise UsageError("--detach needs --max-moves-per-broker N")
+    if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
+        raise UsageError(
+            "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"
+        )
+    rates = {"throttle": _rate(kw["throttle"]), "log_dir_throttle": _rate(kw["log_dir_throttle"])}
+    return stored.detach(opts, reassignment_file, {**kw, **rates})
 
 
 def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:
