@@ -60,6 +60,10 @@ class StepEnv:
     now: Callable[[], float] = time.time
     clock: Callable[[], float] = time.monotonic
     throttle_settle: float = SETTLE_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    # Another run's lease is watched this long (this process's own clock) before the step gives up: a
+    # driver killed -9 renews no more and is taken over; a live one renews at least every RENEW_SECONDS.
+    watch_seconds: float = sp.STALE_SECONDS + 1.0
     first_seen: dict[str, float] = field(default_factory=dict)  # holds seen, across a run's steps
 
 
@@ -187,7 +191,7 @@ def step(
         counts(seen.plan, result, env.now())
         result.wait = schedule_wait(seen.plan, env.now())
         return result
-    taken, seen = ps.take_lease(env.store, me, observer, env.clock)
+    taken, seen = _take(env, me, observer)
     if seen is None:
         return StepResult(stored=False)
     if not taken:
@@ -199,6 +203,22 @@ def step(
     finally:
         if not keep_lease:
             ps.release_lease(env.store, me.run)
+
+
+def _take(env: StepEnv, me: sp.Lease, observer: LeaseWatch) -> tuple[bool, ps.Versioned | None]:
+    """The lease: taken at once when free or ours; another run's is watched until it is renewed (that run
+    is alive: not taken) or stale (taken over), for at most `env.watch_seconds`."""
+    taken, seen = ps.take_lease(env.store, me, observer, env.clock)
+    if taken or seen is None:
+        return taken, seen
+    first = seen.plan.lease
+    deadline = env.clock() + env.watch_seconds
+    while env.clock() < deadline:
+        env.sleep(1.0)
+        taken, seen = ps.take_lease(env.store, me, observer, env.clock)
+        if taken or seen is None or seen.plan.lease != first:
+            break
+    return taken, seen
 
 
 def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]) -> StepResult:

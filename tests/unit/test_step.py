@@ -193,14 +193,41 @@ def test_moving_moves_are_adopted_and_count_against_the_cap() -> None:
     assert store.plan is not None and store.plan.started == {("t", 4)}
 
 
-def test_another_runs_fresh_lease_changes_nothing() -> None:
+def ticking(env: st.StepEnv) -> list[float]:
+    """A clock that moves on by a second at each sleep."""
+    now = [0.0]
+    env.clock = lambda: now[0]
+    env.sleep = lambda s: now.__setitem__(0, now[0] + s)
+    return now
+
+
+def test_another_runs_live_lease_changes_nothing() -> None:
     store, cluster, env = make()
     assert store.plan is not None
     store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))
+    ticking(env)
+    sleep = env.sleep
+
+    def renewing(s: float) -> None:  # the other run renews while this one watches
+        sleep(s)
+        assert store.plan is not None and store.plan.lease is not None
+        store.plan = sp.renew_lease(store.plan, "run-b")
+        store.version += 1
+
+    env.sleep = renewing
     before = store.version
     r = one(env)
     assert r.driver is not None and "other" in r.driver
-    assert store.version == before and cluster.submits == []
+    assert store.version == before + 1 and cluster.submits == []  # its renewal, nothing of ours
+
+
+def test_a_dead_runs_lease_is_taken_over_after_the_watch() -> None:
+    store, _, env = make()
+    assert store.plan is not None
+    store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))
+    now = ticking(env)
+    r = one(env)
+    assert now[0] >= sp.STALE_SECONDS and r.driver is None and r.started == [("t", 0)]
 
 
 def test_paused_starts_nothing_and_says_so() -> None:
