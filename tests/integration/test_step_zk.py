@@ -7,12 +7,15 @@ read back. And a second detach of other plan bytes exits 4 and writes nothing.""
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import subprocess
 from typing import Any
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.faults.support import Child
+from tests.helpers import PYTHON, wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -58,42 +61,36 @@ def operator_rate(zk: Any) -> Any:
     set_config(zk, "brokers", 3, before)
 
 
-@pytest.mark.timeout(900)
-def test_detach_then_cron_verifies_from_elsewhere_until_done(
-    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
-) -> None:
+def _detach(
+    cluster: Any, zk: Any, make_topic: Any, mover: Mover, run_cli: Any
+) -> tuple[str, list[bytes], list[str]]:
+    """A topic of 3 partitions on broker 1 (partition 0 with ~1 MB), a plan moving each to broker 3, detached
+    with one move per broker: (the topic, the values sent, the pasted verify command's words)."""
     topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
     sent = produce(cluster.bootstrap, topic, 0, 1000)
     plan = mover.plan("detach.json", {(topic, p): [3] for p in range(3)})
     mover.plans.append((plan, [topic]))
     mover.finally_do.append(lambda: _forget(zk))
     await_idle(zk)
-    env = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
     first = run_cli(
         "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker", "1",
         "--throttle", RATE, "--detach", "--rollback-file", str(mover.tmp / "rb.json"),
-        env=env, cwd=mover.tmp,
+        env=ENV, cwd=mover.tmp,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
     assert "Started 1 move" in first.stderr and "Stored plan: 1 moving, 2 queued, 0 done of 3" in first.stderr
     assert zk.exists(HEAD)
-    # another plan's bytes while this one is stored: exit 4, nothing written
-    other = mover.plan("other.json", {(topic, 0): [2]})
-    head = zk.get(HEAD)
-    again = run_cli(
-        "execute", "--reassignment-json-file", other, *_flags(cluster), "--max-moves-per-broker", "1",
-        "--detach", env=env, cwd=mover.tmp,
-    )  # fmt: skip
-    assert again.returncode == 4, again.stderr
-    assert "another plan is stored in the cluster" in again.stderr and "kafka-reassign cancel" in again.stderr
-    assert zk.get(HEAD) == head
-    words = _pasted(first.stdout)
-    elsewhere = mover.tmp / "elsewhere"
-    elsewhere.mkdir()
+    return topic, sent, _pasted(first.stdout)
+
+
+ENV: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+
+
+def _steps_until_done(run_cli: Any, words: list[str], cwd: Any) -> Any:
     last: list[Any] = []
 
     def step() -> bool:
-        r = run_cli(*words, env=env, cwd=elsewhere)
+        r = run_cli(*words, env=ENV, cwd=cwd)
         last[:] = [r]
         assert r.returncode in (0, 4), r.stderr
         assert "2 moving" not in r.stderr and "3 moving" not in r.stderr  # the cap: one move at a time
@@ -101,10 +98,16 @@ def test_detach_then_cron_verifies_from_elsewhere_until_done(
 
     wait_until(step, timeout=600, interval=1, message=lambda: f"the stored plan done: {last[0].stderr}")
     assert "The stored plan is done: 3 moves" in last[0].stderr
+    return last[0]
+
+
+def _as_planned_and_clean(zk: Any, topic: str, sent: list[bytes], consume_all: Any) -> None:
+    """Nothing reassigning, no throttle of ours, the operator's rate back, replicas as planned, the stored
+    plan gone, every message read back."""
     assert not reassigning(zk, topic) and not zk.exists("/admin/reassign_partitions")
     assert not zk.exists(HEAD)
     doc = get_json(zk, f"/brokers/topics/{topic}")
-    assert {p: r for p, r in doc["partitions"].items()} == {"0": [3], "1": [3], "2": [3]}
+    assert dict(doc["partitions"].items()) == {"0": [3], "1": [3], "2": [3]}
     tcfg = config(zk, "topics", topic) or {}
     assert LEADER_REPLICAS not in tcfg and FOLLOWER_REPLICAS not in tcfg
     for b in (1, 2):
@@ -114,6 +117,69 @@ def test_detach_then_cron_verifies_from_elsewhere_until_done(
     assert LEADER_RATE not in (config(zk, "brokers", 3) or {})
     values = consume_all(topic)
     assert len(values) == 30 + len(sent) and set(sent) <= set(values)
+
+
+@pytest.mark.timeout(900)
+def test_detach_then_cron_verifies_from_elsewhere_until_done(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
+) -> None:
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    # another plan's bytes while this one is stored: exit 4, nothing written
+    other = mover.plan("other.json", {(topic, 0): [2]})
+    head = zk.get(HEAD)
+    again = run_cli(
+        "execute", "--reassignment-json-file", other, *_flags(cluster), "--max-moves-per-broker", "1",
+        "--detach", env=ENV, cwd=mover.tmp,
+    )  # fmt: skip
+    assert again.returncode == 4, again.stderr
+    assert "another plan is stored in the cluster" in again.stderr and "kafka-reassign cancel" in again.stderr
+    assert zk.get(HEAD) == head
+    elsewhere = mover.tmp / "elsewhere"
+    elsewhere.mkdir()
+    _steps_until_done(run_cli, words, elsewhere)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
     # nothing stored any more: verify says so, exit 0
-    none = run_cli(*words, env=env, cwd=elsewhere)
+    none = run_cli(*words, env=ENV, cwd=elsewhere)
     assert none.returncode == 0 and "No plan is stored in the cluster" in none.stderr
+
+
+@pytest.mark.timeout(900)
+def test_kill_9_of_a_foreground_driver_then_verify_carries_on(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
+) -> None:
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    child = Child(None, mover.tmp, "execute", "--resume", *_flags(cluster), "--poll-interval", "0.5")
+    child.wait_for_line("Stored plan:")  # it drives: holds the lease and steps
+    child.kill9()
+    # its lease is not renewed any more: the next verify watches it go stale and takes over
+    _steps_until_done(run_cli, words, mover.tmp)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+@pytest.mark.timeout(900)
+def test_two_verify_steppers_at_once_never_start_a_move_twice(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
+) -> None:
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    started: list[str] = [f"{topic}-0"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+
+    def both() -> bool:
+        procs = [
+            subprocess.Popen([PYTHON, "-m", "reassign_cli", *words], env=env, cwd=mover.tmp, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(2)
+        ]  # fmt: skip
+        codes = []
+        for p in procs:
+            _, err = p.communicate(timeout=300)
+            assert p.returncode in (0, 4), err
+            assert "2 moving" not in err and "3 moving" not in err
+            for m in re.finditer(r"^Started \d+ moves?: (\S+)", err, re.M):
+                started.extend(m.group(1).split(","))
+            codes.append(p.returncode)
+        return 0 in codes
+
+    wait_until(both, timeout=600, interval=1, message="the stored plan done")
+    assert sorted(started) == sorted(f"{topic}-{p}" for p in range(3))  # each started once, none lost
+    _as_planned_and_clean(zk, topic, sent, consume_all)
