@@ -52,6 +52,48 @@ def step_env(backend: Backend) -> Iterator[StepEnv]:
         log.close()
 
 
+def read_stored(backend: Backend) -> Any:
+    """The stored plan as read (backends/plan_store.Versioned), or None: for any verify, ZooKeeper alone too."""
+    from reassign_cli.backends.admin.backend import AdminBackend
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
+    if isinstance(backend, ZkBackend):
+        from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
+
+        return ZkPlanStore(backend.session).read()
+    if not isinstance(backend, AdminBackend):
+        return None
+    from reassign_cli.backends.admin.plan_topic import PlanLog, TopicPlanStore
+
+    log = PlanLog(backend.options, backend.admin)
+    try:
+        return TopicPlanStore(log).read()
+    finally:
+        log.close()
+
+
+def stored_line(plan: Any, connection: Any) -> str:
+    """Names the stored plan for a verify of another plan's file: its throttles stay while it has work."""
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import stored
+
+    return (
+        f"Another plan is stored in the cluster (plan SHA-256 {plan.plan_sha256[:12]}, stored by "
+        f"{plan.origin.user}@{plan.origin.host} at {sp.utc(plan.origin.at)}; {sp.progress(plan).line()}): "
+        f"throttles are kept while it has work left. Carry it on with: {stored.carry_on_command(connection)}"
+    )
+
+
+def step_with(opts: Options, backend: Backend, *, advance: bool, ignore: frozenset[str]) -> Any:
+    """One step of the stored plan on an open backend (its StepResult)."""
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import step as st
+    from reassign_cli.ops import stored
+
+    with step_env(backend) as env:
+        return st.step(env, stored.me(), sp.watch(), advance=advance, ignore=ignore)
+
+
 def say_result(opts: Options, result: Any) -> None:
     """A step's lines on stderr; under --format json its document on stdout."""
     from reassign_cli.ops import stored
@@ -71,13 +113,12 @@ def verify_stored(opts: Options, *, advance: bool, ignore: frozenset[str]) -> in
     """`verify` with no plan file: one step of the stored plan (only a report with --no-advance). Nothing
     stored: say so; exit 0 when nothing reassigns, 4 when something does."""
     from reassign_cli.cli.common import open_backend
-    from reassign_cli.ops import step as st
     from reassign_cli.ops import stored
     from reassign_cli.render import Output
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts, admin_too=True) as backend, step_env(backend) as env:
-        result = st.step(env, stored.me(), stored.sp.watch(), advance=advance, ignore=ignore)
+    with open_backend(opts, admin_too=True) as backend:
+        result = step_with(opts, backend, advance=advance, ignore=ignore)
         if not result.stored:
             state = backend.read_state(None)
             moving = sorted(

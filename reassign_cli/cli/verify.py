@@ -130,7 +130,10 @@ def _verify(
 ) -> int:
     """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code; `data`:
     the file's bytes when read already."""
+    from reassign_cli.cli import stored
     from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.core.pacing import plan_digest
+    from reassign_cli.ops import stored as stored_ops
     from reassign_cli.ops.pacing import work_left
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
@@ -142,6 +145,14 @@ def _verify(
     dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
+        found = stored.read_stored(backend)
+        if found is not None and found.plan.plan_sha256 == plan_digest(data) and facts is None:
+            result = stored.step_with(opts, backend, advance=True, ignore=frozenset())
+            stored.say_result(opts, result)
+            return stored_ops.exit_code(result)
+        if found is not None:
+            preserve_throttles = True  # never cleared while a stored plan has work left
+            out.info(stored.stored_line(found.plan, opts.typed))
         mover = log_dir_mover(backend)
         try:
             outcome = verify(

@@ -134,6 +134,21 @@ def test_detach_then_cron_verifies_from_elsewhere_until_done(
     assert again.returncode == 4, again.stderr
     assert "another plan is stored in the cluster" in again.stderr and "kafka-reassign cancel" in again.stderr
     assert zk.get(HEAD) == head
+    # a verify of that other file reports on it, names the stored plan and keeps the throttles
+    throttled = config(zk, "topics", topic)
+    mine = run_cli("verify", "--reassignment-json-file", other, *_flags(cluster), env=ENV, cwd=mover.tmp)
+    assert "Another plan is stored in the cluster" in mine.stderr, mine.stderr
+    assert config(zk, "topics", topic) == throttled and LEADER_REPLICAS in (throttled or {})
+    # a verify of the stored plan's own file is a step of it
+    own = run_cli(
+        "verify",
+        "--reassignment-json-file",
+        mover.tmp / "detach.json",
+        *_flags(cluster),
+        env=ENV,
+        cwd=mover.tmp,
+    )
+    assert own.returncode in (0, 4) and "tored plan" in own.stderr, own.stderr
     elsewhere = mover.tmp / "elsewhere"
     elsewhere.mkdir()
     _steps_until_done(run_cli, words, elsewhere)
