@@ -156,6 +156,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     throttled; run verify (or use --wait) to remove the throttles once the reassignment is complete.
     log_dirs other than "any" need the brokers (--bootstrap-server, also beside --zookeeper).
     """
+    from reassign_cli.cli.stored import foreground
     from reassign_cli.ops.execute import ExecuteRequest, execute
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
@@ -192,7 +193,8 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         report = ExecuteReport(out, json=opts.json)
         pacer = _pacer(req, kw["order"], report, mover)
         try:
-            code = execute(backend, req, report, log_dirs=mover, pacer=pacer)
+            with foreground(backend, req, kw["order"], pacer):
+                code = execute(backend, req, report, log_dirs=mover, pacer=pacer)
             if pacer is not None and pacer.keep is not None and not req.dry_run:
                 pacer.keep.forget()  # the plan ran to its end: nothing left to resume
             return code

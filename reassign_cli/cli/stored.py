@@ -114,11 +114,15 @@ def verify_stored(opts: Options, *, advance: bool, ignore: frozenset[str]) -> in
     stored: say so; exit 0 when nothing reassigns, 4 when something does."""
     from reassign_cli.cli.common import open_backend
     from reassign_cli.ops import stored
+    from reassign_cli.ops.step import StepResult
     from reassign_cli.render import Output
 
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
-        result = step_with(opts, backend, advance=advance, ignore=ignore)
+        # nothing stored: said so through any connection (ZooKeeper alone too, which cannot step a plan)
+        result = StepResult(stored=False)
+        if read_stored(backend) is not None:
+            result = step_with(opts, backend, advance=advance, ignore=ignore)
         if not result.stored:
             state = backend.read_state(None)
             moving = sorted(
@@ -181,3 +185,29 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+@contextlib.contextmanager
+def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[None]:
+    """A foreground paced execute through the admin API (the window; ZooKeeper mode runs batches): its plan
+    stored in the cluster before the first move (ops/stored.Keeper, set on the window's `pacer`) and
+    deleted at its end, whatever the end (a kill -9 leaves it for cron). Not for a dry run, nor through
+    ZooKeeper alone (batches there)."""
+    # the window (ops/pacing._Window) runs where moves are added beside running ones; elsewhere batches
+    usable = callable(getattr(backend, "add_reassignment", None))
+    if req.dry_run or req.max_moves is None or not usable:
+        yield
+        return
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import stored
+    from reassign_cli.ops.step import take_watching
+
+    with step_env(backend) as env:
+        keeper = stored.keep_paced(
+            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch())
+        )
+        pacer.stored = keeper
+        try:
+            yield
+        finally:
+            keeper.forget()

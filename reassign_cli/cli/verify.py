@@ -146,13 +146,15 @@ def _verify(
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         found = stored.read_stored(backend)
-        if found is not None and found.plan.plan_sha256 == plan_digest(data) and facts is None:
+        same = found is not None and found.plan.plan_sha256 == plan_digest(data)
+        if same and found.plan.lease is None and facts is None:  # no run drives it: this verify steps it
             result = stored.step_with(opts, backend, advance=True, ignore=frozenset())
             stored.say_result(opts, result)
             return stored_ops.exit_code(result)
         if found is not None:
             preserve_throttles = True  # never cleared while a stored plan has work left
-            out.info(stored.stored_line(found.plan, opts.typed))
+            if not same:
+                out.info(stored.stored_line(found.plan, opts.typed))
         mover = log_dir_mover(backend)
         try:
             outcome = verify(

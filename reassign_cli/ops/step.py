@@ -206,16 +206,27 @@ def step(
 
 
 def _take(env: StepEnv, me: sp.Lease, observer: LeaseWatch) -> tuple[bool, ps.Versioned | None]:
+    return take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+
+
+def take_watching(
+    store: ps.PlanStore,
+    me: sp.Lease,
+    observer: LeaseWatch,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    seconds: float = sp.STALE_SECONDS + 1.0,
+) -> tuple[bool, ps.Versioned | None]:
     """The lease: taken at once when free or ours; another run's is watched until it is renewed (that run
-    is alive: not taken) or stale (taken over), for at most `env.watch_seconds`."""
-    taken, seen = ps.take_lease(env.store, me, observer, env.clock)
+    is alive: not taken) or stale (taken over), for at most `seconds` of `clock`."""
+    taken, seen = ps.take_lease(store, me, observer, clock)
     if taken or seen is None:
         return taken, seen
     first = seen.plan.lease
-    deadline = env.clock() + env.watch_seconds
-    while env.clock() < deadline:
-        env.sleep(1.0)
-        taken, seen = ps.take_lease(env.store, me, observer, env.clock)
+    deadline = clock() + seconds
+    while clock() < deadline:
+        sleep(1.0)
+        taken, seen = ps.take_lease(store, me, observer, clock)
         if taken or seen is None or seen.plan.lease != first:
             break
     return taken, seen

@@ -183,3 +183,62 @@ def describe(result: st.StepResult) -> dict[str, Any]:
             result.verdict, first_seen={}, now=time.time(), moving=result.moving, queued=result.queued
         )
     return doc
+
+
+class Keeper:
+    """A foreground paced execute's stored plan (issue 25 item 2): the window (ops/pacing._Window) marks
+    every move started through the fence BEFORE it submits it, notes the moves that ended, and renews the
+    lease at every poll (at most every RENEW_SECONDS / 2). A kill -9 of the execute leaves the plan stored
+    with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
+    or stopped with an error or Ctrl-C, as today) deletes it."""
+
+    def __init__(self, store: Any, run: sp.Lease, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.run, self.clock = store, run, clock
+        self.renewed = clock()
+
+    def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
+        from reassign_cli.backends import plan_store as ps
+        from reassign_cli.errors import OperationalError
+
+        _, written = ps.update(self.store, lambda p: fn(sp.renew_lease(p, self.run.run)))
+        if written is None:
+            raise OperationalError("the stored plan is gone (cancelled?); no more moves start")
+        self.renewed = self.clock()
+
+    def started(self, tps: Iterable[TopicPartition]) -> None:
+        wanted = list(tps)
+        self._update(lambda p: sp.mark_started(p, [tp for tp in wanted if tp not in p.started], time.time()))
+
+    def ended(self, tps: Iterable[TopicPartition]) -> None:
+        ended = list(tps)
+        if ended:
+            self._update(lambda p: sp.mark_done(p, ended, time.time()))
+
+    def renew(self) -> None:
+        if self.clock() - self.renewed >= sp.RENEW_SECONDS / 2:
+            self._update(lambda p: p)
+
+    def forget(self) -> None:
+        """Delete the stored plan, if this run still drives it (never another run's that took it over)."""
+        seen = self.store.read()
+        if seen is not None and seen.plan.lease is not None and seen.plan.lease.run == self.run.run:
+            self.store.delete(seen)
+
+
+def keep_paced(store: Any, req: ExecuteRequest, order: pc.Order | None, watch: Callable[..., Any]) -> Keeper:
+    """Store a foreground paced execute's plan before its first move (another plan's bytes stored: exit 4,
+    nothing written; the same bytes: a resume of it) and take its lease (`watch`: ops/step.take_watching)."""
+    from reassign_cli.core.model import parse_reassignment
+
+    entries = sorted_entries(parse_reassignment(req.data))
+    pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
+    stored = sp.new_plan(req.data, entries, pace, origin(time.time()))
+    store.create(stored, req.connection)
+    run = me()
+    taken, seen = watch(store, run)
+    if not taken:
+        from reassign_cli.errors import BusyError
+
+        lease = None if seen is None else seen.plan.lease
+        raise BusyError(f"Another run drives the stored plan of this file: {st.driver_text(lease)}")
+    return Keeper(store, run)

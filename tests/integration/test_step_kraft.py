@@ -80,3 +80,50 @@ def test_detach_then_cron_verifies_from_elsewhere_until_done(
     finally:
         _forget(kc.bootstrap)
         ka.alter("brokers", 3, {FR: None})
+
+
+@pytest.mark.timeout(900)
+def test_kill_9_of_a_foreground_paced_execute_then_verify_carries_on(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path
+) -> None:
+    from tests.faults.support import Child
+    from tests.integration.reassign_support import produce, write_plan
+
+    topic, values = ka.make_topic("killed", {0: [1], 1: [1], 2: [1]}, messages=10)
+    values += produce(kc.bootstrap, topic, 0, 1000)
+    plan = write_plan(tmp_path / "paced.json", {(topic, p): [3] for p in range(3)})
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    flags = ["--bootstrap-server", kc.bootstrap]
+    try:
+        child = Child(
+            None, tmp_path, "execute", "--reassignment-json-file", plan, *flags, "--max-moves-per-broker", "1",
+            "--order", "as-planned", "--throttle", RATE, "--poll-interval", "0.5", bootstrap=kc.bootstrap,
+        )  # fmt: skip
+        child.wait_for_line("1 moving, 2 queued")
+        with topic_store(kc.bootstrap) as store:
+            assert store.read() is not None  # stored before its first move
+        child.kill9()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        last: list[Any] = []
+
+        def step() -> bool:
+            r = run_cli("verify", *flags, env=env, cwd=elsewhere)
+            last[:] = [r]
+            assert r.returncode in (0, 4), r.stderr
+            assert "2 moving" not in r.stderr and "3 moving" not in r.stderr
+            return r.returncode == 0
+
+        wait_until(step, timeout=600, interval=1, message=lambda: f"the stored plan done: {last[0].stderr}")
+        assert not ka.reassignments()
+        eventually(
+            lambda: {p: r for p, (r, _, _) in ka.partitions(topic).items()},
+            {0: [3], 1: [3], 2: [3]},
+            "replicas",
+        )
+        assert not {k for k in ka.configs("topics", topic) if k in (LREP, FREP)}
+        for b in (1, 2, 3):
+            assert not {k for k in ka.configs("brokers", b) if k in (LR, FR)}
+        assert sorted(consume_all(kc.bootstrap, topic, 60)) == sorted(values)
+    finally:
+        _forget(kc.bootstrap)

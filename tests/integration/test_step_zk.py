@@ -54,7 +54,7 @@ def _forget(zk: Any) -> None:
 
 
 @pytest.fixture
-def operator_rate(zk: Any) -> Any:
+def operator_rate(zk: Any, mover: Mover) -> Any:
     before = config(zk, "brokers", 3)
     set_config(zk, "brokers", 3, {**(before or {}), FOLLOWER_RATE: OPERATOR_RATE})
     yield
