@@ -16,6 +16,7 @@ from reassign_cli.cli.common import (
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.cli.rate_type import RATE, RATE_HELP
+from reassign_cli.cli.schedule_types import HOURS, HOURS_HELP, NOT_BEFORE, NOT_BEFORE_HELP
 from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def _rate(value: int | None) -> int | None:
     help="The plan, in Kafka's reassignment JSON format (as printed by generate). Required, except with "
     "--resume alone, which takes over the plan stored in the cluster.",
 )
+@click.option("--hours", type=HOURS, default=None, help=f"With --detach: {HOURS_HELP}.")
+@click.option("--not-before", type=NOT_BEFORE, default=None, help=f"With --detach: {NOT_BEFORE_HELP}.")
 @click.option(
     "--detach",
     is_flag=True,
@@ -164,6 +167,8 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     detach = kw.pop("detach")
     if reassignment_file is None or detach:
         return _stored(opts, reassignment_file, detach, kw)
+    if kw.pop("hours") is not None or kw.pop("not_before") is not None:
+        raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)
     req = ExecuteRequest(
         file_name=reassignment_file,

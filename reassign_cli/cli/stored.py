@@ -160,6 +160,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
     """`execute --max-moves-per-broker N --detach`: validate, store, first step, exit 0."""
     from reassign_cli.cli.common import log_dir_mover, open_backend
     from reassign_cli.cli.inputs import read_input_file
+    from reassign_cli.core.schedule import Schedule
     from reassign_cli.ops import stored
     from reassign_cli.ops.execute import ExecuteRequest
     from reassign_cli.render import Output
@@ -181,7 +182,8 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
         req.bootstrap_server = opts.bootstrap if mover is not None else None
         try:
             report = ExecuteReport(out, json=opts.json)
-            return stored.detach(env, req, report, kw["order"], mover)
+            schedule = Schedule(hours=kw["hours"], not_before=kw["not_before"]).to_dict()
+            return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:
             if mover is not None:
                 mover.close()

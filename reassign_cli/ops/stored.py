@@ -42,7 +42,12 @@ def origin(now: float) -> sp.Origin:
 
 
 def plan_to_store(
-    backend: Backend, req: ExecuteRequest, order: pc.Order | None, sizer: SizeReader | None, now: float
+    backend: Backend,
+    req: ExecuteRequest,
+    order: pc.Order | None,
+    sizer: SizeReader | None,
+    now: float,
+    schedule: dict[str, Any] | None = None,
 ) -> tuple[sp.StoredPlan, str]:
     """Validate the plan file as execute does (exit 3, nothing written, on any problem), and the plan to
     store: its entries in execute's order, the bytes each move copies (when the brokers tell the leaders'
@@ -57,7 +62,7 @@ def plan_to_store(
     moves = pc.make_moves(entries, full, leader_sizes(sizer, full, entries))
     sizes = [None if m.size is None else m.total_bytes for m in moves]
     pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
-    stored = sp.new_plan(req.data, entries, pace, origin(now), sizes)
+    stored = sp.new_plan(req.data, entries, pace, origin(now), sizes, schedule)
     return stored, rollback_json(entries, state)
 
 
@@ -71,21 +76,22 @@ def detach(
     report: ExecuteReport,
     order: pc.Order | None,
     sizer: SizeReader | None,
+    schedule: dict[str, Any] | None = None,
 ) -> int:
     """`execute --max-moves-per-broker N --detach`: validate, store, the first step, release the lease, exit
     0; the same plan's bytes already stored: one step of it (a resume)."""
     from reassign_cli.ops.execute import _save_rollback
 
-    stored, rollback = plan_to_store(env.backend, req, order, sizer, env.now())
+    stored, rollback = plan_to_store(env.backend, req, order, sizer, env.now(), schedule)
     _save_rollback(rollback, req, report)
     _, created = env.store.create(stored, req.connection)
     report.info(
         f"Stored the plan in the cluster ({len(stored.entries)} partitions, at most {req.max_moves} moves per "
         "broker)" + ("" if created else ": it was stored already (the same plan's bytes), carrying it on")
     )
-    if req.throttle is not None:
-        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     result = st.step(env, me(), sp.watch())
+    if req.throttle is not None and (result.started or result.resubmitted):
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     for line in lines(result):
         report.info(line)
     report.result(

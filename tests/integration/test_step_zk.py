@@ -198,3 +198,28 @@ def test_two_verify_steppers_at_once_never_start_a_move_twice(
     wait_until(both, timeout=600, interval=1, message="the stored plan done")
     assert sorted(started) == sorted(f"{topic}-{p}" for p in range(3))  # each started once, none lost
     _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+@pytest.mark.timeout(600)
+def test_detach_outside_its_hours_starts_nothing_and_verify_says_when(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any
+) -> None:
+    import datetime
+
+    topic = make_topic({0: [1], 1: [1]}, messages=10)
+    plan = mover.plan("hours.json", {(topic, p): [3] for p in range(2)})
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    h = (datetime.datetime.now(datetime.UTC).hour + 2) % 24
+    hours = f"{h:02d}:00-{(h + 1) % 24:02d}:00"
+    r = run_cli(
+        "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker", "1",
+        "--throttle", RATE, "--detach", "--hours", hours, "--rollback-file", str(mover.tmp / "rb.json"),
+        env=ENV, cwd=mover.tmp,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"outside hours {hours} UTC; next start" in r.stderr and "0 moving, 2 queued" in r.stderr
+    assert "Started" not in r.stderr and not reassigning(zk, topic)
+    assert FOLLOWER_REPLICAS not in (config(zk, "topics", topic) or {})  # nothing throttled: nothing started
+    v = run_cli("verify", *_flags(cluster), env=ENV, cwd=mover.tmp)
+    assert v.returncode == 4 and f"outside hours {hours} UTC; next start" in v.stderr, v.stderr
