@@ -193,35 +193,43 @@ def describe(result: st.StepResult) -> dict[str, Any]:
 
 class Keeper:
     """A foreground paced execute's stored plan (issue 25 item 2): the window (ops/pacing._Window) marks
-    every move started through the fence BEFORE it submits it, notes the moves that ended, and renews the
-    lease at every poll (at most every RENEW_SECONDS / 2). A kill -9 of the execute leaves the plan stored
+    every move started through the fence BEFORE it submits it, notes the moves that ended (written with the
+    next start or renewal: one write, not two), and renews the lease from its polls (every RENEW_SECONDS - 1). A kill -9 of the execute leaves the plan stored
     with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
     or stopped with an error or Ctrl-C, as today) deletes it."""
 
     def __init__(self, store: Any, run: sp.Lease, clock: Callable[[], float] = time.monotonic) -> None:
         self.store, self.run, self.clock = store, run, clock
         self.renewed = clock()
+        self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
 
     def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
         from reassign_cli.backends import plan_store as ps
         from reassign_cli.errors import OperationalError
 
-        _, written = ps.update(self.store, lambda p: fn(sp.renew_lease(p, self.run.run)))
+        ended, self.ended_since = self.ended_since, []
+
+        def change(p: sp.StoredPlan) -> sp.StoredPlan:
+            p = sp.renew_lease(p, self.run.run)
+            return fn(sp.mark_done(p, ended, time.time()) if ended else p)
+
+        _, written = ps.update(self.store, change)
         if written is None:
             raise OperationalError("the stored plan is gone (cancelled?); no more moves start")
         self.renewed = self.clock()
 
     def started(self, tps: Iterable[TopicPartition]) -> None:
+        """Recorded before the moves are submitted (with the moves that ended since the last write)."""
         wanted = list(tps)
         self._update(lambda p: sp.mark_started(p, [tp for tp in wanted if tp not in p.started], time.time()))
 
     def ended(self, tps: Iterable[TopicPartition]) -> None:
-        ended = list(tps)
-        if ended:
-            self._update(lambda p: sp.mark_done(p, ended, time.time()))
+        """Noted; written with the next start or renewal (a move that ended but is not recorded so is
+        found ended by the next step anyway)."""
+        self.ended_since += list(tps)
 
     def renew(self) -> None:
-        if self.clock() - self.renewed >= sp.RENEW_SECONDS / 2:
+        if self.clock() - self.renewed >= sp.RENEW_SECONDS - 1:
             self._update(lambda p: p)
 
     def forget(self) -> None:
