@@ -94,6 +94,8 @@ def detach(
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     for line in lines(result):
         report.info(line)
+    if result.finished:
+        return exit_code(result)
     report.result(
         f"Detached: the rest starts from later steps. Carry it on (e.g. from cron, every minute) with: "
         f"{carry_on_command(req.connection)}"

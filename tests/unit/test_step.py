@@ -283,3 +283,20 @@ def test_a_foreground_keeper_marks_before_start_and_writes_ended_moves_with_the_
         keeper.started([("t", 2)])
     keeper.forget()  # not ours any more: left alone
     assert store.plan is not None and ("t", 2) not in store.plan.started
+
+
+def test_a_held_step_as_json() -> None:
+    import orjson
+
+    from reassign_cli.ops.stored import describe, exit_code
+
+    _, _, env = make()
+    signals = hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    env.health = lambda: signals
+    r = one(env)
+    doc = orjson.loads(orjson.dumps(describe(r)))
+    assert doc["moves"] == {"total": 6, "moving": 0, "queued": 6, "done": 0} and doc["started"] == []
+    assert [h["check"] for h in doc["health"]["holds"]] == ["broker-missing"]
+    assert exit_code(r) == 4
