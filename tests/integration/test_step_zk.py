@@ -172,8 +172,16 @@ def test_kill_9_of_a_foreground_driver_then_verify_carries_on(
 
 
 @pytest.mark.timeout(900)
-def test_two_verify_steppers_at_once_never_start_a_move_twice(
-    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
+@pytest.mark.parametrize("n", [2, 10])
+def test_verify_steppers_at_once_never_start_a_move_twice(
+    cluster: Any,
+    make_topic: Any,
+    zk: Any,
+    mover: Mover,
+    run_cli: Any,
+    consume_all: Any,
+    operator_rate: Any,
+    n: int,
 ) -> None:
     topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
     started: list[str] = [f"{topic}-0"]
@@ -183,7 +191,7 @@ def test_two_verify_steppers_at_once_never_start_a_move_twice(
         procs = [
             subprocess.Popen([PYTHON, "-m", "reassign_cli", *words], env=env, cwd=mover.tmp, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            for _ in range(2)
+            for _ in range(n)
         ]  # fmt: skip
         codes = []
         for p in procs:
