@@ -16,6 +16,7 @@ from reassign_cli.cli.common import (
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.cli.options import wait_timeout_option
 from reassign_cli.cli.rate_type import POSITIVE_RATE, RATE, RATE_HELP
+from reassign_cli.cli.schedule_types import HOURS, HOURS_HELP, NOT_BEFORE, NOT_BEFORE_HELP
 from reassign_cli.cli.throttle_types import RATE_OR_AUTO, SECONDS, THROTTLE_SCHEDULE, THROTTLE_SCHEDULE_HELP
 from reassign_cli.errors import UsageError
 
@@ -34,9 +35,18 @@ def _rate(value: int | None) -> int | None:
 @click.option(
     "--reassignment-json-file",
     "reassignment_file",
-    required=True,
+    default=None,
     metavar="FILE",
-    help="The plan, in Kafka's reassignment JSON format (as printed by generate).",
+    help="The plan, in Kafka's reassignment JSON format (as printed by generate). Required, except with "
+    "--resume alone, which takes over the plan stored in the cluster.",
+)
+@click.option("--hours", type=HOURS, default=None, help=f"With --detach: {HOURS_HELP}.")
+@click.option("--not-before", type=NOT_BEFORE, default=None, help=f"With --detach: {NOT_BEFORE_HELP}.")
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="With --max-moves-per-broker: store the plan in the cluster, start the first moves and exit 0; "
+    "each later `kafka-reassign verify` (e.g. from cron) carries it on. See docs/execute-verify.md.",
 )
 @click.option(
     "--throttle",
@@ -187,7 +197,7 @@ def _rate(value: int | None) -> int | None:
 )
 @controller_option
 @connection_options
-def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
+def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     """Start the reassignment in --reassignment-json-file (creates /admin/reassign_partitions with
     --zookeeper; AlterPartitionReassignments with --bootstrap-server).
 
@@ -196,13 +206,44 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
     throttled; run verify (or use --wait) to remove the throttles once the reassignment is complete.
     log_dirs other than "any" need the brokers (--bootstrap-server, also beside --zookeeper).
     """
-    from reassign_cli.ops.execute import ExecuteRequest, execute
+    from reassign_cli.cli.stored import foreground
+    from reassign_cli.ops.execute import execute
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
+    detach = kw.pop("detach")
+    if reassignment_file is None or detach:
+        return _stored(opts, reassignment_file, detach, kw)
+    if kw.pop("hours") is not None or kw.pop("not_before") is not None:
+        raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)
     loop = rate_loop(kw)
-    req = ExecuteRequest(
+    req = _request(opts, reassignment_file, kw)
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with open_backend(opts, admin_too=True) as backend:
+        _check_additional(backend, req)
+        mover = log_dir_mover(backend)
+        req.bootstrap_server = opts.bootstrap if mover is not None else None
+        report = ExecuteReport(out, json=opts.json)
+        if loop is not None:
+            _start_loop(loop, req, backend, mover, report)
+        pacer = _pacer(req, kw["order"], report, mover)
+        dir_pacer = _dir_pacer(kw, mover)
+        try:
+            with foreground(backend, req, kw["order"], pacer):
+                code = execute(backend, req, report, log_dirs=mover, pacer=pacer, dir_pacer=dir_pacer)
+            if pacer is not None and pacer.keep is not None and not req.dry_run:
+                pacer.keep.forget()  # the plan ran to its end: nothing left to resume
+            return code
+        finally:
+            if mover is not None:
+                mover.close()
+
+
+def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> ExecuteRequest:
+    from reassign_cli.ops.execute import ExecuteRequest
+
+    return ExecuteRequest(
         file_name=reassignment_file,
         data=read_input_file(reassignment_file),
         throttle=_rate(kw["throttle"]),
@@ -222,24 +263,6 @@ def command(opts: Options, reassignment_file: str, **kw: Any) -> int:
         additional=kw["additional"],
         disallow_rf_change=kw["disallow_rf_change"],
     )
-    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
-    with open_backend(opts, admin_too=True) as backend:
-        _check_additional(backend, req)
-        mover = log_dir_mover(backend)
-        req.bootstrap_server = opts.bootstrap if mover is not None else None
-        report = ExecuteReport(out, json=opts.json)
-        if loop is not None:
-            _start_loop(loop, req, backend, mover, report)
-        pacer = _pacer(req, kw["order"], report, mover)
-        dir_pacer = _dir_pacer(kw, mover)
-        try:
-            code = execute(backend, req, report, log_dirs=mover, pacer=pacer, dir_pacer=dir_pacer)
-            if pacer is not None and pacer.keep is not None and not req.dry_run:
-                pacer.keep.forget()  # the plan ran to its end: nothing left to resume
-            return code
-        finally:
-            if mover is not None:
-                mover.close()
 
 
 def rate_loop(kw: dict[str, Any]) -> Any:
@@ -300,6 +323,27 @@ def _start_loop(loop: Any, req: ExecuteRequest, backend: Any, mover: Any, report
     req.rate_loop = runner
 
 
+def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict[str, Any]) -> int:
+    """--detach, and --resume with no plan file: the plan stored in the cluster (cli/stored.py)."""
+    from reassign_cli.cli import stored
+
+    if reassignment_file is None:
+        if not kw["resume"] or detach:
+            raise UsageError(
+                "Missing option '--reassignment-json-file' (only --resume alone goes without it)"
+            )
+        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
+    if kw["max_moves"] is None:
+        raise UsageError("--detach needs --max-moves-per-broker N")
+    _refuse_with_detach(kw)
+    if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
+        raise UsageError(
+            "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"
+        )
+    rates = {"throttle": _rate(kw["throttle"]), "log_dir_throttle": _rate(kw["log_dir_throttle"])}
+    return stored.detach(opts, reassignment_file, {**kw, **rates})
+
+
 def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:
     """The window's runner for --max-moves-per-broker, or for --resume of a plan whose cap is kept; the
     batches' runner that keeps a --batch-size run beside the plan (given, or kept and resumed)."""
@@ -320,6 +364,19 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
         return BatchKeeper(keep)
     req.max_moves = pace.cap
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
+
+
+def _refuse_with_detach(kw: dict[str, Any]) -> None:
+    """What a stored plan does not carry yet: a rate that changes (the rate loop runs in a foreground
+    execute only) and the log-dir window (its queue lives in the execute process)."""
+    changing = kw["throttle"] == "auto" or any(
+        kw[n] is not None for n in ("throttle_schedule", "min_throttle", "max_throttle")
+    )
+    if changing or kw["max_moves_per_disk"] is not None or kw["one_broker_at_a_time"]:
+        raise UsageError(
+            "--detach runs at fixed rates and starts log-dir moves with the plan: not with --throttle auto, "
+            "--min-throttle, --max-throttle, --throttle-schedule, --max-moves-per-disk or --one-broker-at-a-time"
+        )
 
 
 def _dir_pacer(kw: dict[str, Any], mover: Any) -> Any:

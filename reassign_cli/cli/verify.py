@@ -11,7 +11,6 @@ from reassign_cli.cli.common import (
     Options,
     connection_options,
     controller_option,
-    executed_file_option,
     log_dir_mover,
     open_backend,
 )
@@ -19,7 +18,27 @@ from reassign_cli.cli.inputs import read_input_file
 
 
 @click.command("verify", short_help="Where each partition of a plan stands; remove the throttles once done.")
-@executed_file_option
+@click.option(
+    "--reassignment-json-file",
+    "reassignment_file",
+    default=None,
+    metavar="FILE",
+    help="The file that was given to execute. Without it: one step of the plan stored in the cluster "
+    "(execute --detach), or say that none is stored.",
+)
+@click.option(
+    "--no-advance",
+    is_flag=True,
+    help="With a stored plan: only report where it stands; start nothing, write nothing.",
+)
+@click.option(
+    "--ignore-health",
+    "ignore_health",
+    multiple=True,
+    metavar="CHECK",
+    help="With a stored plan: start moves although this health check holds (repeatable; 'all' for every "
+    "check). See docs/health.md.",
+)
 @click.option(
     "--preserve-throttles",
     is_flag=True,
@@ -44,10 +63,12 @@ from reassign_cli.cli.inputs import read_input_file
 @connection_options
 def command(
     opts: Options,
-    reassignment_file: str,
+    reassignment_file: str | None,
     preserve_throttles: bool,
     metrics_file: str | None,
     metrics_labels: tuple[str, ...] = (),
+    no_advance: bool = False,
+    ignore_health: tuple[str, ...] = (),
 ) -> int:
     """Report the status of each partition in --reassignment-json-file (Kafka's lines), and of each
     replica move between log dirs it names (through the admin API: --bootstrap-server, also beside
@@ -59,6 +80,8 @@ def command(
     """
     from reassign_cli.errors import InvalidInputError, UsageError
 
+    if reassignment_file is None:
+        return _stored_step(opts, metrics_file, metrics_labels, no_advance, ignore_health)
     if metrics_file is None:
         if metrics_labels:
             raise UsageError("--metrics-label needs --metrics-file")
@@ -77,6 +100,27 @@ def command(
     )
 
 
+def _stored_step(
+    opts: Options,
+    metrics_file: str | None,
+    metrics_labels: tuple[str, ...],
+    no_advance: bool,
+    ignore_health: tuple[str, ...],
+) -> int:
+    """verify with no plan file: one step of the stored plan (cli/stored.py)."""
+    from reassign_cli.cli import stored
+    from reassign_cli.core.health import parse_ignore
+    from reassign_cli.errors import UsageError
+
+    if metrics_file is not None or metrics_labels:
+        raise UsageError("--metrics-file needs --reassignment-json-file (for now)")
+    try:
+        ignore = parse_ignore(ignore_health)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return stored.verify_stored(opts, advance=not no_advance, ignore=ignore)
+
+
 def _verify(
     opts: Options,
     reassignment_file: str,
@@ -86,7 +130,10 @@ def _verify(
 ) -> int:
     """verify itself; `facts`, when given, gets what the metrics file reports beyond the exit code; `data`:
     the file's bytes when read already."""
+    from reassign_cli.cli import stored
     from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.core.pacing import plan_digest
+    from reassign_cli.ops import stored as stored_ops
     from reassign_cli.ops.pacing import work_left
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
@@ -98,6 +145,16 @@ def _verify(
     dirs = plan.log_dir_targets()
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
+        found = stored.read_stored(backend)
+        same = found is not None and found.plan.plan_sha256 == plan_digest(data)
+        if same and found.plan.lease is None and facts is None:  # no run drives it: this verify steps it
+            result = stored.step_with(opts, backend, advance=True, ignore=frozenset())
+            stored.say_result(opts, result)
+            return stored_ops.exit_code(result)
+        if found is not None:
+            preserve_throttles = True  # never cleared while a stored plan has work left
+            if not same:
+                out.info(stored.stored_line(found.plan, opts.typed))
         mover = log_dir_mover(backend)
         try:
             outcome = verify(
@@ -116,16 +173,20 @@ def _verify(
         finally:
             if mover is not None:
                 mover.close()
-    if dirs and mover is None:
-        out.info(
-            "Log-dir moves not checked: they need the admin API (--bootstrap-server, also beside --zookeeper)."
-        )
+    _say_unchecked(out, bool(dirs and mover is None))
     code = _report(
         out, opts, outcome, preserve_throttles, checked_dirs=bool(dirs and mover is not None), sizes=sizes
     )
     if outcome.queued:
         out.info(_queued_line(opts, reassignment_file, pace, outcome.queued))
     return code
+
+
+def _say_unchecked(out: Any, unchecked: bool) -> None:
+    if unchecked:
+        out.info(
+            "Log-dir moves not checked: they need the admin API (--bootstrap-server, also beside --zookeeper)."
+        )
 
 
 def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:

@@ -238,6 +238,7 @@ class Pacer:
     view: PaceView
     sizer: SizeReader | None = None
     keep: PaceFile | None = None  # where the cap is kept for --resume (written before the first move)
+    stored: Any = None  # ops/stored.Keeper: the plan stored in the cluster (marks, lease), when kept there
 
     def __call__(
         self,
@@ -383,6 +384,8 @@ class _Window:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
                     self._ended()
+                    if self.p.stored is not None:
+                        self.p.stored.renew()
                     if not self.running and not len(self.queue) and not self.first:
                         self._last_frame(sink, clock.elapsed())
                         break
@@ -468,7 +471,10 @@ class _Window:
 
     def _ended(self) -> None:
         moving = {(r.topic, r.partition) for r in self._running() if r.status is Status.IN_PROGRESS}
-        for tp in [tp for tp in self.running if tp not in moving]:
+        ended = [tp for tp in self.running if tp not in moving]
+        if self.p.stored is not None:
+            self.p.stored.ended(ended)
+        for tp in ended:
             m = self.running.pop(tp)
             self.overhead.ended(tp, time.monotonic())
             self.done += 1
@@ -501,6 +507,8 @@ class _Window:
         req, report = self.req, self.report
         batch = [self.entries[m.tp] for m in new]
         first = not self.started_any
+        if self.p.stored is not None:  # marked started (fenced) before anything is submitted
+            self.p.stored.started([m.tp for m in new])
         if first:
             # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
             submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)

@@ -1,0 +1,215 @@
+"""The stored plan's commands (issue 25): where the plan is stored for the backend the options chose, and
+the entry points of `execute --detach`, `execute --resume` with no plan file, and verify's step.
+
+The store: ZooKeeper mode (--zookeeper, with or without --bootstrap-server) keeps it in znodes written with
+kazoo (backends/zookeeper/stored_plan.py); the admin API alone (KRaft) in the topic __reassign_cli_plan
+(backends/admin/plan_topic.py). The health signals come from the same place (backends/*/health.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reassign_cli.backends.protocol import Backend
+    from reassign_cli.cli.common import Options
+    from reassign_cli.ops.step import StepEnv
+
+
+@contextlib.contextmanager
+def step_env(backend: Backend) -> Iterator[StepEnv]:
+    """The step's environment for `backend`: its plan store and its health signals."""
+    from reassign_cli.backends.admin.backend import AdminBackend
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+    from reassign_cli.ops.step import StepEnv
+
+    cache: dict[str, int] = {}
+    if isinstance(backend, ZkBackend):
+        if backend.admin is None:
+            from reassign_cli.errors import UsageError
+
+            raise UsageError(
+                "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
+                "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
+            )
+        from reassign_cli.backends.zookeeper import health as zh
+        from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
+
+        session = backend.session
+        yield StepEnv(backend, ZkPlanStore(session), health=lambda: zh.gather(session, min_isr_cache=cache))
+        return
+    assert isinstance(backend, AdminBackend)
+    from reassign_cli.backends.admin import health as ah
+    from reassign_cli.backends.admin.plan_topic import PlanLog, TopicPlanStore
+
+    log = PlanLog(backend.options, backend.admin)
+    admin = backend.admin
+    try:
+        yield StepEnv(backend, TopicPlanStore(log), health=lambda: ah.gather(admin, min_isr_cache=cache))
+    finally:
+        log.close()
+
+
+def read_stored(backend: Backend) -> Any:
+    """The stored plan as read (backends/plan_store.Versioned), or None: for any verify, ZooKeeper alone too."""
+    from reassign_cli.backends.admin.backend import AdminBackend
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
+    if isinstance(backend, ZkBackend):
+        from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
+
+        return ZkPlanStore(backend.session).read()
+    if not isinstance(backend, AdminBackend):
+        return None
+    from reassign_cli.backends.admin.plan_topic import PlanLog, TopicPlanStore
+
+    log = PlanLog(backend.options, backend.admin)
+    try:
+        return TopicPlanStore(log).read()
+    finally:
+        log.close()
+
+
+def stored_line(plan: Any, connection: Any) -> str:
+    """Names the stored plan for a verify of another plan's file: its throttles stay while it has work."""
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import stored
+
+    return (
+        f"Another plan is stored in the cluster (plan SHA-256 {plan.plan_sha256[:12]}, stored by "
+        f"{plan.origin.user}@{plan.origin.host} at {sp.utc(plan.origin.at)}; {sp.progress(plan).line()}): "
+        f"throttles are kept while it has work left. Carry it on with: {stored.carry_on_command(connection)}"
+    )
+
+
+def step_with(opts: Options, backend: Backend, *, advance: bool, ignore: frozenset[str]) -> Any:
+    """One step of the stored plan on an open backend (its StepResult)."""
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import step as st
+    from reassign_cli.ops import stored
+
+    with step_env(backend) as env:
+        return st.step(env, stored.me(), sp.watch(), advance=advance, ignore=ignore)
+
+
+def say_result(opts: Options, result: Any) -> None:
+    """A step's lines on stderr; under --format json its document on stdout."""
+    from reassign_cli.ops import stored
+    from reassign_cli.render import Output
+
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    if opts.json:
+        import orjson
+
+        out.result(orjson.dumps(stored.describe(result)).decode())
+        return
+    for line in stored.lines(result):
+        out.info(line)
+
+
+def verify_stored(opts: Options, *, advance: bool, ignore: frozenset[str]) -> int:
+    """`verify` with no plan file: one step of the stored plan (only a report with --no-advance). Nothing
+    stored: say so; exit 0 when nothing reassigns, 4 when something does."""
+    from reassign_cli.cli.common import open_backend
+    from reassign_cli.ops import stored
+    from reassign_cli.ops.step import StepResult
+    from reassign_cli.render import Output
+
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with open_backend(opts, admin_too=True) as backend:
+        # nothing stored: said so through any connection (ZooKeeper alone too, which cannot step a plan)
+        result = StepResult(stored=False)
+        if read_stored(backend) is not None:
+            result = step_with(opts, backend, advance=advance, ignore=ignore)
+        if not result.stored:
+            state = backend.read_state(None)
+            moving = sorted(
+                (t, p) for t, topic in state.topics.items() for p in topic.replicas if topic.is_reassigning(p)
+            ) + sorted(state.reassigning_elsewhere)
+            if moving:
+                out.info(f"No plan is stored in the cluster; {len(moving)} partitions are reassigning")
+                return 4
+            out.info("No plan is stored in the cluster, and nothing is reassigning")
+            return 0
+    say_result(opts, result)
+    return stored.exit_code(result)
+
+
+def resume_stored(opts: Options, *, interval: float, ignore: frozenset[str]) -> int:
+    """`execute --resume` with no plan file: take the stored plan over in the foreground, step until done."""
+    from reassign_cli.cli.common import open_backend
+    from reassign_cli.errors import InvalidInputError
+    from reassign_cli.ops import stored
+    from reassign_cli.render import Output
+
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with open_backend(opts, admin_too=True) as backend, step_env(backend) as env:
+        result = stored.drive(env, out.info, interval=interval, ignore=ignore)
+    if not result.stored:
+        raise InvalidInputError(
+            "execute --resume without --reassignment-json-file takes over the stored plan, and no plan is "
+            "stored in the cluster"
+        )
+    say_result(opts, result)
+    return stored.exit_code(result)
+
+
+def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
+    """`execute --max-moves-per-broker N --detach`: validate, store, first step, exit 0."""
+    from reassign_cli.cli.common import log_dir_mover, open_backend
+    from reassign_cli.cli.inputs import read_input_file
+    from reassign_cli.core.schedule import Schedule
+    from reassign_cli.ops import stored
+    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.render import Output
+    from reassign_cli.render.progress import ExecuteReport
+
+    req = ExecuteRequest(
+        file_name=reassignment_file,
+        data=read_input_file(reassignment_file),
+        throttle=kw["throttle"],
+        log_dir_throttle=kw["log_dir_throttle"],
+        rollback_file=kw["rollback_file"],
+        max_moves=kw["max_moves"],
+        connection=opts.typed,
+        disallow_rf_change=kw["disallow_rf_change"],
+    )
+    out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
+    with open_backend(opts, admin_too=True) as backend, step_env(backend) as env:
+        mover = log_dir_mover(backend)
+        req.bootstrap_server = opts.bootstrap if mover is not None else None
+        try:
+            report = ExecuteReport(out, json=opts.json)
+            schedule = Schedule(hours=kw["hours"], not_before=kw["not_before"]).to_dict()
+            return stored.detach(env, req, report, kw["order"], mover, schedule)
+        finally:
+            if mover is not None:
+                mover.close()
+
+
+@contextlib.contextmanager
+def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[None]:
+    """A foreground paced execute through the admin API (the window; ZooKeeper mode runs batches): its plan
+    stored in the cluster before the first move (ops/stored.Keeper, set on the window's `pacer`) and
+    deleted at its end, whatever the end (a kill -9 leaves it for cron). Not for a dry run, nor through
+    ZooKeeper alone (batches there)."""
+    # the window (ops/pacing._Window) runs where moves are added beside running ones; elsewhere batches
+    usable = callable(getattr(backend, "add_reassignment", None))
+    if req.dry_run or req.max_moves is None or not usable:
+        yield
+        return
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import stored
+    from reassign_cli.ops.step import take_watching
+
+    with step_env(backend) as env:
+        keeper = stored.keep_paced(
+            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch())
+        )
+        pacer.stored = keeper
+        try:
+            yield
+        finally:
+            keeper.forget()

@@ -1,0 +1,327 @@
+"""One step over the stored plan (issue 25, DESIGN.md §5a): read the stored plan and the cluster, decide with
+core/pacing.py's window rules, write through the stored plan's fence, then submit.
+
+Used by `execute --detach` (its first step), `execute --resume` with no plan file (steps until done, holding
+the lease) and `verify` with a stored plan (one step per run; `--no-advance` only reports).
+
+One step, in this order:
+1. take the driver lease (backends/plan_store.take_lease); another run's fresh lease: report who drives,
+   change nothing;
+2. read the plan's partitions; a move of the plan that is moving but not recorded as started is adopted
+   (recorded as started: it counts against the cap); a started move at its target replicas and no longer
+   reassigning is done (`mark_done`); a started move neither moving nor done has vanished (a controller
+   change, or a step killed between its mark and its submit) and is submitted again;
+3. pause and hours (core/schedule.py), health (backends/*/health.py gather + core/health.check; the epoch
+   seen is recorded with `stepped`): while anything holds, no new move starts;
+4. the new moves that fit under the cap (core/pacing.Queue.take, the moves started and not done running);
+5. ONE compare-and-set of the stored plan (done, adopted, started, stepped, lease renewed) BEFORE any
+   submit: a lost fence aborts the step's starts, so nothing is ever submitted that was not marked. A step
+   killed after the mark leaves "started, not moving, not done": vanished, re-submitted by the next step,
+   counted against the cap meanwhile;
+6. the throttle lists for the moves running, starting and next in line, through execute's fenced commit
+   (`apply_throttles`: prior values recorded first);
+7. the submit (AlterPartitionReassignments beside the running ones);
+8. at the end (every move done): the throttles cleared exactly as verify clears them, then the stored plan
+   deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from reassign_cli.backends import plan_store as ps
+from reassign_cli.core import health as hc
+from reassign_cli.core import pacing as pc
+from reassign_cli.core import schedule as sch
+from reassign_cli.core import stored_plan as sp
+from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
+from reassign_cli.core.progress import PartitionProgress, Status, classify
+from reassign_cli.errors import OperationalError
+
+if TYPE_CHECKING:
+    from reassign_cli.backends.protocol import Backend
+    from reassign_cli.core.record_log import LeaseWatch
+
+SETTLE_SECONDS = 1.0  # brokers apply config changes asynchronously: a throttle write is given this long
+
+
+@dataclass(slots=True)
+class StepEnv:
+    """What a step works on. `health`: the cluster's signals (None: not checked); `throttle_settle`: the
+    pause after a throttle write that concerns the moves starting."""
+
+    backend: Backend
+    store: ps.PlanStore
+    health: Callable[[], hc.Signals] | None = None
+    now: Callable[[], float] = time.time
+    clock: Callable[[], float] = time.monotonic
+    throttle_settle: float = SETTLE_SECONDS
+    sleep: Callable[[float], None] = time.sleep
+    # Another run's lease is watched this long (this process's own clock) before the step gives up: a
+    # driver killed -9 renews no more and is taken over; a live one renews at least every RENEW_SECONDS.
+    watch_seconds: float = sp.STALE_SECONDS + 1.0
+    first_seen: dict[str, float] = field(default_factory=dict)  # holds seen, across a run's steps
+
+
+@dataclass(slots=True)
+class StepResult:
+    """What one step saw and did. `stored` False: no plan is stored (nothing else is set)."""
+
+    stored: bool = True
+    total: int = 0
+    moving: int = 0
+    queued: int = 0
+    done: int = 0
+    bytes_total: int | None = None
+    bytes_done: int | None = None
+    rate: float | None = None  # bytes/s of the moves done, since the plan was stored
+    eta: float | None = None
+    started: list[TopicPartition] = field(default_factory=list)
+    resubmitted: list[TopicPartition] = field(default_factory=list)
+    verdict: hc.Verdict | None = None
+    held_line: str | None = None
+    wait: str | None = None  # pause or hours
+    driver: str | None = None  # another run drives: who (nothing was changed)
+    lost_fence: bool = False  # another writer changed the plan: this step started nothing
+    finished: bool = False  # every move done, throttles cleared, the stored plan deleted
+    not_as_planned: list[PartitionProgress] = field(default_factory=list)
+    cleared: Any = None
+    plan_sha256: str = ""
+
+    def progress_line(self) -> str:
+        text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
+        if self.bytes_total is not None and self.bytes_done is not None:
+            text += f"; {pc.human_bytes(self.bytes_done)} of {pc.human_bytes(self.bytes_total)} copied"
+            if self.rate:
+                text += f" at {pc.human_bytes(self.rate)}/s, ETA {pc.eta_text(self.eta)}"
+        return text
+
+
+# -- pure decisions ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """The plan's moves as the cluster shows them."""
+
+    ended: frozenset[TopicPartition]  # at target, not reassigning
+    adopted: frozenset[TopicPartition]  # moving, not recorded as started
+    vanished: frozenset[TopicPartition]  # started, not moving, not at target
+
+
+def observe(plan: sp.StoredPlan, results: Iterable[PartitionProgress]) -> Seen:
+    """Sort the plan's moves by what the cluster shows (`results`: core.progress.classify of the plan)."""
+    status = {(r.topic, r.partition): r.status for r in results}
+    ended = {tp for tp, s in status.items() if s is Status.COMPLETE and tp not in plan.done}
+    moving = {tp for tp, s in status.items() if s is Status.IN_PROGRESS}
+    adopted = {tp for tp in moving if tp not in plan.started}
+    running = plan.started - plan.done
+    vanished = {tp for tp in running if tp not in moving and tp not in ended}
+    return Seen(frozenset(ended), frozenset(adopted), frozenset(vanished))
+
+
+def decide(
+    plan: sp.StoredPlan,
+    state: ClusterState,
+    may_start: Callable[[TopicPartition], bool],
+    sizes: dict[TopicPartition, int] | None = None,
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    """(the moves to start now, the moves next in line) under the plan's cap and order: the moves started
+    and not done count as running (vanished ones too: they are submitted again); a move `may_start` refuses
+    (at min ISR) stays queued."""
+    entries = list(plan.entries)
+    moves = pc.make_moves(entries, state, sizes)
+    running = [m for m in moves if m.tp in plan.started and m.tp not in plan.done]
+    waiting = [m for m in moves if m.tp not in plan.started and may_start(m.tp)]
+    cap = plan.pace.cap or 1
+    order = plan.pace.order or pc.default_order(moves)
+    queue = pc.Queue(waiting, order)
+    new = queue.take(running, cap) if waiting else []
+    return [m.tp for m in new], [m.tp for m in queue.heads(cap)]
+
+
+def observed(plan: sp.StoredPlan, seen: Seen, now: float) -> sp.StoredPlan:
+    """The plan with what the cluster shows recorded (ended moves done, moving ones adopted)."""
+    plan = sp.mark_done(plan, seen.ended, now)
+    adopt = [tp for tp in seen.adopted if tp not in plan.started]
+    return sp.mark_started(plan, adopt, now) if adopt else plan
+
+
+def schedule_wait(plan: sp.StoredPlan, now: float) -> str | None:
+    """The pause or hours line while no new move may start (None: one may)."""
+    at = datetime.fromtimestamp(now, UTC)
+    schedule = sch.Schedule.from_dict(plan.schedule) if plan.schedule else sch.Schedule()
+    paused = sch.Paused.from_dict(plan.paused) if plan.paused else None
+    return sch.wait_line(at, schedule, paused)
+
+
+def counts(plan: sp.StoredPlan, result: StepResult, now: float) -> None:
+    pr = sp.progress(plan)
+    result.total, result.moving, result.queued, result.done = pr.total, pr.moving, pr.queued, pr.done
+    result.bytes_total, result.bytes_done = pr.bytes_total, pr.bytes_done
+    result.plan_sha256 = plan.plan_sha256
+    if pr.bytes_total is not None and pr.bytes_done and now > plan.created:
+        result.rate = pr.bytes_done / (now - plan.created)
+        result.eta = (pr.bytes_total - pr.bytes_done) / result.rate
+
+
+def driver_text(lease: sp.Lease | None) -> str:
+    return "no one" if lease is None else f"run {lease.run} (pid {lease.pid} on {lease.host})"
+
+
+# -- the step ----------------------------------------------------------------------------------------
+def step(
+    env: StepEnv,
+    me: sp.Lease,
+    observer: LeaseWatch,
+    *,
+    advance: bool = True,
+    ignore: Iterable[str] = (),
+    keep_lease: bool = False,
+) -> StepResult:
+    """One step (see the module docstring). `advance` False: only report (no lease, no write).
+    `keep_lease`: the caller drives on (a foreground run): the lease is not released at the end."""
+    if not advance:
+        seen = env.store.read()
+        if seen is None:
+            return StepResult(stored=False)
+        result = StepResult()
+        counts(seen.plan, result, env.now())
+        result.wait = schedule_wait(seen.plan, env.now())
+        return result
+    taken, seen = _take(env, me, observer)
+    if seen is None:
+        return StepResult(stored=False)
+    if not taken:
+        result = StepResult(driver=driver_text(seen.plan.lease))
+        counts(seen.plan, result, env.now())
+        return result
+    try:
+        return _drive(env, seen, me, ignore)
+    finally:
+        if not keep_lease:
+            ps.release_lease(env.store, me.run)
+
+
+def _take(env: StepEnv, me: sp.Lease, observer: LeaseWatch) -> tuple[bool, ps.Versioned | None]:
+    return take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+
+
+def take_watching(
+    store: ps.PlanStore,
+    me: sp.Lease,
+    observer: LeaseWatch,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    seconds: float = sp.STALE_SECONDS + 1.0,
+) -> tuple[bool, ps.Versioned | None]:
+    """The lease: taken at once when free or ours; another run's is watched until it is renewed (that run
+    is alive: not taken) or stale (taken over), for at most `seconds` of `clock`."""
+    taken, seen = ps.take_lease(store, me, observer, clock)
+    if taken or seen is None:
+        return taken, seen
+    first = seen.plan.lease
+    deadline = clock() + seconds
+    while clock() < deadline:
+        sleep(1.0)
+        taken, seen = ps.take_lease(store, me, observer, clock)
+        if taken or seen is None or seen.plan.lease != first:
+            break
+    return taken, seen
+
+
+def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]) -> StepResult:
+    plan, now = seen.plan, env.now()
+    targets = {(e.topic, e.partition): list(e.replicas) for e in plan.entries}
+    state = env.backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
+    results = classify(targets, state)
+    view = observe(plan, results)
+    plan = observed(plan, view, now)
+    result = StepResult()
+    wait = schedule_wait(plan, now)
+    verdict = _health(env, plan, now, ignore)
+    result.verdict, result.wait = verdict, wait
+    resubmit = sorted(view.vanished)
+    new: list[TopicPartition] = []
+    heads: list[TopicPartition] = []
+    if wait is None and (verdict is None or not verdict.held):
+        new, heads = decide(plan, state, verdict.may_start if verdict else lambda tp: True)
+    if len(plan.done) == len(plan.entries):
+        return _finish(env, seen, plan, result, now)
+    plan = sp.mark_started(plan, new, now) if new else plan
+    plan = sp.stepped(plan, now, verdict.epoch if verdict else None)
+    plan = sp.renew_lease(plan, me.run)
+    written = env.store.replace(seen, plan)
+    if written is None:  # another writer won: start nothing this step
+        result.lost_fence = True
+        counts(seen.plan, result, now)
+        return result
+    _submit(env, state, plan, [*resubmit, *new], heads)
+    result.started, result.resubmitted = new, resubmit
+    counts(plan, result, now)
+    if verdict is not None:
+        pr = sp.progress(plan)
+        result.held_line = hc.render_line(
+            verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
+        )
+    return result
+
+
+def _health(env: StepEnv, plan: sp.StoredPlan, now: float, ignore: Iterable[str]) -> hc.Verdict | None:
+    if env.health is None:
+        return None
+    signals = env.health()
+    brokers = {b for e in plan.entries for b in e.replicas}
+    previous = plan.last_step.controller_epoch if plan.last_step is not None else None
+    queued = [tp for tp in plan.moves if tp not in plan.started]
+    verdict = hc.check(signals, plan_brokers=brokers, queued=queued, previous_epoch=previous, ignore=ignore)
+    env.first_seen = hc.seen_since(verdict, env.first_seen, now)
+    return verdict
+
+
+def _submit(
+    env: StepEnv,
+    state: ClusterState,
+    plan: sp.StoredPlan,
+    submit: Sequence[TopicPartition],
+    heads: Sequence[TopicPartition],
+) -> None:
+    """Throttle lists (running, starting, next in line) through the fenced commit, then the submit."""
+    from reassign_cli.ops.execute import apply_throttles
+
+    if not submit:
+        return
+    by_tp = {(e.topic, e.partition): e for e in plan.entries}
+    running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
+    listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
+    pace = plan.pace
+    if pace.throttle is not None or pace.log_dir_throttle is not None:
+        writes = apply_throttles(env.backend, state, listed, pace.throttle, pace.log_dir_throttle)
+        if writes.changes:
+            time.sleep(env.throttle_settle)
+    batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
+    if not env.backend.create_reassignment(batch, additional=True):
+        raise OperationalError("the reassignment could not be submitted; the next step tries again")
+
+
+def _finish(
+    env: StepEnv, seen: ps.Versioned, plan: sp.StoredPlan, result: StepResult, now: float
+) -> StepResult:
+    """Every move done: the throttles cleared as verify clears them, then the stored plan deleted (only
+    once the clear happened: while another reassignment runs, verify keeps the throttles)."""
+    from reassign_cli.ops.verify import verify
+
+    targets = {(e.topic, e.partition): list(e.replicas) for e in plan.entries}
+    outcome = verify(env.backend, targets)
+    counts(plan, result, now)
+    result.cleared = outcome.cleared
+    result.not_as_planned = [r for r in outcome.results if r.status is Status.NOT_AS_PLANNED]
+    if outcome.cleared is None:
+        written = env.store.replace(seen, plan)
+        result.lost_fence = written is None
+        return result
+    env.store.delete()
+    result.finished = True
+    return replace(result, moving=0, queued=0)

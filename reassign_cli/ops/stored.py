@@ -1,0 +1,260 @@
+"""The commands' side of the stored plan (issue 25): `execute --max-moves-per-broker N --detach` (validate,
+store, first step, exit), `execute --resume` with no plan file (steps until done in the foreground, holding
+the lease) and `verify` with a stored plan (one step per run). The step itself is ops/step.py; where the
+plan is stored (ZooKeeper or the record topic) is the caller's choice (cli/stored.py).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from reassign_cli.core import hints
+from reassign_cli.core import pacing as pc
+from reassign_cli.core import stored_plan as sp
+from reassign_cli.core.model import TopicPartition, tp_str
+from reassign_cli.errors import ExitCode, UsageError
+from reassign_cli.ops import step as st
+from reassign_cli.ops.execute import ExecuteRequest, prepare, rollback_json, sorted_entries
+
+if TYPE_CHECKING:
+    from reassign_cli.backends.protocol import Backend
+    from reassign_cli.ops.execute import ExecuteReport
+    from reassign_cli.ops.pacing import SizeReader
+
+
+def me() -> sp.Lease:
+    """This run's lease: a random run id, the host and the pid."""
+    return sp.Lease(secrets.token_hex(8), socket.gethostname(), os.getpid())
+
+
+def origin(now: float) -> sp.Origin:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return sp.Origin(socket.gethostname(), user, now)
+
+
+def plan_to_store(
+    backend: Backend,
+    req: ExecuteRequest,
+    order: pc.Order | None,
+    sizer: SizeReader | None,
+    now: float,
+    schedule: dict[str, Any] | None = None,
+) -> tuple[sp.StoredPlan, str]:
+    """Validate the plan file as execute does (exit 3, nothing written, on any problem), and the plan to
+    store: its entries in execute's order, the bytes each move copies (when the brokers tell the leaders'
+    sizes), the pace. Also the rollback JSON (the current assignment)."""
+    from reassign_cli.ops.pacing import leader_sizes
+
+    if req.max_moves is None:
+        raise UsageError("--detach needs --max-moves-per-broker N")
+    plan, state, _ = prepare(backend, req)
+    entries = sorted_entries(plan)
+    full = backend.read_state(sorted({e.topic for e in entries}), partition_state=True)
+    moves = pc.make_moves(entries, full, leader_sizes(sizer, full, entries))
+    sizes = [None if m.size is None else m.total_bytes for m in moves]
+    pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
+    stored = sp.new_plan(req.data, entries, pace, origin(now), sizes, schedule)
+    return stored, rollback_json(entries, state)
+
+
+def carry_on_command(connection: Iterable[hints.ConnectionOption]) -> str:
+    return hints.command_line(["verify"], connection)
+
+
+def detach(
+    env: st.StepEnv,
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    order: pc.Order | None,
+    sizer: SizeReader | None,
+    schedule: dict[str, Any] | None = None,
+) -> int:
+    """`execute --max-moves-per-broker N --detach`: validate, store, the first step, release the lease, exit
+    0; the same plan's bytes already stored: one step of it (a resume)."""
+    from reassign_cli.ops.execute import _save_rollback
+
+    stored, rollback = plan_to_store(env.backend, req, order, sizer, env.now(), schedule)
+    _save_rollback(rollback, req, report)
+    _, created = env.store.create(stored, req.connection)
+    report.info(
+        f"Stored the plan in the cluster ({len(stored.entries)} partitions, at most {req.max_moves} moves per "
+        "broker)" + ("" if created else ": it was stored already (the same plan's bytes), carrying it on")
+    )
+    result = st.step(env, me(), sp.watch())
+    if req.throttle is not None and (result.started or result.resubmitted):
+        report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+    for line in lines(result):
+        report.info(line)
+    if result.finished:
+        return exit_code(result)
+    report.result(
+        f"Detached: the rest starts from later steps. Carry it on (e.g. from cron, every minute) with: "
+        f"{carry_on_command(req.connection)}"
+    )
+    return ExitCode.OK
+
+
+def started_text(tps: list[TopicPartition], what: str) -> str:
+    shown = ",".join(tp_str(tp) for tp in tps[:20])
+    more = f" and {len(tps) - 20} more" if len(tps) > 20 else ""
+    return f"{what} {len(tps)} move{'' if len(tps) == 1 else 's'}: {shown}{more}"
+
+
+def lines(result: st.StepResult) -> list[str]:
+    """What a step says (stderr): what it started, why it holds, and where the plan stands."""
+    out: list[str] = []
+    if result.driver is not None:
+        out.append(f"Another run drives the stored plan: {result.driver}; this run changed nothing")
+    if result.lost_fence:
+        out.append("Another writer changed the stored plan during this step; nothing was started")
+    if result.started:
+        out.append(started_text(result.started, "Started"))
+    if result.resubmitted:
+        out.append(started_text(result.resubmitted, "Submitted again (vanished without completing)"))
+    if result.wait is not None:
+        out.append(result.wait)
+    if result.held_line is not None:
+        out.append(result.held_line)
+    if result.finished:
+        out.append(
+            f"The stored plan is done: {result.done} moves; throttles cleared, the stored plan deleted"
+        )
+    else:
+        out.append(f"Stored plan: {result.progress_line()}")
+    return out
+
+
+def exit_code(result: st.StepResult) -> int:
+    if not result.finished:
+        return ExitCode.BUSY
+    return ExitCode.NOT_AS_PLANNED if result.not_as_planned else ExitCode.OK
+
+
+def drive(
+    env: st.StepEnv,
+    say: Callable[[str], None],
+    *,
+    interval: float,
+    ignore: Iterable[str] = (),
+    sleep: Callable[[float], None] = time.sleep,
+) -> st.StepResult:
+    """`execute --resume` with no plan file: steps until done in the foreground, holding the lease (renewed
+    by every step, at least every `interval` <= RENEW_SECONDS). Another run's fresh lease: say who drives,
+    and return."""
+    from reassign_cli.backends import plan_store as ps
+
+    run, observer = me(), sp.watch()
+    try:
+        while True:
+            result = st.step(env, run, observer, ignore=ignore, keep_lease=True)
+            if not result.stored or result.finished or result.driver is not None:
+                return result
+            for line in lines(result):
+                say(line)
+            sleep(min(interval, sp.RENEW_SECONDS))
+    finally:
+        ps.release_lease(env.store, run.run)
+
+
+def describe(result: st.StepResult) -> dict[str, Any]:
+    """The step for --format json."""
+    doc: dict[str, Any] = {
+        "plan_sha256": result.plan_sha256,
+        "moves": {
+            "total": result.total,
+            "moving": result.moving,
+            "queued": result.queued,
+            "done": result.done,
+        },
+        "bytes": {"total": result.bytes_total, "done": result.bytes_done},
+        "rate": result.rate,
+        "eta_seconds": result.eta,
+        "started": [tp_str(tp) for tp in result.started],
+        "resubmitted": [tp_str(tp) for tp in result.resubmitted],
+        "wait": result.wait,
+        "driver": result.driver,
+        "finished": result.finished,
+    }
+    if result.verdict is not None:
+        from reassign_cli.core import health as hc
+
+        doc["health"] = hc.to_json(
+            result.verdict, first_seen={}, now=time.time(), moving=result.moving, queued=result.queued
+        )
+    return doc
+
+
+class Keeper:
+    """A foreground paced execute's stored plan (issue 25 item 2): the window (ops/pacing._Window) marks
+    every move started through the fence BEFORE it submits it, notes the moves that ended (written with the
+    next start or renewal: one write, not two), and renews the lease from its polls (every RENEW_SECONDS - 1). A kill -9 of the execute leaves the plan stored
+    with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
+    or stopped with an error or Ctrl-C, as today) deletes it."""
+
+    def __init__(self, store: Any, run: sp.Lease, clock: Callable[[], float] = time.monotonic) -> None:
+        self.store, self.run, self.clock = store, run, clock
+        self.renewed = clock()
+        self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
+
+    def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
+        from reassign_cli.backends import plan_store as ps
+        from reassign_cli.errors import OperationalError
+
+        ended, self.ended_since = self.ended_since, []
+
+        def change(p: sp.StoredPlan) -> sp.StoredPlan:
+            p = sp.renew_lease(p, self.run.run)
+            return fn(sp.mark_done(p, ended, time.time()) if ended else p)
+
+        _, written = ps.update(self.store, change)
+        if written is None:
+            raise OperationalError("the stored plan is gone (cancelled?); no more moves start")
+        self.renewed = self.clock()
+
+    def started(self, tps: Iterable[TopicPartition]) -> None:
+        """Recorded before the moves are submitted (with the moves that ended since the last write)."""
+        wanted = list(tps)
+        self._update(lambda p: sp.mark_started(p, [tp for tp in wanted if tp not in p.started], time.time()))
+
+    def ended(self, tps: Iterable[TopicPartition]) -> None:
+        """Noted; written with the next start or renewal (a move that ended but is not recorded so is
+        found ended by the next step anyway)."""
+        self.ended_since += list(tps)
+
+    def renew(self) -> None:
+        if self.clock() - self.renewed >= sp.RENEW_SECONDS - 1:
+            self._update(lambda p: p)
+
+    def forget(self) -> None:
+        """Delete the stored plan, if this run still drives it (never another run's that took it over)."""
+        seen = self.store.read()
+        if seen is not None and seen.plan.lease is not None and seen.plan.lease.run == self.run.run:
+            self.store.delete(seen)
+
+
+def keep_paced(store: Any, req: ExecuteRequest, order: pc.Order | None, watch: Callable[..., Any]) -> Keeper:
+    """Store a foreground paced execute's plan before its first move (another plan's bytes stored: exit 4,
+    nothing written; the same bytes: a resume of it) and take its lease (`watch`: ops/step.take_watching)."""
+    from reassign_cli.core.model import parse_reassignment
+
+    entries = sorted_entries(parse_reassignment(req.data))
+    pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
+    stored = sp.new_plan(req.data, entries, pace, origin(time.time()))
+    store.create(stored, req.connection)
+    run = me()
+    taken, seen = watch(store, run)
+    if not taken:
+        from reassign_cli.errors import BusyError
+
+        lease = None if seen is None else seen.plan.lease
+        raise BusyError(f"Another run drives the stored plan of this file: {st.driver_text(lease)}")
+    return Keeper(store, run)

@@ -1,0 +1,302 @@
+"""ops/step.py's sequencing with fakes (a cluster whose moves end when the test says, an in-memory store
+fenced by a version): the order of its writes, the cap, the fence, the lease. The real clusters'
+tests are tests/integration/test_step_*.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from reassign_cli.backends.plan_store import Versioned
+from reassign_cli.core import health as hc
+from reassign_cli.core import pacing as pc
+from reassign_cli.core import stored_plan as sp
+from reassign_cli.core.model import Broker, ClusterState, PlanEntry, Topic
+from reassign_cli.core.record_log import LeaseWatch
+from reassign_cli.ops import step as st
+
+
+class FakeStore:
+    def __init__(self, plan: sp.StoredPlan) -> None:
+        self.plan: sp.StoredPlan | None = plan
+        self.version = 0
+        self.lose_next = False
+
+    def read(self) -> Versioned | None:
+        return None if self.plan is None else Versioned(self.plan, self.version)
+
+    def create(self, plan: sp.StoredPlan, connection: Any = ()) -> tuple[Versioned, bool]:
+        raise AssertionError
+
+    def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
+        if self.lose_next:  # another writer won meanwhile
+            self.lose_next = False
+            assert self.plan is not None
+            self.plan = dataclasses.replace(self.plan, updated=self.plan.updated + 1)
+            self.version += 1
+            return None
+        if self.plan is None or seen.version != self.version:
+            return None
+        self.plan, self.version = new, self.version + 1
+        return Versioned(new, self.version)
+
+    def delete(self, seen: Versioned | None = None) -> bool:
+        self.plan = None
+        return True
+
+
+class FakeCluster:
+    """Topic t: partition p on [1, 2] moves to [p % 3 + 3, 2]; brokers 1-5."""
+
+    def __init__(self, store: FakeStore, n: int) -> None:
+        self.store = store
+        self.replicas = {p: [1, 2] for p in range(n)}
+        self.adding: dict[int, list[int]] = {}
+        self.removing: dict[int, list[int]] = {}
+        self.submits: list[list[tuple[str, int]]] = []
+        self.marked_at_submit: list[bool] = []
+
+    def read_state(self, topics: Any, partition_state: bool = False) -> ClusterState:
+        t = Topic(
+            "t",
+            {p: list(r) for p, r in self.replicas.items()},
+            adding=dict(self.adding),
+            removing=dict(self.removing),
+            leader={p: 2 for p in self.replicas},
+        )
+        return ClusterState([Broker(b, None) for b in range(1, 6)], {"t": t})
+
+    def create_reassignment(self, entries: list[PlanEntry], *, additional: bool = False) -> bool:
+        assert additional
+        plan = self.store.plan
+        assert plan is not None
+        self.marked_at_submit.append(all((e.topic, e.partition) in plan.started for e in entries))
+        self.submits.append([(e.topic, e.partition) for e in entries])
+        for e in entries:
+            old = [b for b in self.replicas[e.partition] if b not in self.adding.get(e.partition, [])]
+            add = [b for b in e.replicas if b not in old]
+            self.adding[e.partition] = add
+            self.removing[e.partition] = [b for b in old if b not in e.replicas]
+            self.replicas[e.partition] = list(e.replicas) + [b for b in old if b not in e.replicas]
+        return True
+
+    def end(self, p: int) -> None:
+        gone = self.removing.pop(p, [])
+        self.replicas[p] = [b for b in self.replicas[p] if b not in gone]
+        self.adding.pop(p, None)
+
+    def lose(self, p: int) -> None:
+        """The move vanished (a controller failover lost it): back at its origin, not reassigning."""
+        gone = self.adding.pop(p, [])
+        self.replicas[p] = [b for b in self.replicas[p] if b not in gone]
+        self.removing.pop(p, None)
+
+
+def target(p: int) -> list[int]:
+    return [p % 3 + 3, 2]
+
+
+def make(n: int = 6, cap: int = 1, **kw: Any) -> tuple[FakeStore, FakeCluster, st.StepEnv]:
+    entries = [PlanEntry("t", p, target(p), None) for p in range(n)]
+    plan = sp.new_plan(b"{}", entries, pc.Pace(cap, "as-planned"), sp.Origin("h", "u", 100.0), **kw)
+    store = FakeStore(plan)
+    cluster = FakeCluster(store, n)
+    env = st.StepEnv(cluster, store, now=lambda: 200.0, clock=lambda: 0.0, throttle_settle=0)  # type: ignore[arg-type]
+    return store, cluster, env
+
+
+ME = sp.Lease("run-a", "h", 1)
+
+
+def one(env: st.StepEnv, me: sp.Lease = ME, **kw: Any) -> st.StepResult:
+    return st.step(env, me, LeaseWatch(sp.STALE_SECONDS, mark="renewals"), **kw)
+
+
+def in_flight(cluster: FakeCluster) -> dict[int, int]:
+    """Moves per broker (source: the leader, and receivers) of the cluster's running moves."""
+    out: dict[int, int] = {}
+    for add in cluster.adding.values():
+        for b in {*add, 2}:
+            out[b] = out.get(b, 0) + 1
+    return out
+
+
+def test_first_step_marks_before_submit_and_keeps_the_cap() -> None:
+    store, cluster, env = make()
+    r = one(env)
+    # cap 1: broker 2 (every move's source) takes one move at a time
+    assert r.started == [("t", 0)] and cluster.submits == [[("t", 0)]]
+    assert cluster.marked_at_submit == [True]
+    assert store.plan is not None and store.plan.started == {("t", 0)} and store.plan.lease is None
+    assert (r.moving, r.queued, r.done) == (1, 5, 0)
+    assert one(env).started == []  # still moving: nothing fits
+    assert max(in_flight(cluster).values()) == 1
+
+
+def test_steps_until_done_delete_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, cluster, env = make(n=3)
+    cleared: list[Any] = []
+
+    def fake_verify(backend: Any, targets: Any) -> Any:
+        cleared.append(targets)
+        return type("O", (), {"cleared": object(), "results": []})()
+
+    monkeypatch.setattr("reassign_cli.ops.verify.verify", fake_verify)
+    for p in range(3):
+        r = one(env)
+        assert r.started == [("t", p)] and not r.finished
+        cluster.end(p)
+    r = one(env)
+    assert r.finished and store.plan is None and len(cleared) == 1
+    assert (r.done, r.total) == (3, 3)
+
+
+def test_a_lost_fence_submits_nothing() -> None:
+    store, cluster, env = make()
+    store.lose_next = True
+    # take_lease's update wins; the step's own write then loses
+    calls = {"n": 0}
+    replace = store.replace
+
+    def losing(seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            return None
+        return replace(seen, new)
+
+    store.lose_next = False
+    store.replace = losing  # type: ignore[method-assign]
+    r = one(env)
+    assert r.lost_fence and r.started == [] and cluster.submits == []
+    assert store.plan is not None and store.plan.started == frozenset()
+
+
+def test_a_move_marked_but_never_submitted_is_submitted_again_within_the_cap() -> None:
+    store, cluster, env = make()
+    assert store.plan is not None
+    store.plan = sp.mark_started(store.plan, [("t", 0)], 150.0)  # a step killed -9 after its mark
+    r = one(env)
+    assert r.resubmitted == [("t", 0)] and r.started == []
+    assert cluster.submits == [[("t", 0)]]
+    cluster.lose(0)  # vanished again (a controller change)
+    assert one(env).resubmitted == [("t", 0)]
+
+
+def test_moving_moves_are_adopted_and_count_against_the_cap() -> None:
+    store, cluster, env = make()
+    cluster.create_reassignment([PlanEntry("t", 4, target(4), None)], additional=True)
+    cluster.submits.clear()
+    r = one(env)
+    assert r.started == [] and cluster.submits == []
+    assert store.plan is not None and store.plan.started == {("t", 4)}
+
+
+def ticking(env: st.StepEnv) -> list[float]:
+    """A clock that moves on by a second at each sleep."""
+    now = [0.0]
+    env.clock = lambda: now[0]
+    env.sleep = lambda s: now.__setitem__(0, now[0] + s)
+    return now
+
+
+def test_another_runs_live_lease_changes_nothing() -> None:
+    store, cluster, env = make()
+    assert store.plan is not None
+    store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))
+    ticking(env)
+    sleep = env.sleep
+
+    def renewing(s: float) -> None:  # the other run renews while this one watches
+        sleep(s)
+        assert store.plan is not None and store.plan.lease is not None
+        store.plan = sp.renew_lease(store.plan, "run-b")
+        store.version += 1
+
+    env.sleep = renewing
+    before = store.version
+    r = one(env)
+    assert r.driver is not None and "other" in r.driver
+    assert store.version == before + 1 and cluster.submits == []  # its renewal, nothing of ours
+
+
+def test_a_dead_runs_lease_is_taken_over_after_the_watch() -> None:
+    store, _, env = make()
+    assert store.plan is not None
+    store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))
+    now = ticking(env)
+    r = one(env)
+    assert now[0] >= sp.STALE_SECONDS and r.driver is None and r.started == [("t", 0)]
+
+
+def test_paused_starts_nothing_and_says_so() -> None:
+    store, cluster, env = make()
+    assert store.plan is not None
+    store.plan = dataclasses.replace(
+        store.plan, paused={"since": "2026-01-01T00:00:00Z", "user": "al", "host": "ops", "reason": "x"}
+    )
+    r = one(env)
+    assert r.started == [] and cluster.submits == []
+    assert r.wait is not None and "paused since 2026-01-01T00:00:00Z by al@ops" in r.wait
+
+
+def test_a_health_hold_starts_nothing() -> None:
+    _, cluster, env = make()
+    signals = hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    env.health = lambda: signals
+    r = one(env)
+    assert r.started == [] and cluster.submits == []
+    assert r.held_line is not None and r.held_line.startswith("held: broker 3 is not registered")
+
+
+def test_no_advance_writes_nothing() -> None:
+    store, cluster, env = make()
+    r = one(env, advance=False)
+    assert store.version == 0 and cluster.submits == [] and (r.queued, r.total) == (6, 6)
+
+
+def test_a_foreground_keeper_marks_before_start_and_writes_ended_moves_with_the_next_write() -> None:
+    from reassign_cli.ops.stored import Keeper
+
+    store, _, _ = make()
+    assert store.plan is not None
+    store.plan = dataclasses.replace(store.plan, lease=ME)
+    now = [0.0]
+    keeper = Keeper(store, ME, clock=lambda: now[0])
+    keeper.started([("t", 0)])
+    assert store.plan is not None and store.plan.started == {("t", 0)} and store.version == 1
+    keeper.ended([("t", 0)])
+    keeper.renew()  # not due yet: nothing written
+    assert store.version == 1 and store.plan.done == frozenset()
+    keeper.started([("t", 1)])  # one write: the ended move done, the new one started
+    assert store.version == 2 and store.plan.done == {("t", 0)} and store.plan.started == {("t", 0), ("t", 1)}
+    now[0] = sp.RENEW_SECONDS
+    keeper.renew()
+    assert (
+        store.version == 3 and store.plan.lease is not None and store.plan.lease.renewals == ME.renewals + 3
+    )
+    store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))  # taken over
+    with pytest.raises(sp.LeaseLost):
+        keeper.started([("t", 2)])
+    keeper.forget()  # not ours any more: left alone
+    assert store.plan is not None and ("t", 2) not in store.plan.started
+
+
+def test_a_held_step_as_json() -> None:
+    import orjson
+
+    from reassign_cli.ops.stored import describe, exit_code
+
+    _, _, env = make()
+    signals = hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    env.health = lambda: signals
+    r = one(env)
+    doc = orjson.loads(orjson.dumps(describe(r)))
+    assert doc["moves"] == {"total": 6, "moving": 0, "queued": 6, "done": 0} and doc["started"] == []
+    assert [h["check"] for h in doc["health"]["holds"]] == ["broker-missing"]
+    assert exit_code(r) == 4
