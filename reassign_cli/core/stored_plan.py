@@ -417,11 +417,32 @@ def decode(head: bytes, content: bytes) -> StoredPlan:
         raise StoredPlanError(
             f"{WHAT}'s content does not match its head (SHA-256, size); refusing to act on it"
         )
-    doc, body = _load(head, "head"), _load(content, "content")
+    doc = _load(head, "head")
+    parsed = _parsed(ref, content)
     try:
-        return replace(_decode(doc, body), content_ref=ref)
+        return replace(_decode(doc, parsed), content_ref=ref)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise StoredPlanError(f"{WHAT} is malformed ({e!r}); refusing to act on it") from None
+
+
+# The last content parsed, by its SHA-256 (checked against the bytes by `decode` first): a content is
+# written once and read by every read of the plan (a `verify` step reads it three times), while only the head
+# changes. One entry: a process works on one stored plan.
+_PARSED: dict[str, tuple[tuple[PlanEntry, ...], tuple[int | None, ...]]] = {}
+
+
+def _parsed(ref: ContentRef, content: bytes) -> tuple[tuple[PlanEntry, ...], tuple[int | None, ...]]:
+    known = _PARSED.get(ref.sha256)
+    if known is not None:
+        return known
+    body = _load(content, "content")
+    try:
+        known = _entries(body)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise StoredPlanError(f"{WHAT} is malformed ({e!r}); refusing to act on it") from None
+    _PARSED.clear()
+    _PARSED[ref.sha256] = known
+    return known
 
 
 def _int(v: Any) -> int:
@@ -480,8 +501,8 @@ def _lease(v: Any) -> Lease | None:
     return Lease(v["run"], v["host"], _int(v["pid"]), _int(v["renewals"]))
 
 
-def _decode(doc: dict[str, Any], body: dict[str, Any]) -> StoredPlan:
-    entries, sizes = _entries(body)
+def _decode(doc: dict[str, Any], parsed: tuple[tuple[PlanEntry, ...], tuple[int | None, ...]]) -> StoredPlan:
+    entries, sizes = parsed
     if _int(doc["moves"]) != len(entries) or not isinstance(doc["plan_sha256"], str):
         raise ValueError("the head's move count")
     o = _object(doc["origin"])
