@@ -51,9 +51,18 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here, after `cli` exists: each subcommand module imports the shared helpers of this package.
-    from reassign_cli.cli import cancel, elect_leaders, execute, generate, listing, snapshot, verify
+    from reassign_cli.cli import (
+        cancel,
+        elect_leaders,
+        execute,
+        generate,
+        listing,
+        rebalance,
+        snapshot,
+        verify,
+    )
 
-    for mod in (generate, snapshot, execute, verify, listing, elect_leaders, cancel):
+    for mod in (generate, snapshot, execute, verify, listing, elect_leaders, cancel, rebalance):
         cli.add_command(mod.command)
 
 
