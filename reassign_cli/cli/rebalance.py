@@ -157,8 +157,8 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
     from reassign_cli.ops import stored as stored_ops
 
     with open_backend(opts, admin_too=True) as backend:
-        if stored.read_stored(backend) is not None:  # handsoff: step it exactly as verify does
-            result = stored.step_with(opts, backend, advance=not req.dry_run, ignore=frozenset())
+        if stored.read_stored(backend) is not None:  # handsoff: step it as verify does (ops/step.step)
+            result = _step(backend, req)
             if result.stored:
                 facts["metrics"] = TickMetrics("stepping")
                 stored.say_result(opts, result)
@@ -170,6 +170,25 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
             finally:
                 if mover is not None:
                     mover.close()
+
+
+def _step(backend: Any, req: Any) -> Any:
+    """One step of the stored plan, as `verify` makes it (cli/stored.step_with: ops/step.step), except
+    that the health signals leave out the dead brokers' own damage (core/autopilot.without_dead): the
+    replicas on brokers the ledger says are dead, and still not registered. Nothing else is exempt."""
+    from reassign_cli.cli import stored
+    from reassign_cli.core import autopilot as ap
+    from reassign_cli.core import stored_plan as sp
+    from reassign_cli.ops import autopilot as ops
+    from reassign_cli.ops import step as st
+    from reassign_cli.ops import stored as stored_ops
+
+    with stored.step_env(backend) as env:
+        dead = ops.dead_now(backend, req.dead_after, time.time())
+        gather = env.health
+        if dead and gather is not None:
+            env.health = lambda: ap.without_dead(gather(), dead)
+        return st.step(env, stored_ops.me(), sp.watch(), advance=not req.dry_run, ignore=frozenset())
 
 
 def _decide(opts: Options, req: Any, facts: dict[str, Any], backend: Any, env: Any, mover: Any) -> int:

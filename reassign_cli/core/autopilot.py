@@ -550,3 +550,31 @@ def tick_metrics(decision: Decision, worst_after: float | None = None, bytes_pla
     before = decision.worst.fraction if decision.worst is not None else None
     after = before if decision.kind == "balanced" else worst_after
     return TickMetrics(_METRIC_OF[decision.kind], before, after, bytes_planned)
+
+
+# ---------------------------------------------------------------------------------------------
+# The heal's health exemption
+# ---------------------------------------------------------------------------------------------
+
+
+def without_dead(signals: Any, dead_brokers: Iterable[int]) -> Any:
+    """The health signals (core/health.Signals) as a heal's step judges them: the replicas on the dead
+    brokers that are still not registered are dropped from every partition's replicas and offline
+    replicas, so the damage those brokers alone explain (their replicas offline and out of the ISR, hence
+    offline-replicas, under-replicated and min-isr) is the heal's own work and holds nothing. Everything
+    else is as gathered: a partition with no leader, a replica out of the ISR on a live broker, a missing
+    broker that is not dead yet, the controller's epoch."""
+    import dataclasses
+
+    gone = frozenset(dead_brokers) - signals.registered
+    if not gone:
+        return signals
+    parts = {
+        tp: dataclasses.replace(
+            ph,
+            replicas=tuple(b for b in ph.replicas if b not in gone),
+            offline=tuple(b for b in ph.offline if b not in gone),
+        )
+        for tp, ph in signals.partitions.items()
+    }
+    return dataclasses.replace(signals, partitions=parts)

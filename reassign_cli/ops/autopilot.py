@@ -400,6 +400,15 @@ def keep_ledger(backend: Any, state: ClusterState, now: float, dry_run: bool) ->
     return store.update(fn)
 
 
+def dead_now(backend: Any, dead_after: float, now: float) -> frozenset[int]:
+    """The brokers the ledger says are dead now (ZooKeeper mode; none through the admin API alone)."""
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
+    if not isinstance(backend, ZkBackend):
+        return frozenset()
+    return ap.dead(LedgerStore(backend.session).read()[0], now, dead_after)
+
+
 def tick(
     backend: Any, mover: Any, req: TickRequest, warn: Callable[[str], None], now: float | None = None
 ) -> tuple[TickOutcome, Look | None, ap.Limited | None]:
