@@ -1,6 +1,6 @@
 """The autopilot's decision of one tick (issue 26), with no plan stored: pure, plain data in and out.
 
-Not wired yet: a later change builds `kafka-reassign rebalance` on it (docs/autopilot.md). That tick
+Used by `kafka-reassign rebalance` (ops/autopilot.py, cli/rebalance.py; docs/autopilot.md). A tick
 reads the cluster, keeps the known-broker `Ledger` beside the stored plan (`update`), calls `decide`,
 and on `rebalance` plans with `--balance bytes` (replicas when sizes are unknown) at `--tolerance`,
 cuts the plan with `limit_plan`, and on `heal` re-places the dead brokers' replicas in `heal_order`.

@@ -162,3 +162,39 @@ def test_an_operators_reassignment_running_is_skipped(
     assert r.stdout.startswith("skipped: a reassignment not ours is in progress:"), r.stdout
     assert f"{topic}-0" in r.stdout
     assert not zk.exists(HEAD)
+
+
+@pytest.mark.timeout(900)
+def test_a_broker_stopped_for_good_is_healed_after_dead_after(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1, 3], 1: [3, 2], 2: [2, 3], 3: [3, 1]}, messages=80)
+    flags = [*_flags(cluster, topic), "--dead-after", "5"]
+    with cluster.broker_stopped(3):
+        first = mover.cli("rebalance", *flags)
+        assert first.returncode == 4 and first.stdout.startswith("wait: broker 3 is missing"), first.stdout
+        assert not zk.exists(HEAD)
+        seen: list[str] = []
+
+        def healed() -> bool:
+            r = mover.cli("rebalance", *flags)
+            assert r.returncode in (0, 4), r.stderr
+            seen.append(r.stdout + r.stderr)
+            # the end: nothing to move (broker 3 still holds replicas of excluded topics), or, holding
+            # nothing any more, forgotten by the ledger and the two live brokers balanced
+            done = "plan: nothing to move" in r.stdout or r.stdout.startswith("balanced:")
+            return r.returncode == 0 and done and not zk.exists(HEAD)
+
+        wait_until(healed, timeout=600, interval=1, message=lambda: f"healed: {seen[-1:]}")
+        assert any("heal: broker 3 has been missing for" in s for s in seen), seen
+        assert not any("health" in s.lower() and "held" in s.lower() for s in seen), seen
+        after = _replicas(zk, topic)
+        assert all(len(set(row)) == 2 and set(row) == {1, 2} for row in after.values()), (
+            after
+        )  # RF 2, racks r1/r2
+        for p, row in after.items():
+            state = get_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")
+            assert sorted(state["isr"]) == sorted(row), state
+        _no_throttles(zk, [topic])
+        values = consume_all(topic)
+        assert sorted(values) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
