@@ -114,6 +114,8 @@ def command(opts: Options, **kw: Any) -> int:
     """
     from reassign_cli.ops.autopilot import TickRequest
 
+    if opts.json:
+        raise UsageError("rebalance prints text lines only: --format json is not supported yet")
     req = TickRequest(
         trigger=kw["trigger"],
         tolerance=kw["tolerance"],

@@ -103,3 +103,14 @@ def test_exclude_topics_is_a_whole_name_regex_and_reassignments_not_ours_are_nam
     assert ops.foreign_line(state) is None
     state.reassignment = {("a", 1): [1, 2]}
     assert (ops.foreign_line(state) or "").endswith(": a-1")
+
+
+def test_rebalance_refuses_format_json_before_connecting() -> None:
+    from click.testing import CliRunner
+
+    from reassign_cli.cli import cli
+
+    r = CliRunner().invoke(
+        cli, ["rebalance", "--zookeeper", "127.0.0.1:1/x", "--format", "json"], standalone_mode=False
+    )
+    assert "--format json is not supported yet" in str(r.exception)
