@@ -51,9 +51,19 @@ def cli() -> None:
 
 def _register() -> None:
     # Imported here, after `cli` exists: each subcommand module imports the shared helpers of this package.
-    from reassign_cli.cli import cancel, elect_leaders, execute, generate, listing, plan_ctl, snapshot, verify
+    from reassign_cli.cli import (
+        cancel,
+        elect_leaders,
+        execute,
+        generate,
+        listing,
+        plan_ctl,
+        rebalance,
+        snapshot,
+        verify,
+    )
 
-    for mod in (generate, snapshot, execute, verify, listing, elect_leaders, cancel):
+    for mod in (generate, snapshot, execute, verify, listing, elect_leaders, cancel, rebalance):
         cli.add_command(mod.command)
     cli.add_command(plan_ctl.pause_command)
     cli.add_command(plan_ctl.continue_command)

@@ -1,6 +1,6 @@
 """The autopilot's decision of one tick (issue 26), with no plan stored: pure, plain data in and out.
 
-Not wired yet: a later change builds `kafka-reassign rebalance` on it (docs/autopilot.md). That tick
+Used by `kafka-reassign rebalance` (ops/autopilot.py, cli/rebalance.py; docs/autopilot.md). A tick
 reads the cluster, keeps the known-broker `Ledger` beside the stored plan (`update`), calls `decide`,
 and on `rebalance` plans with `--balance bytes` (replicas when sizes are unknown) at `--tolerance`,
 cuts the plan with `limit_plan`, and on `heal` re-places the dead brokers' replicas in `heal_order`.
@@ -550,3 +550,31 @@ def tick_metrics(decision: Decision, worst_after: float | None = None, bytes_pla
     before = decision.worst.fraction if decision.worst is not None else None
     after = before if decision.kind == "balanced" else worst_after
     return TickMetrics(_METRIC_OF[decision.kind], before, after, bytes_planned)
+
+
+# ---------------------------------------------------------------------------------------------
+# The heal's health exemption
+# ---------------------------------------------------------------------------------------------
+
+
+def without_dead(signals: Any, dead_brokers: Iterable[int]) -> Any:
+    """The health signals (core/health.Signals) as a heal's step judges them: the replicas on the dead
+    brokers that are still not registered are dropped from every partition's replicas and offline
+    replicas, so the damage those brokers alone explain (their replicas offline and out of the ISR, hence
+    offline-replicas, under-replicated and min-isr) is the heal's own work and holds nothing. Everything
+    else is as gathered: a partition with no leader, a replica out of the ISR on a live broker, a missing
+    broker that is not dead yet, the controller's epoch."""
+    import dataclasses
+
+    gone = frozenset(dead_brokers) - signals.registered
+    if not gone:
+        return signals
+    parts = {
+        tp: dataclasses.replace(
+            ph,
+            replicas=tuple(b for b in ph.replicas if b not in gone),
+            offline=tuple(b for b in ph.offline if b not in gone),
+        )
+        for tp, ph in signals.partitions.items()
+    }
+    return dataclasses.replace(signals, partitions=parts)

@@ -1,0 +1,200 @@
+"""`kafka-reassign rebalance` (issue 26) on the ZooKeeper-mode cluster (Kafka 3.9, the brokers given too).
+
+The shared cluster holds other topics, so every tick is confined to the test's topic with --exclude-topics
+(a regex excluding every other name): a second topic of the test, as unbalanced, is excluded and must stay
+exactly where it was. Ticks alone (separate processes, the first two at once) fill broker 3, which holds no
+replica of the topic, plan after plan cut by --max-bytes, until a tick says balanced; five more ticks then
+start nothing. An operator's own reassignment running: the tick skips, exit 4. Each test ends clean: no
+throttle of ours, no stored plan, every message read back."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.helpers import REPO, wait_until
+from tests.integration.reassign_support import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    Mover,
+    await_idle,
+    config,
+    get_json,
+    produce,
+)
+
+HEAD = "/reassign_cli/plan"
+LEDGER = "/reassign_cli/autopilot-brokers"
+ENV: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+PART_BYTES = 100 * 1000  # each partition: 100 records of 1000 bytes (plus batch overhead)
+
+
+def _flags(cluster: Any, topic: str) -> list[str]:
+    return [
+        "--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap,
+        "--exclude-topics", f"(?!{topic}$).*",
+    ]  # fmt: skip
+
+
+def _forget(zk: Any) -> None:
+    """The stored plan and the ledger are not left for the next test."""
+    for path in (HEAD, "/reassign_cli/plan-content", LEDGER):
+        if zk.exists(path):
+            zk.delete(path, recursive=True)
+
+
+@pytest.fixture
+def clean(zk: Any, mover: Mover) -> Any:
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    _forget(zk)
+    yield
+
+
+def _replicas(zk: Any, topic: str) -> dict[str, list[int]]:
+    return dict(get_json(zk, f"/brokers/topics/{topic}")["partitions"])
+
+
+def _no_throttles(zk: Any, topics: list[str]) -> None:
+    for t in topics:
+        tcfg = config(zk, "topics", t) or {}
+        assert LEADER_REPLICAS not in tcfg and FOLLOWER_REPLICAS not in tcfg
+    for b in (1, 2, 3):
+        bcfg = config(zk, "brokers", b) or {}
+        assert LEADER_RATE not in bcfg and FOLLOWER_RATE not in bcfg
+
+
+def _tick_process(cluster: Any, topic: str, *extra: str) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "reassign_cli", "rebalance", *_flags(cluster, topic), *extra],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.timeout(900)
+def test_ticks_alone_fill_an_empty_broker_in_several_plans_then_start_nothing(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover, tmp_path: Any
+) -> None:
+    layout = {p: [1, 2] if p % 2 == 0 else [2, 1] for p in range(6)}
+    topic = make_topic(layout)
+    other = make_topic(layout)  # as unbalanced, and excluded: never moved
+    sent = [v for p in range(6) for v in produce(cluster.bootstrap, topic, p, 100)]
+    before_other = _replicas(zk, other)
+    limits = ["--max-bytes", str(int(PART_BYTES * 1.5)), "--throttle", "50000000"]
+    metrics = tmp_path / "tick.prom"
+
+    # the first tick from two hosts at once: one plan is stored, never two
+    a, b = _tick_process(cluster, topic, *limits), _tick_process(cluster, topic, *limits)
+    outs = [p.communicate(timeout=300) for p in (a, b)]
+    assert {a.returncode, b.returncode} == {4}, outs
+    fresh = [o for o in outs if "Stored the plan in the cluster" in o[1] and "stored already" not in o[1]]
+    assert len(fresh) <= 1, outs
+    assert any("rebalance: broker 3 holds no replica" in o[0] for o in outs), outs
+
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    plans, ticks, last = 1, 0, ""
+    while "balanced:" not in last:
+        ticks += 1
+        assert ticks < 60, last
+        r = mover.cli(
+            "rebalance", *_flags(cluster, topic), *limits, "--metrics-file", metrics, "--report-dir", reports
+        )
+        assert r.returncode in (0, 4), r.stderr
+        if "Stored the plan in the cluster" in r.stderr:
+            copied = re.search(r"of ([\d.]+) (B|KiB) copied", r.stderr)
+            assert copied is not None, r.stderr  # --max-bytes: within the limit (one partition's copy)
+            assert float(copied[1]) * (1024 if copied[2] == "KiB" else 1) <= PART_BYTES * 1.5, r.stderr
+            plans += 1
+        last = r.stdout
+    assert plans >= 3, f"--max-bytes split the rebalance into {plans} plans"
+    md = sorted(reports.glob("rebalance-*.md"))
+    assert len(md) == plans - 1 and all(m.with_suffix(".html").exists() for m in md), md
+    assert all(re.fullmatch(r"rebalance-\d{8}T\d{6}Z-[0-9a-f]{12}\.md", m.name) for m in md)
+    print(f"\nfilled broker 3 in {plans} plans over {ticks + 1} ticks")
+    assert 'kafka_reassign_autopilot_decision{decision="balanced"} 1.0' in metrics.read_text()
+    assert not zk.exists(HEAD)
+    after = _replicas(zk, topic)
+    held = {b for row in after.values() for b in row}
+    assert held == {1, 2, 3} and all(len(set(row)) == 2 for row in after.values())
+    counts = [sum(b in row for row in after.values()) for b in (1, 2, 3)]
+    assert max(counts) - min(counts) <= 1, after
+
+    for _ in range(5):  # balanced: nothing starts
+        r = mover.cli("rebalance", *_flags(cluster, topic), *limits)
+        assert r.returncode == 0 and r.stdout.startswith("balanced: worst deviation"), r.stdout + r.stderr
+        assert not zk.exists(HEAD) and not zk.exists("/admin/reassign_partitions")
+    assert _replicas(zk, topic) == after and _replicas(zk, other) == before_other
+    _no_throttles(zk, [topic, other])
+    assert set(sent) <= set(consume_all(topic))
+
+
+def test_dry_run_prints_the_decision_and_plan_and_writes_nothing(
+    cluster: Any, zk: Any, make_topic: Any, clean: Any, mover: Mover
+) -> None:
+    topic = make_topic({p: [1, 2] for p in range(3)}, messages=30)
+    r = mover.cli("rebalance", *_flags(cluster, topic), "--dry-run")
+    assert r.returncode == 4, r.stderr
+    assert "rebalance: broker 3 holds no replica" in r.stdout and '"partitions":[' in r.stdout
+    assert not zk.exists(HEAD) and not zk.exists(LEDGER) and not zk.exists("/admin/reassign_partitions")
+
+
+def test_an_operators_reassignment_running_is_skipped(
+    cluster: Any, zk: Any, make_topic: Any, clean: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1], 1: [1]})
+    produce(cluster.bootstrap, topic, 0, 5000)
+    plan = mover.plan("op.json", {(topic, 0): [3]})
+    mover.plans.append((plan, [topic]))
+    started = mover.execute(plan, "--throttle", "10000")  # ~5 MB at 10 kB/s: still running below
+    assert started.returncode == 0, started.stderr
+    wait_until(lambda: zk.exists("/admin/reassign_partitions") is not None, timeout=60, message="running")
+    r = mover.cli("rebalance", *_flags(cluster, topic))
+    assert r.returncode == 4, r.stderr
+    assert r.stdout.startswith("skipped: a reassignment not ours is in progress:"), r.stdout
+    assert f"{topic}-0" in r.stdout
+    assert not zk.exists(HEAD)
+
+
+@pytest.mark.timeout(900)
+def test_a_broker_stopped_for_good_is_healed_after_dead_after(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    topic = make_topic({0: [1, 3], 1: [3, 2], 2: [2, 3], 3: [3, 1]}, messages=80)
+    flags = [*_flags(cluster, topic), "--dead-after", "5"]
+    with cluster.broker_stopped(3):
+        first = mover.cli("rebalance", *flags)
+        assert first.returncode == 4 and first.stdout.startswith("wait: broker 3 is missing"), first.stdout
+        assert not zk.exists(HEAD)
+        seen: list[str] = []
+
+        def healed() -> bool:
+            r = mover.cli("rebalance", *flags)
+            assert r.returncode in (0, 4), r.stderr
+            seen.append(r.stdout + r.stderr)
+            # the end: nothing to move (broker 3 still holds replicas of excluded topics), or, holding
+            # nothing any more, forgotten by the ledger and the two live brokers balanced
+            done = "plan: nothing to move" in r.stdout or r.stdout.startswith("balanced:")
+            return r.returncode == 0 and done and not zk.exists(HEAD)
+
+        wait_until(healed, timeout=600, interval=1, message=lambda: f"healed: {seen[-1:]}")
+        assert any("heal: broker 3 has been missing for" in s for s in seen), seen
+        assert not any("health" in s.lower() and "held" in s.lower() for s in seen), seen
+        after = _replicas(zk, topic)
+        assert all(len(set(row)) == 2 and set(row) == {1, 2} for row in after.values()), (
+            after
+        )  # RF 2, racks r1/r2
+        for p, row in after.items():
+            state = get_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")
+            assert sorted(state["isr"]) == sorted(row), state
+        _no_throttles(zk, [topic])
+        values = consume_all(topic)
+        assert sorted(values) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
