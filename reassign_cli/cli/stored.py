@@ -20,56 +20,49 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def step_env(backend: Backend) -> Iterator[StepEnv]:
-    """The step's environment for `backend`: its plan store and its health signals."""
-    from reassign_cli.backends.admin.backend import AdminBackend
+    """The step's environment for `backend`: its plan store (backends/plan_stores.open_store, the one
+    place the store is chosen) and its health signals."""
+    from reassign_cli.backends.plan_stores import open_store
     from reassign_cli.backends.zookeeper.backend import ZkBackend
     from reassign_cli.ops.step import StepEnv
 
     cache: dict[str, int] = {}
-    if isinstance(backend, ZkBackend):
-        if backend.admin is None:
-            from reassign_cli.errors import UsageError
+    if isinstance(backend, ZkBackend) and backend.admin is None:
+        from reassign_cli.errors import UsageError
 
-            raise UsageError(
-                "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
-                "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
-            )
+        raise UsageError(
+            "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
+            "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
+        )
+    with open_store(backend) as store:
+        yield StepEnv(backend, store, health=_health(backend, cache))
+
+
+def _health(backend: Backend, cache: dict[str, int]) -> Any:
+    """The cluster's health signals: ZooKeeper's reads in ZooKeeper mode, the admin API's otherwise."""
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
+    if isinstance(backend, ZkBackend):
         from reassign_cli.backends.zookeeper import health as zh
-        from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
 
         session = backend.session
-        yield StepEnv(backend, ZkPlanStore(session), health=lambda: zh.gather(session, min_isr_cache=cache))
-        return
-    assert isinstance(backend, AdminBackend)
+        return lambda: zh.gather(session, min_isr_cache=cache)
     from reassign_cli.backends.admin import health as ah
-    from reassign_cli.backends.admin.plan_topic import PlanLog, TopicPlanStore
 
-    log = PlanLog(backend.options, backend.admin)
-    admin = backend.admin
-    try:
-        yield StepEnv(backend, TopicPlanStore(log), health=lambda: ah.gather(admin, min_isr_cache=cache))
-    finally:
-        log.close()
+    admin = backend.admin  # type: ignore[attr-defined]
+    return lambda: ah.gather(admin, min_isr_cache=cache)
 
 
 def read_stored(backend: Backend) -> Any:
     """The stored plan as read (backends/plan_store.Versioned), or None: for any verify, ZooKeeper alone too."""
     from reassign_cli.backends.admin.backend import AdminBackend
+    from reassign_cli.backends.plan_stores import open_store
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
-    if isinstance(backend, ZkBackend):
-        from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
-
-        return ZkPlanStore(backend.session).read()
-    if not isinstance(backend, AdminBackend):
+    if not isinstance(backend, ZkBackend | AdminBackend):
         return None
-    from reassign_cli.backends.admin.plan_topic import PlanLog, TopicPlanStore
-
-    log = PlanLog(backend.options, backend.admin)
-    try:
-        return TopicPlanStore(log).read()
-    finally:
-        log.close()
+    with open_store(backend) as store:
+        return store.read()
 
 
 def stored_line(plan: Any, connection: Any) -> str:
