@@ -1,0 +1,134 @@
+"""Issue 25's faults of a stored plan's step, on the fault suite's own ZooKeeper-mode cluster (Kafka 3.9, the
+brokers given too; the plan stored in znodes): a stepper killed -9 right after each write of a step, ten
+steppers at once, the target broker stopped mid-plan. Each ends with the check of tests/integration/
+test_step_zk.py: nothing reassigning, no throttle of ours, the operator's own broker rate back exactly,
+replicas as planned, the stored plan gone, every message read back."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.helpers import PYTHON, REPO, wait_until
+from tests.integration.reassign_support import Mover, reassigning
+from tests.integration.test_step_zk import (
+    _as_planned_and_clean,
+    _detach,
+    _steps_until_done,
+    operator_rate,  # noqa: F401  (a fixture)
+)
+
+pytestmark = pytest.mark.usefixtures("operator_rate")  # broker 3's own rate, which must come back exactly
+
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+
+
+def _moving(zk: Any, topic: str) -> int:
+    from tests.integration.reassign_support import get_json
+
+    doc = get_json(zk, f"/brokers/topics/{topic}") or {}
+    return sum(1 for v in doc.get("adding_replicas", {}).values() if v)
+
+
+def _killing(words: list[str], n: int, cwd: Any) -> subprocess.CompletedProcess[str]:
+    """The verify step, killed -9 by itself right after its nth write (n = 0: not killed)."""
+    env = dict(ENV, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), ENV.get("PYTHONPATH")])))
+    return subprocess.run(
+        [PYTHON, "-m", "tests.faults.step_kill", str(n), "--", *words],
+        env=env, cwd=cwd, text=True, capture_output=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_a_stepper_killed_9_after_each_write_of_a_step(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, consume_all: Any, run_cli: Any
+) -> None:
+    """Each step is killed one write later than the one before (lease taken, moves marked, throttles, submit,
+    lease released), until a step runs whole; then again from its first write. Once only the last move is
+    left and it has ended, the final step is killed after each of its writes (lease, clear, delete)."""
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    submitted: list[str] = [f"{topic}-0"]  # the detach's first step started partition 0
+    killed_at: list[tuple[int, str]] = []
+
+    def run(n: int) -> subprocess.CompletedProcess[str]:
+        r = _killing(words, n, mover.tmp)
+        for m in re.finditer(r"^SUBMITTED (\S+)", r.stderr, re.M):
+            submitted.extend(m.group(1).split(","))
+        assert _moving(zk, topic) <= 1, r.stderr  # the cap: one move to broker 3 at a time
+        if r.returncode == -signal.SIGKILL:
+            k, name = re.findall(r"^KILLED (\d+) (\S+)", r.stderr, re.M)[-1]
+            killed_at.append((int(k), name))
+        else:
+            assert r.returncode == 4, r.stderr
+            assert "2 moving" not in r.stderr and "3 moving" not in r.stderr, r.stderr
+        return r
+
+    every = sorted(f"{topic}-{p}" for p in range(3))
+    n = 1
+    for _ in range(40):
+        r = run(n)
+        if sorted(set(submitted)) == every:
+            break  # every move submitted: on to the final step
+        n = n + 1 if r.returncode == -signal.SIGKILL else 1  # dies one write later, or again from the first
+    assert sorted(set(submitted)) == every, r.stderr
+    wait_until(lambda: not reassigning(zk, topic), timeout=300, message="the last move ended")
+    final = [run(n).stderr for n in (1, 2, 3)]
+    assert killed_at[-3:] == [(1, "replace"), (2, "clear"), (3, "delete")], final
+    last = run_cli(
+        *words, env={k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}, cwd=mover.tmp
+    )
+    assert last.returncode == 0 and "No plan is stored in the cluster" in last.stderr, last.stderr
+    # each move submitted exactly once (a kill between the mark and the submit: the next step submits it)
+    assert sorted(submitted) == every, submitted
+    names = [name for _, name in killed_at]
+    assert {(1, "replace"), (2, "replace")} <= set(killed_at) and {"throttles", "submit"} <= set(names)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def test_ten_verify_steppers_at_once(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
+) -> None:
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    started: list[str] = [f"{topic}-0"]
+
+    def ten() -> bool:
+        procs = [
+            subprocess.Popen([PYTHON, "-m", "reassign_cli", *words], env=ENV, cwd=mover.tmp, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+            for _ in range(10)
+        ]  # fmt: skip
+        codes = []
+        for p in procs:
+            _, err = p.communicate(timeout=500)
+            assert p.returncode in (0, 4), err
+            assert "2 moving" not in err and "3 moving" not in err, err
+            for m in re.finditer(r"^(?:Started|Submitted again) .*?\d+ moves?: (\S+)", err, re.M):
+                started.extend(m.group(1).split(","))
+            codes.append(p.returncode)
+        assert _moving(zk, topic) <= 1
+        return 0 in codes
+
+    wait_until(ten, timeout=1000, interval=1, message="the stored plan done")
+    assert sorted(started) == sorted(f"{topic}-{p}" for p in range(3))  # each started once, none lost
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def test_the_target_broker_stopped_mid_plan_holds_then_carries_on(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
+) -> None:
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    env = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    with cluster.broker_stopped(3):
+        for _ in range(2):  # twice: the hold is said again by every step, and nothing starts
+            held = run_cli(*words, env=env, cwd=mover.tmp)
+            assert held.returncode == 4, held.stderr
+            lines = [line for line in held.stderr.splitlines() if line.startswith("held: ")]
+            assert len(lines) == 1 and "broker 3 is not registered" in lines[0], held.stderr
+            assert "Started" not in held.stderr, held.stderr
+    _steps_until_done(run_cli, words, mover.tmp)
+    assert not reassigning(zk, topic)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
