@@ -97,7 +97,7 @@ class StepResult:
         if self.bytes_total is not None and self.bytes_done is not None:
             text += f"; {pc.human_bytes(self.bytes_done)} of {pc.human_bytes(self.bytes_total)} copied"
             if self.rate:
-                text += f" at {pc.human_bytes(self.rate)}/s, ETA {pc.eta_text(self.eta)}"
+                text += f" at {pc.human_bytes(self.rate)}/s, {pc.eta_text(self.eta)}"
         return text
 
 

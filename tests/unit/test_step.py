@@ -256,3 +256,11 @@ def test_no_advance_writes_nothing() -> None:
     store, cluster, env = make()
     r = one(env, advance=False)
     assert store.version == 0 and cluster.submits == [] and (r.queued, r.total) == (6, 6)
+
+
+def test_progress_line_says_eta_once() -> None:
+    r = st.StepResult(total=3, moving=1, queued=1, done=1, bytes_total=3 << 20, bytes_done=1 << 20)
+    r.rate, r.eta = float(1 << 20), 2.0
+    assert r.progress_line() == (
+        "1 moving, 1 queued, 1 done of 3; 1.0 MiB of 3.0 MiB copied at 1.0 MiB/s, ETA 0:00:02"
+    )
