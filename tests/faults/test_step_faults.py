@@ -35,7 +35,7 @@ def _moving(zk: Any, topic: str) -> int:
     return sum(1 for v in doc.get("adding_replicas", {}).values() if v)
 
 
-def _killing(words: list[str], n: int, cwd: Any) -> subprocess.CompletedProcess[str]:
+def _killing(words: list[str], n: int | str, cwd: Any) -> subprocess.CompletedProcess[str]:
     """The verify step, killed -9 by itself right after its nth write (n = 0: not killed)."""
     env = dict(ENV, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), ENV.get("PYTHONPATH")])))
     return subprocess.run(
@@ -131,4 +131,34 @@ def test_the_target_broker_stopped_mid_plan_holds_then_carries_on(
             assert "Started" not in held.stderr, held.stderr
     _steps_until_done(run_cli, words, mover.tmp)
     assert not reassigning(zk, topic)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def test_a_zookeeper_session_expiry_mid_step(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
+) -> None:
+    """Steps whose ZooKeeper session is expired right after each of their writes (lease, mark, throttles,
+    submit, release; at the end clear and delete): kazoo opens a new session and the step goes on; then
+    plain steps until done."""
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    submitted: list[str] = [f"{topic}-0"]
+    expired: set[str] = set()
+    for _ in range(3):
+        r = _killing(words, "expire:1,2,3,4,5,6", mover.tmp)
+        assert r.returncode in (0, 4) and "Traceback" not in r.stderr, r.stderr
+        expired.update(re.findall(r"^EXPIRED \d+ (\S+)", r.stderr, re.M))
+        for m in re.finditer(r"^SUBMITTED (\S+)", r.stderr, re.M):
+            submitted.extend(m.group(1).split(","))
+        assert _moving(zk, topic) <= 1, r.stderr
+    assert {"replace", "throttles", "submit"} <= expired, expired
+    plain = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+
+    def step() -> bool:
+        r = run_cli(*words, env=plain, cwd=mover.tmp)
+        assert r.returncode in (0, 4) and "2 moving" not in r.stderr, r.stderr
+        for m in re.finditer(r"^(?:Started|Submitted again) .*?\d+ moves?: (\S+)", r.stderr, re.M):
+            submitted.extend(m.group(1).split(","))
+        return r.returncode == 0
+
+    wait_until(step, timeout=600, interval=1, message="the stored plan done")
     _as_planned_and_clean(zk, topic, sent, consume_all)
