@@ -162,3 +162,47 @@ def test_a_zookeeper_session_expiry_mid_step(
 
     wait_until(step, timeout=600, interval=1, message="the stored plan done")
     _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def _broker_pid(cluster: Any, broker_id: int) -> int:
+    from tests import clusters
+
+    status = clusters.script("status", directory=cluster.directory).stdout
+    return int(re.search(rf"^broker-{broker_id}\s+running pid (\d+)", status, re.M).group(1))  # type: ignore[union-attr]
+
+
+def _held_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("held: ")]
+
+
+def test_the_controller_killed_9_mid_move(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, monkeypatch: Any
+) -> None:
+    """The controller broker killed -9 while the detached plan's first move copies (throttled slowly): the next
+    step holds (the controller changed, and the dead broker's partitions), one line; with the broker back,
+    the plan ends done."""
+    from tests.integration import test_step_zk
+    from tests.integration.reassign_support import get_json
+
+    monkeypatch.setattr(test_step_zk, "RATE", "20000")  # partition 0's ~1 MB: about a minute
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    plain = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    controller = get_json(zk, "/controller")["brokerid"]
+    assert _moving(zk, topic) == 1
+    cluster.stopped.add(controller)  # restarted by the session's end if this test fails before it does
+    os.kill(_broker_pid(cluster, controller), signal.SIGKILL)
+    try:
+        wait_until(
+            lambda: (get_json(zk, "/controller") or {}).get("brokerid", controller) != controller,
+            timeout=120,
+            message="another broker became the controller (the killed one's session expired)",
+        )
+        held = run_cli(*words, env=plain, cwd=mover.tmp)
+        assert held.returncode == 4 and "Started" not in held.stderr, held.stderr
+        lines = _held_lines(held.stderr)
+        assert len(lines) == 1 and "controller" in lines[0], held.stderr
+    finally:
+        cluster.start_broker(controller)
+    wait_until(lambda: controller in cluster.registered_brokers(), timeout=120, message="the broker back")
+    _steps_until_done(run_cli, words, mover.tmp)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
