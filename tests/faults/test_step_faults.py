@@ -206,3 +206,29 @@ def test_the_controller_killed_9_mid_move(
     wait_until(lambda: controller in cluster.registered_brokers(), timeout=120, message="the broker back")
     _steps_until_done(run_cli, words, mover.tmp)
     _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def test_a_partition_under_min_isr_outside_the_plan_holds_then_carries_on(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
+) -> None:
+    """A topic outside the plan (replication 3, min.insync.replicas 3) loses broker 2 from its ISR: broker 2,
+    not one of the plan's target brokers, is stopped. Its replicas are then offline too: the step is run
+    with `--ignore-health offline-replicas`, deliberately, so that the line names the min ISR hold first.
+    While it holds, no queued move starts; with broker 2 back, plain steps end the plan."""
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    outside = make_topic({0: [1, 2, 3]}, messages=5, configs={"min.insync.replicas": "3"})
+    plain = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    wait_until(lambda: not reassigning(zk, topic), timeout=300, message="the first move ended")
+    with cluster.broker_stopped(2):
+        held = run_cli(*words, "--ignore-health", "offline-replicas", env=plain, cwd=mover.tmp)
+        assert held.returncode == 4 and "Started" not in held.stderr, held.stderr
+        lines = _held_lines(held.stderr)
+        assert len(lines) == 1, held.stderr
+        assert lines[0].startswith(
+            f"held: partition {outside}-0 is under min.insync.replicas (2 in sync of 3)"
+        )
+        assert "0 moving, 2 queued" in lines[0], held.stderr
+        assert not reassigning(zk, topic)
+    _steps_until_done(run_cli, words, mover.tmp)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+    assert sorted(consume_all(outside)) == sorted(f"{outside}-value-{i}".encode() for i in range(5))
