@@ -232,3 +232,49 @@ def test_a_partition_under_min_isr_outside_the_plan_holds_then_carries_on(
     _steps_until_done(run_cli, words, mover.tmp)
     _as_planned_and_clean(zk, topic, sent, consume_all)
     assert sorted(consume_all(outside)) == sorted(f"{outside}-value-{i}".encode() for i in range(5))
+
+
+def test_a_rolling_restart_of_every_broker_during_a_detached_plan(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, monkeypatch: Any
+) -> None:
+    """Brokers 1, 2 and 3 stopped and started one by one while verify processes step the detached plan
+    (its first move throttled slowly, so the restarts fall in the middle of it): the plan ends done, nothing
+    lost. A step while a broker is down holds or exits with an error line (the next one goes on); never a
+    traceback, never two moves at once."""
+    import threading
+
+    from tests.integration import test_step_zk
+
+    monkeypatch.setattr(test_step_zk, "RATE", "20000")  # partition 0's ~1 MB: about a minute
+    topic, sent, words = _detach(cluster, zk, make_topic, mover, run_cli)
+    plain = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    seen: list[subprocess.CompletedProcess[str]] = []
+    moving: list[int] = []
+    done = threading.Event()
+
+    def stepping() -> None:
+        while not done.is_set():
+            r = run_cli(*words, env=plain, cwd=mover.tmp)
+            seen.append(r)
+            moving.append(_moving(zk, topic))
+            if r.returncode == 0:
+                return
+            done.wait(1)
+
+    stepper = threading.Thread(target=stepping, daemon=True)
+    stepper.start()
+    try:
+        for b in cluster.broker_ids:
+            with cluster.broker_stopped(b):
+                pass
+    finally:
+        done.set()
+        stepper.join(timeout=400)
+    assert not stepper.is_alive()
+    for r in seen:
+        assert "Traceback" not in r.stderr and "2 moving" not in r.stderr, r.stderr
+        assert r.returncode in (0, 4) or r.stderr.startswith("Error: "), r.stderr
+    assert max(moving, default=0) <= 1
+    if not any(r.returncode == 0 for r in seen):
+        _steps_until_done(run_cli, words, mover.tmp)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
