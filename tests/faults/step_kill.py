@@ -3,15 +3,15 @@ kill -9 of this process right after its Nth write.
 
     python -m tests.faults.step_kill N -- ARGS...
 
-The writes of a step (ZooKeeper mode with the brokers): the stored plan's compare-and-set (`replace`: the
-lease taken, the mark of the moves started / done, the lease released), the throttle commit
-(`apply_throttles`), the submit (`create_reassignment`), the clear at the end (`clear_throttles`) and the
-stored plan's `delete`. Each is printed on stderr as `WRITE k NAME` once it returned; the submit also as
-`SUBMITTED topic-p,...`. N = 0 only traces; at the Nth write the process prints `KILLED k NAME` and sends
-itself SIGKILL (nothing after it runs: no finally, no lease release). N = `expire:K,L,...`: right after the
-Kth write (and the Lth ...), the process's ZooKeeper session is expired (a second client opens the same session id and password
-and closes it, as ZooKeeper's own tests do) and the run goes on, printing `EXPIRED k NAME`. Nothing of this
-is in the product.
+The writes of a step (ZooKeeper mode with the brokers, or the admin API alone): the stored plan's
+compare-and-set (`replace`: the lease taken, the mark of the moves started / done, the lease released),
+the throttle commit (`apply_throttles`), the submit (`create_reassignment`), the clear at the end
+(`clear_throttles`) and the stored plan's `delete`. Each is printed on stderr as `WRITE k NAME` once it
+returned; the submit also as `SUBMITTED topic-p,...`. N = 0 only traces; at the Nth write the process
+prints `KILLED k NAME` and sends itself SIGKILL (nothing after it runs: no finally, no lease release).
+N = `expire:K,L,...`: right after the Kth write (and the Lth ...), the process's ZooKeeper session is
+expired (a second client opens the same session id and password and closes it, as ZooKeeper's own tests
+do) and the run goes on, printing `EXPIRED k NAME`. Nothing of this is in the product.
 """
 
 from __future__ import annotations
@@ -86,8 +86,11 @@ def patch(target: int) -> None:
 
     ZkSession.__init__ = kept  # type: ignore[method-assign]
 
-    ZkPlanStore.replace = traced(ZkPlanStore.replace, "replace", target)  # type: ignore[method-assign]
-    ZkPlanStore.delete = traced(ZkPlanStore.delete, "delete", target)  # type: ignore[method-assign]
+    from reassign_cli.backends.admin.plan_topic import TopicPlanStore
+
+    for store in (ZkPlanStore, TopicPlanStore):
+        store.replace = traced(store.replace, "replace", target)  # type: ignore[method-assign]
+        store.delete = traced(store.delete, "delete", target)  # type: ignore[method-assign]
     execute.apply_throttles = traced(execute.apply_throttles, "throttles", target)
     verify.clear_throttles = traced(verify.clear_throttles, "clear", target)
     submit = traced(ZkBackend.create_reassignment, "submit", target, submitted)
