@@ -278,3 +278,91 @@ def test_a_rolling_restart_of_every_broker_during_a_detached_plan(
     if not any(r.returncode == 0 for r in seen):
         _steps_until_done(run_cli, words, mover.tmp)
     _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+def test_on_under_min_isr_cancel_cancels_only_that_move(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
+) -> None:
+    """`execute --detach --on-under-min-isr cancel`: a topic of replication 2 with min.insync.replicas 2,
+    both partitions moving from [1, 2] to [1, 3] one at a time (partition 0 with about 3 MB, slowly). Broker
+    2 (not a target) stopped while partition 0 moves puts both under min ISR: the next step cancels that
+    running move alone (it
+    reverts to [1, 2]), saves its target to a rollback file and starts nothing. With broker 2 back the
+    other move runs; the last step clears the throttles, deletes the stored plan and exits 5 (the cancelled
+    partition is not as planned)."""
+    import json
+
+    from tests.integration.reassign_support import (
+        FOLLOWER_RATE,
+        FOLLOWER_REPLICAS,
+        LEADER_RATE,
+        LEADER_REPLICAS,
+        await_idle,
+        config,
+        get_json,
+        produce,
+    )
+    from tests.integration.test_step_zk import HEAD, OPERATOR_RATE, _flags, _forget, _pasted
+
+    topic = make_topic({0: [1, 2], 1: [1, 2]}, configs={"min.insync.replicas": "2"})
+    sent = produce(cluster.bootstrap, topic, 0, 3000) + produce(cluster.bootstrap, topic, 1, 10)
+    plan = mover.plan("isr.json", {(topic, p): [1, 3] for p in range(2)})
+    mover.plans.append((plan, [topic]))
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    plain = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    first = run_cli(
+        "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker", "1",
+        "--throttle", "10000", "--detach", "--on-under-min-isr", "cancel",
+        "--rollback-file", str(mover.tmp / "rb.json"), env=plain, cwd=mover.tmp,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    words = _pasted(first.stdout)
+    p = 0
+
+    def big_moving() -> bool:
+        doc = get_json(zk, f"/brokers/topics/{topic}")
+        if doc.get("adding_replicas", {}).get("0"):
+            return True
+        s = run_cli(*words, env=plain, cwd=mover.tmp)  # partition 1 (small) went first: one more step
+        assert s.returncode == 4, s.stderr
+        return False
+
+    wait_until(big_moving, timeout=300, interval=1, message="partition 0 moving")
+    with cluster.broker_stopped(2):
+        r = run_cli(*words, env=plain, cwd=mover.tmp)
+        assert r.returncode == 4 and "Started" not in r.stderr, r.stderr
+        line = re.findall(rf"^Cancelled \(under min.insync.replicas\) 1 move: {topic}-{p}; their targets saved to (\S+)$",
+                          r.stderr, re.M)  # fmt: skip
+        assert len(line) == 1, r.stderr
+        saved = json.loads((mover.tmp / line[0]).read_text())
+        assert saved == {
+            "version": 1,
+            "partitions": [{"topic": topic, "partition": p, "replicas": [1, 3], "log_dirs": ["any", "any"]}],
+        }
+        doc = get_json(zk, f"/brokers/topics/{topic}")
+        assert doc["partitions"][str(p)] == [1, 2] and not doc.get("adding_replicas", {}).get(str(p)), doc
+    last: list[Any] = []
+
+    def step() -> bool:
+        s = run_cli(*words, env=plain, cwd=mover.tmp)
+        last[:] = [s]
+        assert s.returncode in (4, 5) and "Cancelled" not in s.stderr and "2 moving" not in s.stderr, s.stderr
+        return s.returncode == 5
+
+    wait_until(step, timeout=600, interval=1, message=lambda: f"the stored plan's end: {last[0].stderr}")
+    assert "The stored plan is done" in last[0].stderr, last[0].stderr
+    assert not reassigning(zk, topic) and not zk.exists(HEAD)
+    doc = get_json(zk, f"/brokers/topics/{topic}")
+    assert doc["partitions"] == {str(p): [1, 2], str(1 - p): [1, 3]}
+    tcfg = config(zk, "topics", topic) or {}
+    assert (
+        LEADER_REPLICAS not in tcfg
+        and FOLLOWER_REPLICAS not in tcfg
+        and tcfg.get("min.insync.replicas") == "2"
+    )
+    for b in (1, 2):
+        assert not {LEADER_RATE, FOLLOWER_RATE} & set(config(zk, "brokers", b) or {})
+    assert (config(zk, "brokers", 3) or {}).get(FOLLOWER_RATE) == OPERATOR_RATE
+    assert LEADER_RATE not in (config(zk, "brokers", 3) or {})
+    assert sorted(consume_all(topic)) == sorted(sent)
