@@ -82,9 +82,8 @@ class StepResult:
     eta: float | None = None
     started: list[TopicPartition] = field(default_factory=list)
     resubmitted: list[TopicPartition] = field(default_factory=list)
-    cancelled: list[TopicPartition] = field(
-        default_factory=list
-    )  # --on-under-min-isr cancel (ops/isr_cancel)
+    # --on-under-min-isr cancel (ops/isr_cancel.py): the moves this step cancelled
+    cancelled: list[TopicPartition] = field(default_factory=list)
     cancel_file: str | None = None  # where the cancelled moves' targets were saved
     verdict: hc.Verdict | None = None
     held_line: str | None = None
