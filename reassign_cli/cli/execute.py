@@ -43,6 +43,16 @@ def _rate(value: int | None) -> int | None:
 @click.option("--hours", type=HOURS, default=None, help=f"With --detach: {HOURS_HELP}.")
 @click.option("--not-before", type=NOT_BEFORE, default=None, help=f"With --detach: {NOT_BEFORE_HELP}.")
 @click.option(
+    "--on-under-min-isr",
+    "on_under_min_isr",
+    type=click.Choice(["hold", "cancel"]),
+    default="hold",
+    show_default=True,
+    help="With --detach: what a step does when a partition under its min.insync.replicas has a move of the "
+    "plan running: hold (start nothing new) or cancel (also cancel that move alone, saving its target to a "
+    "rollback file). Stored with the plan.",
+)
+@click.option(
     "--detach",
     is_flag=True,
     help="With --max-moves-per-broker: store the plan in the cluster, start the first moves and exit 0; "
@@ -212,8 +222,11 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     from reassign_cli.render.progress import ExecuteReport
 
     detach = kw.pop("detach")
+    if kw["on_under_min_isr"] != "hold" and not detach:
+        raise UsageError("--on-under-min-isr cancel needs --detach")
     if reassignment_file is None or detach:
         return _stored(opts, reassignment_file, detach, kw)
+    kw.pop("on_under_min_isr")
     if kw.pop("hours") is not None or kw.pop("not_before") is not None:
         raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)

@@ -176,6 +176,10 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
         try:
             report = ExecuteReport(out, json=opts.json)
             schedule = Schedule(hours=kw["hours"], not_before=kw["not_before"]).to_dict()
+            if kw.get("on_under_min_isr") == "cancel":
+                from reassign_cli.ops import isr_cancel
+
+                schedule[isr_cancel.POLICY] = isr_cancel.CANCEL
             return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:
             if mover is not None:

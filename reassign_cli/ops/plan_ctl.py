@@ -79,7 +79,10 @@ def continue_stored(store: PlanStore, now: datetime, hours: Any = KEEP) -> sch.C
         found[:] = [c]
         if not c.changes:
             return None
-        return dataclasses.replace(plan, schedule=c.schedule.to_dict(), paused={}, updated=now.timestamp())
+        # the hours and not_before replaced; other keys of the schedule object (the --on-under-min-isr
+        # policy, ops/isr_cancel.py) kept
+        schedule = {**plan.schedule, **c.schedule.to_dict()}
+        return dataclasses.replace(plan, schedule=schedule, paused={}, updated=now.timestamp())
 
     _, seen = ps.update(store, fn)
     return None if seen is None else found[0]

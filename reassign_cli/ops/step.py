@@ -82,6 +82,9 @@ class StepResult:
     eta: float | None = None
     started: list[TopicPartition] = field(default_factory=list)
     resubmitted: list[TopicPartition] = field(default_factory=list)
+    # --on-under-min-isr cancel (ops/isr_cancel.py): the moves this step cancelled
+    cancelled: list[TopicPartition] = field(default_factory=list)
+    cancel_file: str | None = None  # where the cancelled moves' targets were saved
     verdict: hc.Verdict | None = None
     held_line: str | None = None
     wait: str | None = None  # pause or hours
@@ -97,7 +100,7 @@ class StepResult:
         if self.bytes_total is not None and self.bytes_done is not None:
             text += f"; {pc.human_bytes(self.bytes_done)} of {pc.human_bytes(self.bytes_total)} copied"
             if self.rate:
-                text += f" at {pc.human_bytes(self.rate)}/s, ETA {pc.eta_text(self.eta)}"
+                text += f" at {pc.human_bytes(self.rate)}/s, {pc.eta_text(self.eta)}"
         return text
 
 
@@ -243,7 +246,12 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     wait = schedule_wait(plan, now)
     verdict = _health(env, plan, now, ignore)
     result.verdict, result.wait = verdict, wait
-    resubmit = sorted(view.vanished)
+    if verdict is not None:
+        moved = _cancel_under_min_isr(env, seen, plan, verdict, now, result)
+        if moved is None:
+            return result
+        seen, plan = moved
+    resubmit = sorted(view.vanished - set(result.cancelled))
     new: list[TopicPartition] = []
     heads: list[TopicPartition] = []
     if wait is None and (verdict is None or not verdict.held):
@@ -267,6 +275,27 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _cancel_under_min_isr(
+    env: StepEnv, seen: ps.Versioned, plan: sp.StoredPlan, verdict: hc.Verdict, now: float, result: StepResult
+) -> tuple[ps.Versioned, sp.StoredPlan] | None:
+    """--on-under-min-isr cancel (ops/isr_cancel.py): the running moves of partitions under min ISR marked
+    done through the fence, then cancelled. None: the fence was lost (nothing cancelled, nothing started)."""
+    from reassign_cli.ops import isr_cancel
+
+    tps = isr_cancel.touched(plan, verdict) if isr_cancel.wants_cancel(plan) else []
+    if not tps:
+        return seen, plan
+    plan = sp.mark_done(plan, tps, now)
+    written = env.store.replace(seen, plan)
+    if written is None:
+        result.lost_fence = True
+        counts(seen.plan, result, now)
+        return None
+    result.cancelled = tps
+    result.cancel_file = str(isr_cancel.cancel_moves(env.backend, plan, tps))
+    return written, plan
 
 
 def _health(env: StepEnv, plan: sp.StoredPlan, now: float, ignore: Iterable[str]) -> hc.Verdict | None:

@@ -120,6 +120,11 @@ def lines(result: st.StepResult) -> list[str]:
         out.append(started_text(result.started, "Started"))
     if result.resubmitted:
         out.append(started_text(result.resubmitted, "Submitted again (vanished without completing)"))
+    if result.cancelled:
+        out.append(
+            started_text(result.cancelled, "Cancelled (under min.insync.replicas)")
+            + f"; their targets saved to {result.cancel_file}"
+        )
     if result.wait is not None:
         out.append(result.wait)
     if result.held_line is not None:
@@ -180,6 +185,8 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         "eta_seconds": result.eta,
         "started": [tp_str(tp) for tp in result.started],
         "resubmitted": [tp_str(tp) for tp in result.resubmitted],
+        "cancelled": [tp_str(tp) for tp in result.cancelled],
+        "cancel_file": result.cancel_file,
         "wait": result.wait,
         "driver": result.driver,
         "finished": result.finished,

@@ -97,6 +97,15 @@ def test_continue_clears_the_pause_and_changes_the_hours() -> None:
     assert c is not None and c.changes == () and store.writes == writes
 
 
+def test_continue_keeps_what_else_the_schedule_holds() -> None:
+    # execute --detach --on-under-min-isr cancel keeps its policy in the schedule object (ops/isr_cancel.py):
+    # a `continue --hours` must change the hours and leave the policy as it was.
+    store = MemStore(plan4(schedule={"hours": None, "not_before": None, "on_under_min_isr": "cancel"}))
+    pctl.continue_stored(store, NOW, parse_hours("22:00-06:00"))
+    assert store.plan is not None
+    assert store.plan.schedule == {"hours": "22:00-06:00", "not_before": None, "on_under_min_isr": "cancel"}
+
+
 def test_summary_by_hand() -> None:
     # sizes 100, 200, 300, 400; started 0-2, done 0: 2 running, 1 queued, 1 done; 100 of 1000 bytes done,
     # 900 left; 100 bytes from the storing (1000) to the last step (1100): 1 B/s, so 900 s.

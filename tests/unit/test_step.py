@@ -300,3 +300,11 @@ def test_a_held_step_as_json() -> None:
     assert doc["moves"] == {"total": 6, "moving": 0, "queued": 6, "done": 0} and doc["started"] == []
     assert [h["check"] for h in doc["health"]["holds"]] == ["broker-missing"]
     assert exit_code(r) == 4
+
+
+def test_progress_line_says_eta_once() -> None:
+    r = st.StepResult(total=3, moving=1, queued=1, done=1, bytes_total=3 << 20, bytes_done=1 << 20)
+    r.rate, r.eta = float(1 << 20), 2.0
+    assert r.progress_line() == (
+        "1 moving, 1 queued, 1 done of 3; 1.0 MiB of 3.0 MiB copied at 1.0 MiB/s, ETA 0:00:02"
+    )
