@@ -27,7 +27,7 @@ from tests.helpers import consume_all, read_env_file
 from tests.integration.kraft_support import Admin, cli
 from tests.integration.test_cluster_jbod import configured_log_dirs, described_log_dirs, jbod_script
 from tests.integration.test_logdir_pacing import LOG_DIR_RATE, execute, place, verify
-from tests.integration.test_snapshot_disks import kafka_log_dirs
+from tests.integration.test_snapshot_disks import break_dir, kafka_log_dirs
 
 SIZES = "64M,96M"
 TOLERANCE = 0.05
@@ -160,3 +160,48 @@ def run_the_loop(
             assert not {k for k in a.configs("brokers", b) if "throttled.rate" in k}
     finally:
         a.alter("brokers", 1, {LOG_DIR_RATE: None})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_offline_dir_never_chosen_and_the_plan_says_why(tmp_path: Path) -> None:
+    """Broker 3's larger dir (the one the goal weighs most) made offline under the stopped broker (its tmpfs
+    replaced by one whose meta.properties Kafka cannot read), then the same skew: the live plan places
+    broker 3's arrivals in its first dir only, and one line on stderr names the offline dir and its error."""
+    d = Path(f"{cluster_dir().resolve()}-disks-offline")
+    try:
+        up = jbod_script("up", "--jbod", directory=d, sizes=SIZES)
+        assert up.returncode == 0, up.stderr
+        bootstrap = read_env_file(d / "env")["KAFKA_BOOTSTRAP"]
+        dirs = configured_log_dirs(d)
+        gone = dirs[3][1]
+        break_dir(d, 3, gone)
+        assert kafka_log_dirs(bootstrap)[3][gone]["error"] is not None  # offline, as Kafka's tool says
+        a = Admin(bootstrap)
+        try:
+            check_offline(a, bootstrap, dirs, tmp_path)
+        finally:
+            a.close()
+    finally:
+        down = jbod_script("down", directory=d)
+        assert down.returncode == 0, down.stderr
+
+
+def check_offline(a: Admin, bootstrap: str, dirs: dict[int, list[str]], tmp_path: Path) -> None:
+    gone = dirs[3][1]
+    assignment = {p: [1 if p < 6 else 2] for p in range(12)}
+    topic, _ = a.make_topic("offline", assignment, messages=400, size=2500)
+    place(
+        bootstrap, tmp_path, topic, {p: (r, [dirs[r[0]][0 if p < 6 else 1]]) for p, r in assignment.items()}
+    )
+    gen = cli(bootstrap, "generate", "--topic", topic, "--strategy", "balanced", "--balance", "bytes",
+              "--seed", "1", "--format", "json", "--tolerance", str(TOLERANCE))  # fmt: skip
+    assert gen.returncode == 0, gen.stderr
+    proposed = json.loads(gen.stdout)["proposed"]["partitions"]
+    to3 = [x for e in proposed for b, x in zip(e["replicas"], e["log_dirs"], strict=True) if b == 3]
+    assert to3 and set(to3) == {dirs[3][0]}, proposed
+    lines = [x for x in gen.stderr.splitlines() if "no replica placed in" in x]
+    assert lines == [
+        f"Warning: --balance bytes: no replica placed in 1 log dir(s): broker 3's {gone} "
+        "(offline: KAFKA_STORAGE_ERROR)"
+    ], gen.stderr
