@@ -10,24 +10,31 @@ code: a sampler thread polling DescribeLogDirs (raw kafka-python) all through th
 bytes (total - usable) against the cap; DescribeLogDirs and Kafka's own kafka-log-dirs for every disk's bytes
 at the end, against the plan's per-disk prediction (`disk_bytes_after` in --format json); the records read
 back; the brokers' own dynamic config (DescribeConfigs) for the log-dir throttle.
+
+With the same skew, broker 3's larger dir is never chosen when it is offline (unmounted under the stopped
+broker; Kafka's kafka-log-dirs says it is) or cordoned (Kafka 4.3.1 KRaft, `cordoned.log.dirs` set with
+kafka-configs; DescribeLogDirs v5's IsCordoned says it is), each on a private cluster of its own
+($CLUSTER_DIR-disks-offline, $CLUSTER_DIR-disks-cordon, one at a time), and generate names it in one line.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clusters import KAFKA4_VERSION
 from tests.conftest import cluster_dir
 from tests.helpers import consume_all, read_env_file
 from tests.integration.kraft_support import Admin, cli
 from tests.integration.test_cluster_jbod import configured_log_dirs, described_log_dirs, jbod_script
 from tests.integration.test_logdir_pacing import LOG_DIR_RATE, execute, place, verify
-from tests.integration.test_snapshot_disks import break_dir, kafka_log_dirs
+from tests.integration.test_snapshot_disks import break_dir, cordon, cordoned_by_kafka, kafka_log_dirs
 
 SIZES = "64M,96M"
 TOLERANCE = 0.05
@@ -205,3 +212,52 @@ def check_offline(a: Admin, bootstrap: str, dirs: dict[int, list[str]], tmp_path
         f"Warning: --balance bytes: no replica placed in 1 log dir(s): broker 3's {gone} "
         "(offline: KAFKA_STORAGE_ERROR)"
     ], gen.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_cordoned_dir_never_chosen_kraft(tmp_path: Path) -> None:
+    """Kafka 4.3.1 in KRaft mode: broker 3's larger dir cordoned (`cordoned.log.dirs`, KIP-1066, set with
+    Kafka's own kafka-configs; DescribeLogDirs v5 says IsCordoned), then the same skew: the live plan places
+    broker 3's arrivals in its first dir only, and one line on stderr names the cordoned dir."""
+    d = Path(f"{cluster_dir().resolve()}-disks-cordon")
+    try:
+        up = jbod_script(
+            "up", "--jbod", "--kraft", "--kafka-version", KAFKA4_VERSION, directory=d, sizes=SIZES
+        )
+        assert up.returncode == 0, up.stderr
+        bootstrap = read_env_file(d / "env")["KAFKA_BOOTSTRAP"]
+        dirs = configured_log_dirs(d)
+        shut = dirs[3][1]
+        a = Admin(bootstrap)
+        try:
+            assignment = {p: [1 if p < 6 else 2] for p in range(12)}
+            topic, _ = a.make_topic("cordon", assignment, messages=400, size=2500)
+            where = {p: (r, [dirs[r[0]][0 if p < 6 else 1]]) for p, r in assignment.items()}
+            place(bootstrap, tmp_path, topic, where)
+            # not cordoned, the plan places some of broker 3's arrivals in that dir
+            assert shut in arrivals_on_3(bootstrap, topic)[0]
+            cordon(bootstrap, 3, shut)
+            assert cordoned_by_kafka(bootstrap)[3] == {dirs[3][0]: False, shut: True}
+            to3, gen = arrivals_on_3(bootstrap, topic)
+            assert to3 == {dirs[3][0]}, to3
+            lines = [x for x in gen.stderr.splitlines() if "no replica placed in" in x]
+            assert lines == [
+                f"Warning: --balance bytes: no replica placed in 1 log dir(s): broker 3's {shut} "
+                "(cordoned.log.dirs)"
+            ], gen.stderr
+        finally:
+            a.close()
+            cordon(bootstrap, 3, None)
+    finally:
+        down = jbod_script("down", directory=d)
+        assert down.returncode == 0, down.stderr
+
+
+def arrivals_on_3(bootstrap: str, topic: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The dirs a live generate names for broker 3's replicas (and the run)."""
+    gen = cli(bootstrap, "generate", "--topic", topic, "--strategy", "balanced", "--balance", "bytes", "--seed",
+              "1", "--format", "json", "--tolerance", str(TOLERANCE))  # fmt: skip
+    assert gen.returncode == 0, gen.stderr
+    proposed = json.loads(gen.stdout)["proposed"]["partitions"]
+    return {x for e in proposed for b, x in zip(e["replicas"], e["log_dirs"], strict=True) if b == 3}, gen
