@@ -357,7 +357,8 @@ def _note_disks(
     strategy: BalancedStrategy, source: Source, brokers: Sequence[Broker], reporter: Reporter
 ) -> None:
     """Disk by disk: from a snapshot, the brokers whose log dirs look like one filesystem (the live
-    survey says so itself); the disks left outside their band."""
+    survey says so itself); the log dirs offline or cordoned, never chosen; the disks left outside their
+    band."""
     d = strategy.disk_plan
     if d is None:
         return
@@ -367,6 +368,9 @@ def _note_disks(
         alike = balance_disks.look_shared(strategy.state.disks, strategy.state.capacities, brokers)
         if alike:
             reporter.warning(shared_note(alike))
+    skipped = balance_disks.skipped_note(strategy.state.disks, brokers)
+    if skipped:
+        reporter.warning(skipped)
     if not d.within():
         reporter.warning(balance_disks.band_note(d))
 

@@ -276,3 +276,20 @@ def test_idempotent(c: Jbod) -> None:
 
 def _places(c: Jbod) -> Mapping[tuple[str, int], list[tuple[int, int]]]:
     return {(name, p): row for name, parts in c.place.items() for p, row in parts.items()}
+
+
+def test_the_dirs_never_chosen_named_in_one_line() -> None:
+    from reassign_cli.planning.balanced.disks import skipped_note
+
+    brokers = [Broker(1), Broker(2), Broker(3)]
+    live = LogDir("/a", held=0, total=100, usable=100)
+    disks = {
+        1: (live, LogDir("/b", held=0, total=100, usable=100, cordoned=True)),
+        2: (live, LogDir("/c", offline=True, error="KAFKA_STORAGE_ERROR")),
+        3: (live, LogDir("/d", held=0, total=100, usable=100, cordoned=False)),
+    }
+    assert skipped_note(disks, brokers) == (
+        "--balance bytes: no replica placed in 2 log dir(s): broker 1's /b (cordoned.log.dirs), "
+        "broker 2's /c (offline: KAFKA_STORAGE_ERROR)"
+    )
+    assert skipped_note({3: disks[3]}, brokers) is None

@@ -553,6 +553,22 @@ def band_note(plan: DiskPlan) -> str:
     )
 
 
+def skipped_note(disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker]) -> str | None:
+    """The one line naming the log dirs of B the plan places no replica in, and why (offline: the error
+    DescribeLogDirs answered; cordoned: in the broker's cordoned.log.dirs); None when there are none."""
+    out: list[str] = []
+    for b in sorted(x.id for x in brokers):
+        for d in disks.get(b, ()):
+            if d.offline:
+                out.append(f"broker {b}'s {d.path} (offline: {d.error or 'unknown error'})")
+            elif d.cordoned is True:
+                out.append(f"broker {b}'s {d.path} (cordoned.log.dirs)")
+    if not out:
+        return None
+    shown = ", ".join(out[:5]) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
+    return f"--balance bytes: no replica placed in {len(out)} log dir(s): {shown}"
+
+
 def look_shared(
     disks: Mapping[int, Sequence[LogDir]], capacities: Mapping[int, Capacity], brokers: Sequence[Broker]
 ) -> list[int]:
