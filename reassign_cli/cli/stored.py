@@ -194,7 +194,10 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[N
     ZooKeeper alone (batches there)."""
     # the window (ops/pacing._Window) runs where moves are added beside running ones; elsewhere batches
     usable = callable(getattr(backend, "add_reassignment", None))
-    if req.dry_run or req.max_moves is None or not usable:
+    from reassign_cli.ops.stored import places_dirs
+
+    # a plan that names log dirs is not stored: the stored plan's steps would not place them (ops/stored.py)
+    if req.dry_run or req.max_moves is None or not usable or places_dirs(req.data):
         yield
         return
     from reassign_cli.core import stored_plan as sp

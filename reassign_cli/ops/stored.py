@@ -56,6 +56,7 @@ def plan_to_store(
 
     if req.max_moves is None:
         raise UsageError("--detach needs --max-moves-per-broker N")
+    refuse_log_dirs(req.data)
     plan, state, _ = prepare(backend, req)
     entries = sorted_entries(plan)
     full = backend.read_state(sorted({e.topic for e in entries}), partition_state=True)
@@ -64,6 +65,24 @@ def plan_to_store(
     pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
     stored = sp.new_plan(req.data, entries, pace, origin(now), sizes, schedule)
     return stored, rollback_json(entries, state)
+
+
+def places_dirs(data: bytes) -> bool:
+    """Whether the plan names a log dir (other than "any") for some replica."""
+    from reassign_cli.core.model import parse_reassignment
+
+    return parse_reassignment(data).has_log_dir_moves()
+
+
+def refuse_log_dirs(data: bytes) -> None:
+    """A stored plan's steps submit replicas only (AlterPartitionReassignments): they do not tell the brokers
+    a replica's log dir first, as a foreground execute does, so a plan that names dirs is refused before
+    anything is written rather than run with its dirs dropped."""
+    if places_dirs(data):
+        raise UsageError(
+            "--detach: this plan names log dirs, which a stored plan's steps do not place yet; run it in the "
+            "foreground instead (execute ... --max-moves-per-broker N, or --wait)"
+        )
 
 
 def carry_on_command(connection: Iterable[hints.ConnectionOption]) -> str:

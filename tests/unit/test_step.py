@@ -308,3 +308,22 @@ def test_progress_line_says_eta_once() -> None:
     assert r.progress_line() == (
         "1 moving, 1 queued, 1 done of 3; 1.0 MiB of 3.0 MiB copied at 1.0 MiB/s, ETA 0:00:02"
     )
+
+
+def test_a_plan_that_names_log_dirs_is_not_detached() -> None:
+    # the step submits replicas only: a plan with log dirs would lose them, so --detach refuses it first
+    # (and a foreground paced execute does not store it)
+    from reassign_cli.errors import UsageError
+    from reassign_cli.ops.stored import places_dirs, refuse_log_dirs
+
+    with_dirs = (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","/d1"]}]}'
+    )
+    anys = (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}'
+    )
+    plain = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
+    assert places_dirs(with_dirs) and not places_dirs(anys) and not places_dirs(plain)
+    with pytest.raises(UsageError, match="names log dirs"):
+        refuse_log_dirs(with_dirs)
+    refuse_log_dirs(plain)
