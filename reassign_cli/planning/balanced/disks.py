@@ -132,6 +132,7 @@ class DiskPlan:
         from reassign_cli.core.model import format_partition_entries
 
         out: list[str] = []
+        quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
         for topic, parts in assignment.items():
             if not any((topic, p) in self.explicit for p in parts):
                 text = format_partition_entries({topic: parts})
@@ -144,7 +145,12 @@ class DiskPlan:
                 dirs = self.explicit.get((topic, p)) or ["any"] * len(reps)
                 out.append(
                     f'{{"topic":{tq},"partition":{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":['
-                    + ",".join(json.dumps(d, ensure_ascii=False) for d in dirs)
+                    + ",".join(
+                        [
+                            quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
+                            for d in dirs
+                        ]
+                    )
                     + "]}"
                 )
         return ",".join(out)
