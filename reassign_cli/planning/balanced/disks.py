@@ -268,8 +268,9 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
             where = dirs.get(p)
             if where is None:
                 old_dir.append([-1] * len(cur))
-            elif plain:  # the dirs index the current replicas, in order
-                old_dir.append([-1 if x is None else x for x in where])
+            elif plain:  # the dirs index the current replicas, in order (read only: shared)
+                known = where if None not in where else [-1 if x is None else x for x in where]
+                old_dir.append(known)  # type: ignore[arg-type]  # no None left
             else:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
@@ -304,6 +305,9 @@ def plan_disks(
     moved_rows: set[int] = set()
     for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
         here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
+        if row[: len(cur)] == cur and (len(row) == len(cur) or row[len(cur)] < 0):  # the same replicas
+            final.append([here[b] for b in cur])
+            continue
         out: list[int] = []
         for c, b in enumerate(row):
             if b < 0:
@@ -431,10 +435,12 @@ def _within_brokers(
     # (arrivals, which are placed anew at no cost, and staying ones).
     movable: dict[int, list[tuple[int, int, int]]] = {}
     want = set(needy)
+    on = {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}  # the dirs of those brokers
+    sizes = rows.size.tolist()
     for r, out in enumerate(final):
         for c, g in enumerate(out):
-            if g >= 0 and g in disk_of and plan.paths[g][0] in want:
-                movable.setdefault(disk_of[g], []).append((int(rows.size[r]), r, c))
+            if g in on:
+                movable.setdefault(on[g], []).append((sizes[r], r, c))
     for cands in movable.values():
         cands.sort()
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
