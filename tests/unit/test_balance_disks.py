@@ -317,3 +317,27 @@ def test_a_broker_at_the_edge_of_its_band_exchanges_two_replicas() -> None:
     assert d.explicit == {("t", 0): ["/b"], ("t", 20): ["/a"]}
     assert (d.moves_within, d.bytes_within) == (2, 99)
     assert [x.after for x in d.disks] == [950, 951, 2099] and d.within()
+
+
+def test_band_note_names_the_disk_and_why() -> None:
+    """Broker 1's /a holds 1000 bytes (largest partition 100), /b none; goals 150 each, tolerance 5%:
+    bands 150 ± 100 and 150 ± 7.5 add up to 192.5..407.5, and 1000 is outside that: no choice of dirs
+    reaches them (both disks named so). Broker 2's /a at 140 (150 ± 7.5: out), /b at 166 (150 ± 20:
+    in): together 306 inside their sum 272.5..327.5, min(306 - 272.5, 327.5 - 306) = 21.5 bytes from
+    its edge (printed rounded half to even: 22)."""
+    from reassign_cli.planning.balanced.disks import _Disk, band_note
+
+    disks = [
+        _Disk(1, [0], 1000, None, True, after=1000, goal=150.0, largest=100),
+        _Disk(1, [1], 1000, None, True, after=0, goal=150.0, largest=0),
+        _Disk(2, [2], 1000, None, True, after=140, goal=150.0, largest=5),
+        _Disk(2, [3], 1000, None, True, after=166, goal=150.0, largest=20),
+    ]
+    paths = [(1, "/a"), (1, "/b"), (2, "/a"), (2, "/b")]
+    note = band_note(DiskPlan(paths, disks, 0.05, 0.85, True, 0.15))
+    assert note.startswith("--balance bytes: 3 disk(s) end outside the tolerance 5% of the goal: 1:/a (")
+    assert (
+        "1:/a (broker 1 holds 1000 bytes after the plan, outside the sum of its disks' bands 192..408" in note
+    )
+    assert "1:/b (broker 1 holds 1000 bytes" in note
+    assert "2:/a (broker 2 is 22 bytes from the edge of its disks' bands together" in note

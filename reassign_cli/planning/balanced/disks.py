@@ -645,18 +645,20 @@ def band_note(plan: DiskPlan) -> str:
 
 def band_reason(plan: DiskPlan, d: _Disk) -> str:
     """Why disk `d` ends outside its band. Its broker's bytes after the plan (fixed by the plan between
-    brokers) outside the sum of its disks' bands: no placement reaches them (proved). Otherwise the
+    brokers) outside the sum of its disks' bands (each widened by its largest partition as placed): no
+    placement of these replicas reaches them. Otherwise the
     broker sits within a few bytes of that sum's edge (the plan between brokers stops at the edge of
     the broker's own band), and its disks' bytes would have to split nearly exactly: no move of one
     replica and no exchange of two between its disks (within the limit) brings it closer."""
     mine = [x for x in plan.disks if x.broker == d.broker]
     held = sum(x.after for x in mine)
-    tol = plan.tolerance
-    low, high = sum(x.goal for x in mine) * (1 - tol), sum(x.goal for x in mine) * (1 + tol)
+    wide = [max(plan.tolerance * x.goal, x.largest) for x in mine]  # each band's half width
+    low = sum(x.goal - w for x, w in zip(mine, wide, strict=True))
+    high = sum(x.goal + w for x, w in zip(mine, wide, strict=True))
     if held < low or held > high:
         return (
             f"broker {d.broker} holds {held} bytes after the plan, outside the sum of its disks' bands "
-            f"{low:.0f}..{high:.0f}: no choice of log dirs reaches it"
+            f"{low:.0f}..{high:.0f}: no choice of its log dirs reaches them"
         )
     spare = min(held - low, high - held)
     return (
