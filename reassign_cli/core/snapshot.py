@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter, methodcaller
+from operator import is_not, itemgetter, methodcaller
 from typing import Any, NoReturn, Protocol
 
+import numpy as np
 import orjson
 
 from reassign_cli.core.model import NO_ENTRIES, Broker, Capacity, ClusterState, LogDir, Topic, TopicPartition
@@ -495,7 +496,10 @@ class _TopicsBuilder:
         if not set(map(type, ids)) <= _TOPIC_ID_TYPES:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
-            _check_optional([t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps)])
+            bulk = self.dirs is not None and _bulk_dirs(
+                new, list(map(len, plists)), pids, parts, reps, self.dirs
+            )
+            _check_optional([t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps, bulk)])
         if self.sizes:
             _add_sizes(new, list(map(len, plists)), pids, list(map(_SIZE, parts)))
         before = len(self.topics)
@@ -520,12 +524,14 @@ class _TopicsBuilder:
             first += count
         return views
 
-    def _add_optional(self, topic: Topic, parts: list[dict[str, Any]]) -> bool:
-        """isr/leader (with partition_state) and AR/RR into the topic; whether it has any."""
+    def _add_optional(self, topic: Topic, parts: list[dict[str, Any]], bulk: bool = False) -> bool:
+        """isr/leader (with partition_state) and AR/RR into the topic; whether it has any. `bulk`: the
+        "dirs" are read already (_bulk_dirs): a partition with no other optional key is skipped."""
         found = False
+        plain = _PLAIN_KEYS if self.partition_state else _PLAIN_KEYS_NO_STATE
         for e in parts:
-            if len(e) > 2:
-                found = _optional(topic, e, self.partition_state, self.dirs) or found
+            if len(e) > 2 and not (bulk and e.keys() <= plain):
+                found = _optional(topic, e, self.partition_state, self.dirs, bulk) or found
         return found
 
     def finish(self) -> dict[str, Topic]:
@@ -543,14 +549,18 @@ def _own(topic: Topic, field: str) -> dict[Any, Any]:
 
 
 def _optional(
-    topic: Topic, e: dict[str, Any], partition_state: bool, dirs: Mapping[int, int] | None = None
+    topic: Topic,
+    e: dict[str, Any],
+    partition_state: bool,
+    dirs: Mapping[int, int] | None = None,
+    bulk: bool = False,
 ) -> bool:
     p = e["partition"]
     values = [("adding", e.get("adding_replicas") or None), ("removing", e.get("removing_replicas") or None)]
     if partition_state:
         values += [("isr", e.get("isr")), ("leader", e.get("leader"))]
     if dirs is not None:
-        for field in ("dirs", "future_dirs"):
+        for field in ("future_dirs",) if bulk else ("dirs", "future_dirs"):
             v = e.get(field)
             if v is not None:
                 _check_indexes(topic.name, p, field, v, e["replicas"], dirs)
@@ -574,6 +584,57 @@ def _check_optional(topics: list[Topic]) -> None:
         for p, lv in t.leader.items():
             if not _is_int(lv):
                 raise _err(f'partition {t.name}-{p}: "leader" must be an integer')
+
+
+_PLAIN_KEYS = frozenset({"partition", "replicas", "size", "dirs"})  # no optional field but "dirs"
+_PLAIN_KEYS_NO_STATE = _PLAIN_KEYS | {"isr", "leader"}  # isr/leader not read (partition_state=False)
+_DIRS = methodcaller("get", "dirs")
+_DIR_TYPES = frozenset({int, type(None)})
+
+
+def _bulk_dirs(
+    topics: list[Topic],
+    counts: list[int],
+    pids: list[int],
+    parts: list[Any],
+    reps: list[Any],
+    dirs: Mapping[int, int],
+) -> bool:
+    """The partitions' "dirs" of one chunk into their topics, checked in flat passes (numpy for the
+    indexes); False (nothing stored) when one is wrong: the per-partition pass then names it."""
+    dl = list(map(_DIRS, parts))
+    idx = list(itertools.compress(range(len(dl)), map(is_not, dl, itertools.repeat(None))))
+    vs, rs = list(map(dl.__getitem__, idx)), list(map(reps.__getitem__, idx))
+    if not set(map(type, vs)) <= _LIST or list(map(len, vs)) != list(map(len, rs)):
+        return False
+    flat = list(itertools.chain.from_iterable(vs))
+    if not set(map(type, flat)) <= _DIR_TYPES:
+        return False
+    known = sorted(dirs)
+    if not known:
+        return False
+    try:
+        held = np.array([-1 if x is None else x for x in flat], dtype=np.int64)
+        brokers = np.array(list(itertools.chain.from_iterable(rs)), dtype=np.int64)
+    except OverflowError:
+        return False
+    keys = np.array(known, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, brokers), len(known) - 1)
+    limit = np.array([dirs[b] for b in known], dtype=np.int64)
+    ok = (held == -1) | ((keys[at] == brokers) & (held >= 0) & (held < limit[at]))
+    if not bool(ok.all()):
+        return False
+    first = 0
+    for t, count in zip(topics, counts, strict=True):
+        got = {
+            p: v
+            for p, v in zip(pids[first : first + count], dl[first : first + count], strict=True)
+            if v is not None
+        }
+        if got:
+            t.dirs = got
+        first += count
+    return True
 
 
 def _check_indexes(topic: str, p: int, field: str, v: Any, replicas: Any, counts: Mapping[int, int]) -> None:

@@ -2,7 +2,8 @@
 examples, then hypothesis over random JBOD clusters (dirs of several sizes, some cordoned or offline,
 brokers added empty): a log dir for every replica of a changed partition, never an offline or cordoned
 dir for a replica placed or moved, no disk past the limit at any point (peak accounting), the bands
-(no single move left that brings the disks closer, every disk's bytes recomputed here), no
+(no single move and no exchange of two replicas left that brings the disks closer, every disk's
+bytes recomputed here), no
 concentration, deterministic and idempotent. Expected values come from the definitions, computed here.
 """
 
@@ -231,6 +232,26 @@ def check(c: Jbod, result: object, d: DiskPlan, limit: float) -> None:
                 before = out(src, mine[src]) + out(tgt, mine[tgt])
                 after = out(src, mine[src] - s) + out(tgt, mine[tgt] + s)
                 assert after >= before - 1e-6, (name, p, src, tgt)
+    # nor any exchange of two planned replicas (x from one disk, a smaller y back), both peaks kept:
+    # what is promised. A disk may still end outside its band (its broker at the edge of its own band,
+    # its disks' bands then a near-exact partition of its bytes): then the plan names it (band_note)
+    on: dict[tuple[int, int], list[int]] = {}
+    for (name, p), reps in final.items():
+        for b, path in reps:
+            on.setdefault((b, index[b][path]), []).append(c.sizes[name][p])
+    for src, xs in on.items():
+        for tgt, ys in on.items():
+            if tgt[0] != src[0] or tgt == src or c.dirs[tgt[0]][tgt[1]][3] or c.dirs[src[0]][src[1]][3]:
+                continue
+            for x in set(xs):
+                for y in set(ys):
+                    if y >= x or peak[tgt] + x > limit * c.dirs[tgt[0]][tgt[1]][1]:
+                        continue
+                    if peak[src] + y > limit * c.dirs[src[0]][src[1]][1]:
+                        continue
+                    before = out(src, mine[src]) + out(tgt, mine[tgt])
+                    after = out(src, mine[src] - x + y) + out(tgt, mine[tgt] + x - y)
+                    assert after >= before - 1e-6, (src, tgt, x, y)
 
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -293,3 +314,47 @@ def test_the_dirs_never_chosen_named_in_one_line() -> None:
         "broker 2's /c (offline: KAFKA_STORAGE_ERROR)"
     )
     assert skipped_note({3: disks[3]}, brokers) is None
+
+
+def test_a_broker_at_the_edge_of_its_band_exchanges_two_replicas() -> None:
+    """Broker 1: two 10000-byte dirs; broker 2: one 20000-byte dir; 4000 bytes in all, so the goal is
+    10% (1000 bytes on a 10000-byte disk, band 950..1050: tol x goal = 50 >= every partition).
+    Broker 1 holds 1901 (its band 1900..2100: within), /a 949 (nineteen 49s and an 18: one byte
+    under its band), /b 952 (seventeen 50s and two 51s: two over its low edge); broker 2 holds 2099.
+    No single move helps: s >= 3 bytes from /b to /a cuts /a's 1 byte outside but puts s - 2 of /b's
+    outside. Exchanging x from /b for y from /a with x - y in [1, 2] brings both within; the fewest
+    bytes: x = 50 (t-20, the first in plan order), y = 49 (t-0). /a 950, /b 951."""
+    place = {"t": {p: [(1, 0 if p < 20 else 1)] for p in range(39)} | {p: [(2, 0)] for p in range(39, 81)}}
+    sizes = {p: 49 for p in range(19)} | {19: 18} | {p: 50 for p in range(20, 37)} | {37: 51, 38: 51}
+    sizes |= {p: 50 for p in range(39, 80)} | {80: 49}  # broker 2: 41 x 50 + 49 = 2099
+    two = [("/a", 10_000, False, False), ("/b", 10_000, False, False)]
+    c = Jbod({1: list(two), 2: [("/a", 20_000, False, False)]}, place, {"t": sizes})
+    _, result, d = run(c)
+    assert rows_of(result) == {("t", p): [1 if p < 39 else 2] for p in range(81)}  # brokers untouched
+    assert d.explicit == {("t", 0): ["/b"], ("t", 20): ["/a"]}
+    assert (d.moves_within, d.bytes_within) == (2, 99)
+    assert [x.after for x in d.disks] == [950, 951, 2099] and d.within()
+
+
+def test_band_note_names_the_disk_and_why() -> None:
+    """Broker 1's /a holds 1000 bytes (largest partition 100), /b none; goals 150 each, tolerance 5%:
+    bands 150 ± 100 and 150 ± 7.5 add up to 192.5..407.5, and 1000 is outside that: no choice of dirs
+    reaches them (both disks named so). Broker 2's /a at 140 (150 ± 7.5: out), /b at 166 (150 ± 20:
+    in): together 306 inside their sum 272.5..327.5, min(306 - 272.5, 327.5 - 306) = 21.5 bytes from
+    its edge (printed rounded half to even: 22)."""
+    from reassign_cli.planning.balanced.disks import _Disk, band_note
+
+    disks = [
+        _Disk(1, [0], 1000, None, True, after=1000, goal=150.0, largest=100),
+        _Disk(1, [1], 1000, None, True, after=0, goal=150.0, largest=0),
+        _Disk(2, [2], 1000, None, True, after=140, goal=150.0, largest=5),
+        _Disk(2, [3], 1000, None, True, after=166, goal=150.0, largest=20),
+    ]
+    paths = [(1, "/a"), (1, "/b"), (2, "/a"), (2, "/b")]
+    note = band_note(DiskPlan(paths, disks, 0.05, 0.85, True, 0.15))
+    assert note.startswith("--balance bytes: 3 disk(s) end outside the tolerance 5% of the goal: 1:/a (")
+    assert (
+        "1:/a (broker 1 holds 1000 bytes after the plan, outside the sum of its disks' bands 192..408" in note
+    )
+    assert "1:/b (broker 1 holds 1000 bytes" in note
+    assert "2:/a (broker 2 is 22 bytes from the edge of its disks' bands together" in note

@@ -24,7 +24,11 @@ brokers): it only chooses `log_dirs`.
    A replica that stays on its broker keeps its dir. None fits: the plan cannot be made (`unplaced`).
 2. Moves within a broker: while one of its disks is outside its band, the move of one replica of a
    planned partition between two of its disks that most reduces the bytes outside the bands (the peak
-   limit kept; ties: the smaller replica, then plan order); none that reduces them: done. A replica arriving on the broker is only
+   limit kept; ties: the smaller replica, then plan order); when no move reduces them, the exchange
+   of two replicas between two of its disks that does (_best_swap; a broker at the edge of its own
+   band needs it: a move from a disk just inside to one just outside only swaps which is out); none
+   that reduces them: done. A disk may still end outside its band: generate names it and why
+   (band_note). A replica arriving on the broker is only
    placed elsewhere (no move within the broker); one that stays is moved from its dir to another.
 The log dirs written (`explicit`): for a partition whose replica set changes, every replica's (the dir it
 goes to, or the dir it stays in; "any" only where that is not known); for one whose replicas stay, the new
@@ -128,6 +132,7 @@ class DiskPlan:
         from reassign_cli.core.model import format_partition_entries
 
         out: list[str] = []
+        quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
         for topic, parts in assignment.items():
             if not any((topic, p) in self.explicit for p in parts):
                 text = format_partition_entries({topic: parts})
@@ -140,7 +145,12 @@ class DiskPlan:
                 dirs = self.explicit.get((topic, p)) or ["any"] * len(reps)
                 out.append(
                     f'{{"topic":{tq},"partition":{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":['
-                    + ",".join(json.dumps(d, ensure_ascii=False) for d in dirs)
+                    + ",".join(
+                        [
+                            quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
+                            for d in dirs
+                        ]
+                    )
                     + "]}"
                 )
         return ",".join(out)
@@ -258,8 +268,9 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
             where = dirs.get(p)
             if where is None:
                 old_dir.append([-1] * len(cur))
-            elif plain:  # the dirs index the current replicas, in order
-                old_dir.append([-1 if x is None else x for x in where])
+            elif plain:  # the dirs index the current replicas, in order (read only: shared)
+                known = where if None not in where else [-1 if x is None else x for x in where]
+                old_dir.append(known)  # type: ignore[arg-type]  # no None left
             else:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
@@ -294,6 +305,9 @@ def plan_disks(
     moved_rows: set[int] = set()
     for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
         here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
+        if row[: len(cur)] == cur and (len(row) == len(cur) or row[len(cur)] < 0):  # the same replicas
+            final.append([here[b] for b in cur])
+            continue
         out: list[int] = []
         for c, b in enumerate(row):
             if b < 0:
@@ -421,10 +435,12 @@ def _within_brokers(
     # (arrivals, which are placed anew at no cost, and staying ones).
     movable: dict[int, list[tuple[int, int, int]]] = {}
     want = set(needy)
+    on = {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}  # the dirs of those brokers
+    sizes = rows.size.tolist()
     for r, out in enumerate(final):
         for c, g in enumerate(out):
-            if g >= 0 and g in disk_of and plan.paths[g][0] in want:
-                movable.setdefault(disk_of[g], []).append((int(rows.size[r]), r, c))
+            if g in on:
+                movable.setdefault(on[g], []).append((sizes[r], r, c))
     for cands in movable.values():
         cands.sort()
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
@@ -434,25 +450,99 @@ def _within_brokers(
             # the disk farthest over (or under) first; every pair only when that finds nothing
             far = max(ks, key=lambda k: (_out(dl[k].after, dl[k], tol), -k))
             step = _best_move(plan, ks, movable, far) or _best_move(plan, ks, movable)
-            if step is None:
-                break
-            src, tgt, i = step
-            s, r, c = movable[src].pop(i)
-            dl[src].after -= s
-            dl[tgt].after += s
-            dl[tgt].peak += s
-            final[r][c] = _dir_in(plan, dl[tgt])
-            bisect.insort(movable.setdefault(tgt, []), (s, r, c))
-            if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
-                dl[src].peak -= s
+            if step is not None:
+                src, tgt, i = step
+                _shift(plan, movable, final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
                 continue
-            origin.setdefault((r, c), src)
-            moved_rows.add(r)
+            swap = _best_swap(plan, ks, movable)
+            if swap is None:
+                break
+            p, q, x, y = swap  # x from p to q, then y from q to p
+            _shift(plan, movable, final, (p, q), x, (arrived, origin, moved_rows))
+            _shift(plan, movable, final, (q, p), y, (arrived, origin, moved_rows))
     for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
         if disk_of[final[r][c]] != src:
             plan.moves_within += 1
             plan.bytes_within += int(rows.size[r])
     return origin
+
+
+def _shift(
+    plan: DiskPlan,
+    movable: dict[int, list[tuple[int, int, int]]],
+    final: list[list[int]],
+    pair: tuple[int, int],
+    item: tuple[int, int, int],
+    book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
+) -> None:
+    """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
+    dl = plan.disks
+    src, tgt = pair
+    arrived, origin, moved_rows = book
+    cands = movable[src]
+    del cands[bisect.bisect_left(cands, item)]
+    s, r, c = item
+    dl[src].after -= s
+    dl[tgt].after += s
+    dl[tgt].peak += s
+    final[r][c] = _dir_in(plan, dl[tgt])
+    bisect.insort(movable.setdefault(tgt, []), item)
+    if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
+        dl[src].peak -= s
+        return
+    origin.setdefault((r, c), src)
+    moved_rows.add(r)
+
+
+def _best_swap(
+    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]]
+) -> tuple[int, int, tuple[int, int, int], tuple[int, int, int]] | None:
+    """When no single move gains (a broker at the edge of its own band: its disks straddle theirs),
+    the exchange of two replicas between two of its disks, x from p to q and y (smaller) from q to p,
+    that most reduces the bytes outside the bands, both peaks kept under the limit (ties: the fewer
+    bytes moved, then plan order of x, then of y); None when none gains. The net d = x - y is what
+    counts: for each x, only the y nearest each breakpoint of the gain in d are weighed."""
+    dl, tol = plan.disks, plan.tolerance
+    best: tuple[float, int, int, int, int, int, int, int] | None = None
+    found: dict[
+        tuple[int, int, int, int, int, int], tuple[int, int, tuple[int, int, int], tuple[int, int, int]]
+    ] = {}
+    for p in ks:
+        a, xs = dl[p], movable.get(p)
+        if not xs:
+            continue
+        out_a = _out(a.after, a, tol)
+        for q in ks:
+            t, ys = dl[q], movable.get(q)
+            if q == p or not ys or not t.eligible or not a.eligible:
+                continue
+            out_t = _out(t.after, t, tol)
+            if out_a <= 0 and out_t <= 0:
+                continue
+            room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
+            room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
+            points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
+                                  t.goal * (1 + tol) - t.after, t.goal * (1 - tol) - t.after) if x > 0]  # fmt: skip
+            for x in xs:
+                if x[0] > room_q:
+                    break
+                for d in points:
+                    j = bisect.bisect_left(ys, (x[0] - int(d), -1, -1))
+                    for k in (j - 1, j):
+                        if not 0 <= k < len(ys):
+                            continue
+                        y = ys[k]
+                        if y[0] >= x[0] or y[0] > room_p:
+                            continue
+                        net = x[0] - y[0]
+                        gain = out_a + out_t - _out(a.after - net, a, tol) - _out(t.after + net, t, tol)
+                        if gain <= 1e-9:
+                            continue
+                        key = (-gain, x[0] + y[0], x[1], x[2], y[1], y[2], p, q)
+                        if best is None or key < best:
+                            best = key
+                            found[key[1:7]] = (p, q, x, y)
+    return None if best is None else found[best[1:7]]
 
 
 def _best_move(
@@ -544,12 +634,36 @@ def unplaced_refusal(plan: DiskPlan) -> str:
 
 
 def band_note(plan: DiskPlan) -> str:
-    """The disks left outside their band (the first few named)."""
-    out = [plan.name(d) for d in plan.disks if not plan._within(d)]
-    shown = ", ".join(out[:5]) + (f" and {len(out) - 5} more" if len(out) > 5 else "")
+    """The disks left outside their band (the first few named, each with why: see band_reason)."""
+    out = [f"{plan.name(d)} ({band_reason(plan, d)})" for d in plan.disks if not plan._within(d)]
+    shown = "; ".join(out[:5]) + (f"; and {len(out) - 5} more" if len(out) > 5 else "")
     return (
         f"--balance bytes: {len(out)} disk(s) end outside the tolerance {100 * plan.tolerance:g}% of the "
-        f"goal ({shown}): no move between a broker's disks within --max-disk-utilization brings them closer"
+        f"goal: {shown}"
+    )
+
+
+def band_reason(plan: DiskPlan, d: _Disk) -> str:
+    """Why disk `d` ends outside its band. Its broker's bytes after the plan (fixed by the plan between
+    brokers) outside the sum of its disks' bands (each widened by its largest partition as placed): no
+    placement of these replicas reaches them. Otherwise the
+    broker sits within a few bytes of that sum's edge (the plan between brokers stops at the edge of
+    the broker's own band), and its disks' bytes would have to split nearly exactly: no move of one
+    replica and no exchange of two between its disks (within the limit) brings it closer."""
+    mine = [x for x in plan.disks if x.broker == d.broker]
+    held = sum(x.after for x in mine)
+    wide = [max(plan.tolerance * x.goal, x.largest) for x in mine]  # each band's half width
+    low = sum(x.goal - w for x, w in zip(mine, wide, strict=True))
+    high = sum(x.goal + w for x, w in zip(mine, wide, strict=True))
+    if held < low or held > high:
+        return (
+            f"broker {d.broker} holds {held} bytes after the plan, outside the sum of its disks' bands "
+            f"{low:.0f}..{high:.0f}: no choice of its log dirs reaches them"
+        )
+    spare = min(held - low, high - held)
+    return (
+        f"broker {d.broker} is {spare:.0f} bytes from the edge of its disks' bands together; no move or "
+        "exchange of replicas between its disks within --max-disk-utilization brings it closer"
     )
 
 
