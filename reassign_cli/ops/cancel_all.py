@@ -10,8 +10,10 @@ and this tool's throttles off as verify removes them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reassign_cli.backends.protocol import Backend, LogDirScan
 from reassign_cli.core.in_flight import in_flight_rollback_json, in_flight_targets
@@ -50,14 +52,7 @@ def cancel_all(
     plan = {(t, p): list(state.topics[t].replicas.get(p, [])) for t, p, _ in dirs if t in state.topics}
     plan.update(targets)
 
-    def save(active: list[TopicPartition]) -> None:
-        path = rollback_file or default_rollback_path()
-        try:
-            Path(path).write_text(in_flight_rollback_json(targets, active) + "\n")
-        except OSError as e:
-            raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
-        result.rollback_file = path
-
+    save = rollback_saver(targets, rollback_file, result)
     result.outcome = cancel(
         backend,
         plan,
@@ -74,3 +69,21 @@ def cancel_all(
             "DescribeLogDirs, so whether its replicas still move between log dirs is unknown."
         )
     return result
+
+
+def rollback_saver(
+    targets: Mapping[TopicPartition, list[int]], rollback_file: str | None, result: Any
+) -> Callable[[list[TopicPartition]], None]:
+    """cancel's `before`: save the targets given up of the partitions still reassigning (executing the file
+    starts those moves again) to `rollback_file` (default rollback-YYYYmmdd-HHMMSS.json), and note its path
+    on `result.rollback_file`. Shared by cancel --all and the cancel of a stored plan."""
+
+    def save(active: list[TopicPartition]) -> None:
+        path = rollback_file or default_rollback_path()
+        try:
+            Path(path).write_text(in_flight_rollback_json(dict(targets), active) + "\n")
+        except OSError as e:
+            raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
+        result.rollback_file = path
+
+    return save

@@ -17,7 +17,6 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from reassign_cli.backends import plan_store as ps
@@ -26,8 +25,7 @@ from reassign_cli.backends.protocol import Backend, LogDirMoves
 from reassign_cli.core import plan_view as pv
 from reassign_cli.core import schedule as sch
 from reassign_cli.core import stored_plan as sp
-from reassign_cli.core.in_flight import in_flight_rollback_json
-from reassign_cli.core.model import ReassignmentFile, TopicPartition
+from reassign_cli.core.model import ReassignmentFile
 from reassign_cli.errors import OperationalError
 
 CANCELLING = "cancel in progress"  # the reason of the pause `cancel` stores before it cancels anything
@@ -154,7 +152,7 @@ def cancel_stored(
     saved to the rollback file before the cancel (as cancel --all), then the plan deleted. None: nothing
     stored. A cancel that fails (exit 3, or 4 on its wait) leaves the plan stored and paused."""
     from reassign_cli.ops.cancel import cancel
-    from reassign_cli.ops.execute import default_rollback_path
+    from reassign_cli.ops.cancel_all import rollback_saver
 
     user, host, now = who_now
     paused = pause_stored(store, now, user, host, CANCELLING)
@@ -166,14 +164,7 @@ def cancel_stored(
     dirs = entries.log_dir_targets()
     result = StoredCancel(seen.plan, None)
 
-    def save(active: list[TopicPartition]) -> None:
-        path = rollback_file or default_rollback_path()
-        try:
-            Path(path).write_text(in_flight_rollback_json(targets, active) + "\n")
-        except OSError as e:
-            raise OperationalError(f"cannot write the rollback file {path}: {e.strerror}") from None
-        result.rollback_file = path
-
+    save = rollback_saver(targets, rollback_file, result)
     result.outcome = cancel(
         backend,
         targets,
