@@ -137,3 +137,21 @@ def _kept(store: FakeStore) -> RateLoop:
     kept = sr.stored_loop(store.plan)
     assert kept is not None
     return kept[0]
+
+
+def test_a_held_health_check_is_the_loops_tripped_guard_and_halves_its_rates() -> None:
+    rates = {(3, "follower"): 8 * MB, (2, "leader"): 8 * MB}
+    loop = RateLoop(settings=SETTINGS, auto=at.State(rates, dict.fromkeys(rates, at.BOUND)))
+    plan = stored(loop, Meter(200.0, {("t", 0, 3): 10 * MB, ("t", 0, 2): 100 * MB}))
+    store = FakeStore(plan)
+    cluster = Cluster(store)
+    cluster.create_reassignment([PlanEntry("t", 0, [3, 2], None)], additional=True)  # t-0 copies into 3
+    cluster.sizes = {("t", 0, 3): 20 * MB, ("t", 0, 2): 100 * MB}
+    ticked = sr.tick(plan, cluster.read_state(None, True), 210.0, cluster, "health: min-isr")
+    assert [c.line() for c in ticked.changes] == [
+        "throttle on broker 2 (leader): 8.0 -> 4.0 MB/s (guard tripped: health: min-isr)",
+        "throttle on broker 3 (follower): 8.0 -> 4.0 MB/s (guard tripped: health: min-isr)",
+    ]
+    kept = sr.stored_loop(ticked.plan)
+    assert kept is not None and kept[0].auto.rates == {(3, "follower"): 4 * MB, (2, "leader"): 4 * MB}
+    assert kept[1].at_time == 210.0
