@@ -98,6 +98,7 @@ class StepResult:
     cleared: Any = None
     plan_sha256: str = ""
     rate_lines: list[str] = field(default_factory=list)  # the throttle loop's changes (ops/stored_rates.py)
+    rate_changes: list[dict[str, Any]] = field(default_factory=list)  # the same, written, for --format json
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -272,7 +273,7 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
         counts(seen.plan, result, now)
         return result
     plan = ticked.plan
-    result.rate_lines = _write_rates(env, state, ticked)
+    result.rate_lines, result.rate_changes = _write_rates(env, state, ticked, now)
     _submit(env, state, plan, [*resubmit, *new], heads, now)
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
@@ -297,15 +298,22 @@ def _tick(
     return stored_rates.tick(plan, state, now, env.sizer, tripped)
 
 
-def _write_rates(env: StepEnv, state: ClusterState, ticked: Any) -> list[str]:
-    """The loop's changes written after the compare-and-set (fenced throttle commit); its lines."""
+def _write_rates(
+    env: StepEnv, state: ClusterState, ticked: Any, now: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The loop's changes written after the compare-and-set (fenced throttle commit): its lines, and the
+    changes written as --format json lists them."""
     from reassign_cli.ops import stored_rates
 
     try:
         lines = stored_rates.write(env.backend, state, ticked.changes)
     except OperationalError as e:
-        lines = [f"{e}; the throttle rates were not written, the next step decides again"]
-    return [*ticked.warnings, *lines]
+        return [
+            *ticked.warnings,
+            f"{e}; the throttle rates were not written, the next step decides again",
+        ], []
+    when = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    return [*ticked.warnings, *lines], [{"time": when, **c.to_dict()} for c in ticked.changes]
 
 
 def _cancel_under_min_isr(

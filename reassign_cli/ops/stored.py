@@ -210,7 +210,7 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         "wait": result.wait,
         "driver": result.driver,
         "finished": result.finished,
-        "throttle_changes": result.rate_lines,
+        "throttle_changes": result.rate_changes,
     }
     if result.verdict is not None:
         from reassign_cli.core import health as hc

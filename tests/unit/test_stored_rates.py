@@ -110,6 +110,14 @@ def test_steps_tick_the_stored_loop_when_its_interval_has_passed(monkeypatch: py
     assert cluster.configs[("brokers", "3")] == {"follower.replication.throttled.rate": "2500000"}
     assert cluster.configs[("brokers", "2")] == {"leader.replication.throttled.rate": "2500000"}
     assert _kept(store).auto.rates == {(3, "follower"): 2_500_000, (2, "leader"): 2_500_000}
+    assert r.rate_changes[1] == {
+        "time": "1970-01-01T00:03:32+00:00",
+        "broker": 3,
+        "role": "follower",
+        "from": 2_000_000,
+        "to": 2_500_000,
+        "reason": "throttle-bound, guards green",
+    }
     # step 4, 2 s later: within the interval, nothing measured, the state as it was
     cluster.sizes = {("t", 0, 3): 30 * MB, ("t", 0, 2): 100 * MB}
     clock[0] = 214.0
