@@ -353,8 +353,9 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
         raise UsageError(
             "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"
         )
+    loop = _detached_loop(kw)
     rates = {"throttle": _rate(kw["throttle"]), "log_dir_throttle": _rate(kw["log_dir_throttle"])}
-    return stored.detach(opts, reassignment_file, {**kw, **rates})
+    return stored.detach(opts, reassignment_file, {**kw, **rates, "rate_loop": loop})
 
 
 def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:
@@ -380,16 +381,20 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
 
 
 def _refuse_with_detach(kw: dict[str, Any]) -> None:
-    """What a stored plan does not carry yet: a rate that changes (the rate loop runs in a foreground
-    execute only) and the log-dir window (its queue lives in the execute process)."""
-    changing = kw["throttle"] == "auto" or any(
-        kw[n] is not None for n in ("throttle_schedule", "min_throttle", "max_throttle")
-    )
-    if changing or kw["max_moves_per_disk"] is not None or kw["one_broker_at_a_time"]:
+    """What a stored plan does not carry yet: the log-dir window (its queue lives in the execute process)."""
+    if kw["max_moves_per_disk"] is not None or kw["one_broker_at_a_time"]:
         raise UsageError(
-            "--detach runs at fixed rates and starts log-dir moves with the plan: not with --throttle auto, "
-            "--min-throttle, --max-throttle, --throttle-schedule, --max-moves-per-disk or --one-broker-at-a-time"
+            "--detach starts log-dir moves with the plan: not with --max-moves-per-disk or --one-broker-at-a-time"
         )
+
+
+def _detached_loop(kw: dict[str, Any]) -> Any:
+    """The rate loop a stored plan's steps run (ops/stored_rates.py), or None: a fixed rate. The same checks
+    as in the foreground (a stored plan waits: its steps tick the loop); sets kw["throttle"] to the start."""
+    given = {**kw, "wait": True}
+    loop = rate_loop(given)
+    kw["throttle"] = given["throttle"]
+    return loop
 
 
 def _dir_pacer(kw: dict[str, Any], mover: Any) -> Any:

@@ -34,8 +34,15 @@ def step_env(backend: Backend) -> Iterator[StepEnv]:
             "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
             "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
         )
-    with open_store(backend) as store:
-        yield StepEnv(backend, store, health=_health(backend, cache))
+    from reassign_cli.cli.common import log_dir_mover
+
+    mover = log_dir_mover(backend)  # the adaptive throttle's measure (ops/stored_rates.py)
+    try:
+        with open_store(backend) as store:
+            yield StepEnv(backend, store, health=_health(backend, cache), sizer=mover)
+    finally:
+        if mover is not None:
+            mover.close()
 
 
 def _health(backend: Backend, cache: dict[str, int]) -> Any:
@@ -180,6 +187,10 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
                 from reassign_cli.ops import isr_cancel
 
                 schedule[isr_cancel.POLICY] = isr_cancel.CANCEL
+            if kw.get("rate_loop") is not None:
+                from reassign_cli.ops.stored_rates import with_loop
+
+                schedule = with_loop(schedule, kw["rate_loop"])
             return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:
             if mover is not None:

@@ -65,6 +65,9 @@ class StepEnv:
     # driver killed -9 renews no more and is taken over; a live one renews at least every RENEW_SECONDS.
     watch_seconds: float = sp.STALE_SECONDS + 1.0
     first_seen: dict[str, float] = field(default_factory=dict)  # holds seen, across a run's steps
+    sizer: Any = (
+        None  # replica sizes through the brokers (the adaptive throttle's measure: ops/stored_rates.py)
+    )
 
 
 @dataclass(slots=True)
@@ -94,6 +97,8 @@ class StepResult:
     not_as_planned: list[PartitionProgress] = field(default_factory=list)
     cleared: Any = None
     plan_sha256: str = ""
+    rate_lines: list[str] = field(default_factory=list)  # the throttle loop's changes (ops/stored_rates.py)
+    rate_changes: list[dict[str, Any]] = field(default_factory=list)  # the same, written, for --format json
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -261,12 +266,15 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     plan = sp.mark_started(plan, new, now) if new else plan
     plan = sp.stepped(plan, now, verdict.epoch if verdict else None)
     plan = sp.renew_lease(plan, me.run)
-    written = env.store.replace(seen, plan)
+    ticked = _tick(env, plan, state, now, verdict)
+    written = env.store.replace(seen, ticked.plan)
     if written is None:  # another writer won: start nothing this step
         result.lost_fence = True
         counts(seen.plan, result, now)
         return result
-    _submit(env, state, plan, [*resubmit, *new], heads)
+    plan = ticked.plan
+    result.rate_lines, result.rate_changes = _write_rates(env, state, ticked, now)
+    _submit(env, state, plan, [*resubmit, *new], heads, now)
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
     if verdict is not None:
@@ -275,6 +283,37 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _tick(
+    env: StepEnv, plan: sp.StoredPlan, state: ClusterState, now: float, verdict: hc.Verdict | None
+) -> Any:
+    """The throttle loop kept with the plan, ticked (ops/stored_rates.py): its new state rides on this
+    step's compare-and-set; a held health check is its tripped guard."""
+    from reassign_cli.ops import stored_rates
+
+    tripped = None
+    if verdict is not None and verdict.held:
+        tripped = "health: " + ", ".join(dict.fromkeys(h.check for h in verdict.holds))
+    return stored_rates.tick(plan, state, now, env.sizer, tripped)
+
+
+def _write_rates(
+    env: StepEnv, state: ClusterState, ticked: Any, now: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The loop's changes written after the compare-and-set (fenced throttle commit): its lines, and the
+    changes written as --format json lists them."""
+    from reassign_cli.ops import stored_rates
+
+    try:
+        lines = stored_rates.write(env.backend, state, ticked.changes)
+    except OperationalError as e:
+        return [
+            *ticked.warnings,
+            f"{e}; the throttle rates were not written, the next step decides again",
+        ], []
+    when = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    return [*ticked.warnings, *lines], [{"time": when, **c.to_dict()} for c in ticked.changes]
 
 
 def _cancel_under_min_isr(
@@ -316,6 +355,7 @@ def _submit(
     plan: sp.StoredPlan,
     submit: Sequence[TopicPartition],
     heads: Sequence[TopicPartition],
+    now: float | None = None,
 ) -> None:
     """Throttle lists (running, starting, next in line) through the fenced commit, then the submit."""
     from reassign_cli.ops.execute import apply_throttles
@@ -325,9 +365,12 @@ def _submit(
     by_tp = {(e.topic, e.partition): e for e in plan.entries}
     running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
     listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
+    from reassign_cli.ops.stored_rates import for_new_moves
+
     pace = plan.pace
-    if pace.throttle is not None or pace.log_dir_throttle is not None:
-        writes = apply_throttles(env.backend, state, listed, pace.throttle, pace.log_dir_throttle)
+    rate, overrides = for_new_moves(plan, env.now() if now is None else now)
+    if rate is not None or pace.log_dir_throttle is not None:
+        writes = apply_throttles(env.backend, state, listed, rate, pace.log_dir_throttle, overrides=overrides)
         if writes.changes:
             time.sleep(env.throttle_settle)
     batch: list[PlanEntry] = [by_tp[tp] for tp in submit]

@@ -144,6 +144,7 @@ def lines(result: st.StepResult) -> list[str]:
             started_text(result.cancelled, "Cancelled (under min.insync.replicas)")
             + f"; their targets saved to {result.cancel_file}"
         )
+    out += result.rate_lines
     if result.wait is not None:
         out.append(result.wait)
     if result.held_line is not None:
@@ -209,6 +210,7 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         "wait": result.wait,
         "driver": result.driver,
         "finished": result.finished,
+        "throttle_changes": result.rate_changes,
     }
     if result.verdict is not None:
         from reassign_cli.core import health as hc
