@@ -432,7 +432,7 @@ def _within_brokers(
     if not needy:
         return {}
     # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
-    # (arrivals, which are placed anew at no cost, and staying ones).
+    # (arrivals, which are placed anew at no cost, and staying ones); their sizes alongside (bisected).
     movable: dict[int, list[tuple[int, int, int]]] = {}
     want = set(needy)
     on = {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}  # the dirs of those brokers
@@ -443,23 +443,22 @@ def _within_brokers(
                 movable.setdefault(on[g], []).append((sizes[r], r, c))
     for cands in movable.values():
         cands.sort()
+    search = _Search(plan, movable)
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         ks = by_broker[b]
         for _ in range(MAX_STEPS_PER_BROKER):
-            # the disk farthest over (or under) first; every pair only when that finds nothing
-            far = max(ks, key=lambda k: (_out(dl[k].after, dl[k], tol), -k))
-            step = _best_move(plan, ks, movable, far) or _best_move(plan, ks, movable)
+            step = search.move(ks, search.farthest(ks)) or search.move(ks)
             if step is not None:
                 src, tgt, i = step
-                _shift(plan, movable, final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
+                search.shift(final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
                 continue
             swap = _best_swap(plan, ks, movable)
             if swap is None:
                 break
             p, q, x, y = swap  # x from p to q, then y from q to p
-            _shift(plan, movable, final, (p, q), x, (arrived, origin, moved_rows))
-            _shift(plan, movable, final, (q, p), y, (arrived, origin, moved_rows))
+            search.shift(final, (p, q), x, (arrived, origin, moved_rows))
+            search.shift(final, (q, p), y, (arrived, origin, moved_rows))
     for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
         if disk_of[final[r][c]] != src:
             plan.moves_within += 1
@@ -467,31 +466,104 @@ def _within_brokers(
     return origin
 
 
-def _shift(
-    plan: DiskPlan,
-    movable: dict[int, list[tuple[int, int, int]]],
-    final: list[list[int]],
-    pair: tuple[int, int],
-    item: tuple[int, int, int],
-    book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
-) -> None:
-    """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
-    dl = plan.disks
-    src, tgt = pair
-    arrived, origin, moved_rows = book
-    cands = movable[src]
-    del cands[bisect.bisect_left(cands, item)]
-    s, r, c = item
-    dl[src].after -= s
-    dl[tgt].after += s
-    dl[tgt].peak += s
-    final[r][c] = _dir_in(plan, dl[tgt])
-    bisect.insort(movable.setdefault(tgt, []), item)
-    if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
-        dl[src].peak -= s
-        return
-    origin.setdefault((r, c), src)
-    moved_rows.add(r)
+class _Search:
+    """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
+    each disk's movable replicas' sizes alongside them for bisecting."""
+
+    __slots__ = ("hi", "lo", "movable", "plan", "sizes")
+
+    def __init__(self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]]) -> None:
+        tol = plan.tolerance
+        self.plan, self.movable = plan, movable
+        self.sizes = {k: [x[0] for x in cands] for k, cands in movable.items()}
+        self.lo = [d.goal * (1 - tol) for d in plan.disks]
+        self.hi = [d.goal * (1 + tol) for d in plan.disks]
+
+    def farthest(self, ks: list[int]) -> int:
+        """The disk farthest over (or under) its band (ties: the lowest index)."""
+        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        best, key = ks[0], (-1.0, 0)
+        for k in ks:
+            x = dl[k].after
+            cand = ((x - hi[k] if x > hi[k] else 0.0) + (lo[k] - x if lo[k] > x else 0.0), -k)
+            if cand > key:
+                best, key = k, cand
+        return best
+
+    def shift(
+        self,
+        final: list[list[int]],
+        pair: tuple[int, int],
+        item: tuple[int, int, int],
+        book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
+    ) -> None:
+        """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
+        plan, movable, sizes = self.plan, self.movable, self.sizes
+        dl = plan.disks
+        src, tgt = pair
+        arrived, origin, moved_rows = book
+        i = bisect.bisect_left(movable[src], item)
+        del movable[src][i]
+        del sizes[src][i]
+        s, r, c = item
+        dl[src].after -= s
+        dl[tgt].after += s
+        dl[tgt].peak += s
+        final[r][c] = _dir_in(plan, dl[tgt])
+        into = movable.setdefault(tgt, [])
+        j = bisect.bisect_left(into, item)
+        into.insert(j, item)
+        sizes.setdefault(tgt, []).insert(j, s)
+        if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
+            dl[src].peak -= s
+            return
+        origin.setdefault((r, c), src)
+        moved_rows.add(r)
+
+    def move(self, ks: list[int], only: int | None = None) -> tuple[int, int, int] | None:
+        """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
+
+        The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
+        convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
+        candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that
+        disk."""
+        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
+        best: tuple[float, int, int, int, int, int, int] | None = None
+        for src in ks:
+            sz = self.sizes.get(src)
+            if not sz:
+                continue
+            cands, aa, alo, ahi = self.movable[src], dl[src].after, lo[src], hi[src]
+            out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
+            for tgt in ks:
+                t = dl[tgt]
+                if tgt == src or not t.eligible or (only is not None and only != src and only != tgt):
+                    continue
+                ta, tlo, thi = t.after, lo[tgt], hi[tgt]
+                out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
+                if out_a <= 0 and out_t <= 0:
+                    continue
+                cap = len(sz)
+                if t.total is not None:  # sizes above the target's room under the limit cannot go
+                    room = limit * t.total - t.peak
+                    cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
+                if cap == 0:
+                    continue
+                for i in _near(sz, cap, (aa - ahi, aa - alo, thi - ta, tlo - ta)):
+                    s = sz[i]
+                    x, y = aa - s, ta + s
+                    gain = (
+                        out_a
+                        + out_t
+                        - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                        - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+                    )
+                    if gain <= 1e-9:
+                        continue
+                    key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
+                    if best is None or key < best:
+                        best = key
+        return None if best is None else (best[4], best[5], best[6])
 
 
 def _best_swap(
@@ -545,67 +617,21 @@ def _best_swap(
     return None if best is None else found[best[1:7]]
 
 
-def _best_move(
-    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]], only: int | None = None
-) -> tuple[int, int, int] | None:
-    """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
-
-    The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
-    convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
-    candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that disk.
-    """
-    dl, tol = plan.disks, plan.tolerance
-    best: tuple[float, int, int, int, int, int, int] | None = None
-    for src in ks:
-        cands = movable.get(src)
-        if not cands:
-            continue
-        a = dl[src]
-        out_a = _out(a.after, a, tol)
-        for tgt in ks:
-            t = dl[tgt]
-            if tgt == src or not t.eligible or (only is not None and only not in (src, tgt)):
-                continue
-            out_t = _out(t.after, t, tol)
-            if out_a <= 0 and out_t <= 0:
-                continue
-            cap = len(cands)
-            if t.total is not None:  # sizes above the target's room under the limit cannot go
-                room = plan.limit * t.total - t.peak
-                cap = bisect.bisect_right(cands, (int(room) if room >= 0 else -1, 1 << 62, 1 << 62))
-            if cap == 0:
-                continue
-            for i in _near(cands, cap, a, t, tol):
-                s = cands[i][0]
-                gain = out_a + out_t - _out(a.after - s, a, tol) - _out(t.after + s, t, tol)
-                if gain <= 1e-9:
-                    continue
-                key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
-                if best is None or key < best:
-                    best = key
-    return None if best is None else (best[4], best[5], best[6])
-
-
-def _near(cands: list[tuple[int, int, int]], cap: int, a: _Disk, t: _Disk, tol: float) -> set[int]:
-    """The indices of the candidates (below `cap`) on each side of the gain's breakpoints."""
-    points = (
-        a.after - a.goal * (1 + tol),
-        a.after - a.goal * (1 - tol),
-        t.goal * (1 + tol) - t.after,
-        t.goal * (1 - tol) - t.after,
-    )
-    out: set[int] = set()
+def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) -> set[int]:
+    """The indices of the candidates (sizes `sz`, below `cap`) on each side of the gain's breakpoints:
+    the first candidate of each size (the smallest replica first, then plan order)."""
+    out = {0}
     for x in points:
         if x <= 0:
             continue
-        j = bisect.bisect_left(cands, (int(x), -1, -1), 0, cap)
-        # the first candidate of each size on both sides (the smallest replica first, then plan order)
-        for k in (j - 1, j, j + 1):
-            if 0 <= k < cap:
-                first = bisect.bisect_left(cands, (cands[k][0], -1, -1), 0, cap)
-                out.add(first)
-    out.add(0)
-    out.add(bisect.bisect_left(cands, (cands[cap - 1][0], -1, -1), 0, cap))  # the largest that fits
+        j = bisect.bisect_left(sz, int(x), 0, cap)
+        if j > 0:
+            out.add(bisect.bisect_left(sz, sz[j - 1], 0, cap))
+        if j < cap:
+            out.add(j)  # sz[j - 1] < int(x) <= sz[j]: j is the first of its size
+            if j + 1 < cap:
+                out.add(j if sz[j + 1] == sz[j] else j + 1)
+    out.add(bisect.bisect_left(sz, sz[cap - 1], 0, cap))  # the largest that fits
     return out
 
 
