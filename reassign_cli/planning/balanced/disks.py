@@ -133,26 +133,30 @@ class DiskPlan:
 
         out: list[str] = []
         quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
+        anys: dict[int, str] = {}  # '"any","any",...' by replica count
+        explicit = self.explicit
         for topic, parts in assignment.items():
-            if not any((topic, p) in self.explicit for p in parts):
+            if not any((topic, p) in explicit for p in parts):
                 text = format_partition_entries({topic: parts})
                 if text:
                     out.append(text)
                 continue
-            tq = json.dumps(topic, ensure_ascii=False)
-            for p in sorted(parts):
-                reps = list(parts[p])
-                dirs = self.explicit.get((topic, p)) or ["any"] * len(reps)
-                out.append(
-                    f'{{"topic":{tq},"partition":{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":['
-                    + ",".join(
+            head = '{"topic":' + json.dumps(topic, ensure_ascii=False) + ',"partition":'
+            reps_of = dict(parts.items())  # a snapshot's view: every row from one numpy read
+            for p in sorted(reps_of):
+                reps = reps_of[p]
+                dirs = explicit.get((topic, p))
+                if dirs:
+                    given = ",".join(
                         [
                             quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
                             for d in dirs
                         ]
                     )
-                    + "]}"
-                )
+                else:
+                    n = len(reps)
+                    given = anys.get(n) or anys.setdefault(n, ",".join(['"any"'] * n))
+                out.append(f'{head}{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":[{given}]}}')
         return ",".join(out)
 
 
@@ -304,10 +308,13 @@ def plan_disks(
     arrivals: list[tuple[int, int, int]] = []  # (row, column, broker)
     moved_rows: set[int] = set()
     for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
-        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
-        if row[: len(cur)] == cur and (len(row) == len(cur) or row[len(cur)] < 0):  # the same replicas
-            final.append([here[b] for b in cur])
+        n = len(cur)
+        if row[:n] == cur and (len(row) == n or row[n] < 0):  # the same replicas
+            final.append(
+                [start[b] + d if d >= 0 and b in start else -1 for b, d in zip(cur, cur_dir, strict=True)]
+            )
             continue
+        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
         out: list[int] = []
         for c, b in enumerate(row):
             if b < 0:
