@@ -46,6 +46,7 @@ import numpy as np
 
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
+from reassign_cli.core.replicas import TopicReplicas
 from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
@@ -141,7 +142,12 @@ class DiskPlan:
                 if text:
                     out.append(text)
                 continue
-            head = '{"topic":' + json.dumps(topic, ensure_ascii=False) + ',"partition":'
+            tq = json.dumps(topic, ensure_ascii=False)
+            regular = _regular_entries(tq, parts, topic, explicit, quoted)
+            if regular is not None:
+                out.append(regular)
+                continue
+            head = '{"topic":' + tq + ',"partition":'
             reps_of = dict(parts.items())  # a snapshot's view: every row from one numpy read
             for p in sorted(reps_of):
                 reps = reps_of[p]
@@ -158,6 +164,47 @@ class DiskPlan:
                     given = anys.get(n) or anys.setdefault(n, ",".join(['"any"'] * n))
                 out.append(f'{head}{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":[{given}]}}')
         return ",".join(out)
+
+
+_MARK = "\x00"  # the topic's JSON name in a template (no % there: it may hold one)
+_TEMPLATES: dict[tuple[int, int], str] = {}
+
+
+def _quote(quoted: dict[str, str], d: str) -> str:
+    return quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
+
+
+def _regular_entries(
+    tq: str,
+    parts: Mapping[int, Sequence[int]],
+    topic: str,
+    explicit: Mapping[tuple[str, int], list[str]],
+    quoted: dict[str, str],
+) -> str | None:
+    """The entries of a topic of partitions 0..n-1 with rf replicas each (a snapshot's TopicReplicas),
+    from one template: the replica ids in one % pass, then the quoted log dirs in a second; None when
+    the topic is not regular (the caller writes it partition by partition)."""
+    block = parts.regular_block() if isinstance(parts, TopicReplicas) else None
+    if block is None:
+        return None
+    n, rf = block.shape
+    dirs = ['"any"'] * (n * rf)
+    for p in range(n):
+        given = explicit.get((topic, p))
+        if given:
+            if len(given) != rf:
+                return None
+            dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
+    template = _TEMPLATES.get((n, rf))
+    if template is None:
+        reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
+        template = ",".join(
+            f'{{"topic":{_MARK},"partition":{p},"replicas":[{reps}],"log_dirs":[{marks}]}}' for p in range(n)
+        )
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[n, rf] = template
+    return ((template % tuple(block.ravel().tolist())) % tuple(dirs)).replace(_MARK, tq)
 
 
 def wanted(disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker]) -> bool:
