@@ -41,6 +41,7 @@ import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, pairwise
 
 import numpy as np
 
@@ -294,6 +295,7 @@ class _Rows:
     size: np.ndarray  # (P,) bytes (0 unknown)
     old: list[list[int]]  # per row: current (target) replicas
     old_dir: list[list[int]]  # per row: local dir index of each current replica, -1 unknown
+    sizes: list[int]  # `size` as Python ints (read row by row)
 
 
 def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
@@ -301,7 +303,7 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     counts = np.diff(result.starts)
     tix = np.repeat(np.arange(len(names), dtype=np.int64), counts)
     pids = result.pid.astype(np.int64)
-    size = np.zeros(len(pids), dtype=np.int64)
+    held_bytes: list[int] = []
     old: list[list[int]] = []
     old_dir: list[list[int]] = []
     maps = [targets_of(topics[n]) for n in names]
@@ -315,7 +317,7 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
         for r, p in zip(range(lo, hi), pids[lo:hi].tolist(), strict=True):
             cur = ids[bounds[r] : bounds[r + 1]] if aligned else list(reps[p])
             old.append(cur)
-            size[r] = sizes.get(p, 0)
+            held_bytes.append(sizes.get(p, 0))
             where = dirs.get(p)
             if where is None:
                 old_dir.append([-1] * len(cur))
@@ -326,7 +328,8 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
     new = result.rows.astype(np.int64)
-    return _Rows(list(names), tix, pids, new, size, old, old_dir)
+    size = np.array(held_bytes, dtype=np.int64)
+    return _Rows(list(names), tix, pids, new, size, old, old_dir, size.tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,11 +380,11 @@ def plan_disks(
             moved_rows.add(r)
             for b, g in here.items():  # leaving replicas: their bytes leave their disk once the plan ends
                 if b not in row and g in disk_of:
-                    dl[disk_of[g]].after -= int(rows.size[r])
+                    dl[disk_of[g]].after -= rows.sizes[r]
     by_broker: dict[int, list[int]] = {}
     for k, d in enumerate(dl):
         by_broker.setdefault(d.broker, []).append(k)
-    arriving = sum(int(rows.size[r]) for r, _, b in arrivals if b in by_broker)
+    arriving = sum(rows.sizes[r] for r, _, b in arrivals if b in by_broker)
     weight = [float(d.total) if weighted and d.total else 1.0 for d in dl]
     plan.goal_utilization = (sum(d.after for d in dl) + arriving) / sum(weight) if dl else 0.0
     for d, w in zip(dl, weight, strict=True):
@@ -432,9 +435,9 @@ def _place(
 ) -> None:
     """Step 1: each arriving replica, largest first, on its broker's disk (see the module docstring)."""
     dl = plan.disks
-    order = sorted(arrivals, key=lambda a: (-int(rows.size[a[0]]), a[0], a[1]))
+    order = sorted(arrivals, key=lambda a: (-rows.sizes[a[0]], a[0], a[1]))
     for r, c, b in order:
-        s = int(rows.size[r])
+        s = rows.sizes[r]
         best, key = -1, (0.0, 0.0)
         for k in by_broker.get(b, ()):
             d = dl[k]
@@ -487,16 +490,8 @@ def _within_brokers(
         return {}
     # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
     # (arrivals, which are placed anew at no cost, and staying ones); their sizes alongside (bisected).
-    movable: dict[int, list[tuple[int, int, int]]] = {}
     want = set(needy)
-    on = {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}  # the dirs of those brokers
-    sizes = rows.size.tolist()
-    for r, out in enumerate(final):
-        for c, g in enumerate(out):
-            if g in on:
-                movable.setdefault(on[g], []).append((sizes[r], r, c))
-    for cands in movable.values():
-        cands.sort()
+    movable = _movable(plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want})
     search = _Search(plan, movable)
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
@@ -516,8 +511,32 @@ def _within_brokers(
     for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
         if disk_of[final[r][c]] != src:
             plan.moves_within += 1
-            plan.bytes_within += int(rows.size[r])
+            plan.bytes_within += rows.sizes[r]
     return origin
+
+
+def _movable(
+    plan: DiskPlan, rows: _Rows, final: list[list[int]], on: dict[int, int]
+) -> dict[int, list[tuple[int, int, int]]]:
+    """Disk -> its replicas (size, row, column) in `final` sorted, for the disks of `on` (global dir ->
+    disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
+    n = len(plan.paths)
+    which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any") or out of range
+    if on:
+        which[list(on)] = list(on.values())
+    lens = np.fromiter(map(len, final), dtype=np.int64, count=len(final))
+    flat = np.fromiter(chain.from_iterable(final), dtype=np.int64, count=int(lens.sum()))
+    disk = which[np.where((flat >= 0) & (flat < n), flat, n)]
+    row = np.repeat(np.arange(len(final), dtype=np.int64), lens)
+    col = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    keep = disk >= 0
+    disk, row, col = disk[keep], row[keep], col[keep]
+    size = rows.size[row]
+    order = np.lexsort((col, row, size, disk))
+    disk = disk[order]
+    items = list(zip(size[order].tolist(), row[order].tolist(), col[order].tolist(), strict=True))
+    cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
+    return {int(disk[a]): items[a:b] for a, b in pairwise(cuts) if b > a}
 
 
 class _Search:
@@ -690,12 +709,15 @@ def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) ->
 
 
 def _largest(plan: DiskPlan, rows: _Rows, final: list[list[int]], disk_of: dict[int, int]) -> None:
-    for r, out in enumerate(final):
-        s = int(rows.size[r])
+    n = len(plan.paths)
+    which = [disk_of.get(g, -1) for g in range(n)]  # global dir -> disk, -1 offline
+    top = [0] * len(plan.disks)
+    for s, out in zip(rows.sizes, final, strict=True):
         for g in out:
-            if g >= 0 and g in disk_of:
-                d = plan.disks[disk_of[g]]
-                d.largest = max(d.largest, s)
+            if 0 <= g < n and (k := which[g]) >= 0 and s > top[k]:
+                top[k] = s
+    for d, s in zip(plan.disks, top, strict=True):
+        d.largest = max(d.largest, s)
 
 
 # ---------------------------------------------------------------------------------------------
