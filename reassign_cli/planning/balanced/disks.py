@@ -532,7 +532,7 @@ def _movable(
     keep = disk >= 0
     disk, row, col = disk[keep], row[keep], col[keep]
     size = rows.size[row]
-    order = np.lexsort((col, row, size, disk))
+    order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
     disk = disk[order]
     items = list(zip(size[order].tolist(), row[order].tolist(), col[order].tolist(), strict=True))
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
