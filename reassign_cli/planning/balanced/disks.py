@@ -41,11 +41,13 @@ import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, pairwise
 
 import numpy as np
 
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
+from reassign_cli.core.replicas import TopicReplicas
 from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
@@ -133,27 +135,77 @@ class DiskPlan:
 
         out: list[str] = []
         quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
+        anys: dict[int, str] = {}  # '"any","any",...' by replica count
+        explicit = self.explicit
         for topic, parts in assignment.items():
-            if not any((topic, p) in self.explicit for p in parts):
+            if not any((topic, p) in explicit for p in parts):
                 text = format_partition_entries({topic: parts})
                 if text:
                     out.append(text)
                 continue
             tq = json.dumps(topic, ensure_ascii=False)
-            for p in sorted(parts):
-                reps = list(parts[p])
-                dirs = self.explicit.get((topic, p)) or ["any"] * len(reps)
-                out.append(
-                    f'{{"topic":{tq},"partition":{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":['
-                    + ",".join(
+            regular = _regular_entries(tq, parts, topic, explicit, quoted)
+            if regular is not None:
+                out.append(regular)
+                continue
+            head = '{"topic":' + tq + ',"partition":'
+            reps_of = dict(parts.items())  # a snapshot's view: every row from one numpy read
+            for p in sorted(reps_of):
+                reps = reps_of[p]
+                dirs = explicit.get((topic, p))
+                if dirs:
+                    given = ",".join(
                         [
                             quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
                             for d in dirs
                         ]
                     )
-                    + "]}"
-                )
+                else:
+                    n = len(reps)
+                    given = anys.get(n) or anys.setdefault(n, ",".join(['"any"'] * n))
+                out.append(f'{head}{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":[{given}]}}')
         return ",".join(out)
+
+
+_MARK = "\x00"  # the topic's JSON name in a template (no % there: it may hold one)
+_TEMPLATES: dict[tuple[int, int], str] = {}
+
+
+def _quote(quoted: dict[str, str], d: str) -> str:
+    return quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
+
+
+def _regular_entries(
+    tq: str,
+    parts: Mapping[int, Sequence[int]],
+    topic: str,
+    explicit: Mapping[tuple[str, int], list[str]],
+    quoted: dict[str, str],
+) -> str | None:
+    """The entries of a topic of partitions 0..n-1 with rf replicas each (a snapshot's TopicReplicas),
+    from one template: the replica ids in one % pass, then the quoted log dirs in a second; None when
+    the topic is not regular (the caller writes it partition by partition)."""
+    block = parts.regular_block() if isinstance(parts, TopicReplicas) else None
+    if block is None:
+        return None
+    n, rf = block.shape
+    dirs = ['"any"'] * (n * rf)
+    for p in range(n):
+        given = explicit.get((topic, p))
+        if given:
+            if len(given) != rf:
+                return None
+            dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
+    template = _TEMPLATES.get((n, rf))
+    if template is None:
+        reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
+        template = ",".join(
+            f'{{"topic":{_MARK},"partition":{p},"replicas":[{reps}],"log_dirs":[{marks}]}}' for p in range(n)
+        )
+        if len(_TEMPLATES) >= 4096:
+            _TEMPLATES.clear()
+        _TEMPLATES[n, rf] = template
+    return ((template % tuple(block.ravel().tolist())) % tuple(dirs)).replace(_MARK, tq)
 
 
 def wanted(disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker]) -> bool:
@@ -243,6 +295,7 @@ class _Rows:
     size: np.ndarray  # (P,) bytes (0 unknown)
     old: list[list[int]]  # per row: current (target) replicas
     old_dir: list[list[int]]  # per row: local dir index of each current replica, -1 unknown
+    sizes: list[int]  # `size` as Python ints (read row by row)
 
 
 def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
@@ -250,7 +303,7 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     counts = np.diff(result.starts)
     tix = np.repeat(np.arange(len(names), dtype=np.int64), counts)
     pids = result.pid.astype(np.int64)
-    size = np.zeros(len(pids), dtype=np.int64)
+    held_bytes: list[int] = []
     old: list[list[int]] = []
     old_dir: list[list[int]] = []
     maps = [targets_of(topics[n]) for n in names]
@@ -264,7 +317,7 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
         for r, p in zip(range(lo, hi), pids[lo:hi].tolist(), strict=True):
             cur = ids[bounds[r] : bounds[r + 1]] if aligned else list(reps[p])
             old.append(cur)
-            size[r] = sizes.get(p, 0)
+            held_bytes.append(sizes.get(p, 0))
             where = dirs.get(p)
             if where is None:
                 old_dir.append([-1] * len(cur))
@@ -275,7 +328,8 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
     new = result.rows.astype(np.int64)
-    return _Rows(list(names), tix, pids, new, size, old, old_dir)
+    size = np.array(held_bytes, dtype=np.int64)
+    return _Rows(list(names), tix, pids, new, size, old, old_dir, size.tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,10 +358,13 @@ def plan_disks(
     arrivals: list[tuple[int, int, int]] = []  # (row, column, broker)
     moved_rows: set[int] = set()
     for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
-        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
-        if row[: len(cur)] == cur and (len(row) == len(cur) or row[len(cur)] < 0):  # the same replicas
-            final.append([here[b] for b in cur])
+        n = len(cur)
+        if row[:n] == cur and (len(row) == n or row[n] < 0):  # the same replicas
+            final.append(
+                [start[b] + d if d >= 0 and b in start else -1 for b, d in zip(cur, cur_dir, strict=True)]
+            )
             continue
+        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
         out: list[int] = []
         for c, b in enumerate(row):
             if b < 0:
@@ -323,11 +380,11 @@ def plan_disks(
             moved_rows.add(r)
             for b, g in here.items():  # leaving replicas: their bytes leave their disk once the plan ends
                 if b not in row and g in disk_of:
-                    dl[disk_of[g]].after -= int(rows.size[r])
+                    dl[disk_of[g]].after -= rows.sizes[r]
     by_broker: dict[int, list[int]] = {}
     for k, d in enumerate(dl):
         by_broker.setdefault(d.broker, []).append(k)
-    arriving = sum(int(rows.size[r]) for r, _, b in arrivals if b in by_broker)
+    arriving = sum(rows.sizes[r] for r, _, b in arrivals if b in by_broker)
     weight = [float(d.total) if weighted and d.total else 1.0 for d in dl]
     plan.goal_utilization = (sum(d.after for d in dl) + arriving) / sum(weight) if dl else 0.0
     for d, w in zip(dl, weight, strict=True):
@@ -378,9 +435,9 @@ def _place(
 ) -> None:
     """Step 1: each arriving replica, largest first, on its broker's disk (see the module docstring)."""
     dl = plan.disks
-    order = sorted(arrivals, key=lambda a: (-int(rows.size[a[0]]), a[0], a[1]))
+    order = sorted(arrivals, key=lambda a: (-rows.sizes[a[0]], a[0], a[1]))
     for r, c, b in order:
-        s = int(rows.size[r])
+        s = rows.sizes[r]
         best, key = -1, (0.0, 0.0)
         for k in by_broker.get(b, ()):
             d = dl[k]
@@ -432,66 +489,154 @@ def _within_brokers(
     if not needy:
         return {}
     # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
-    # (arrivals, which are placed anew at no cost, and staying ones).
-    movable: dict[int, list[tuple[int, int, int]]] = {}
+    # (arrivals, which are placed anew at no cost, and staying ones); their sizes alongside (bisected).
     want = set(needy)
-    on = {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}  # the dirs of those brokers
-    sizes = rows.size.tolist()
-    for r, out in enumerate(final):
-        for c, g in enumerate(out):
-            if g in on:
-                movable.setdefault(on[g], []).append((sizes[r], r, c))
-    for cands in movable.values():
-        cands.sort()
+    movable = _movable(plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want})
+    search = _Search(plan, movable)
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         ks = by_broker[b]
         for _ in range(MAX_STEPS_PER_BROKER):
-            # the disk farthest over (or under) first; every pair only when that finds nothing
-            far = max(ks, key=lambda k: (_out(dl[k].after, dl[k], tol), -k))
-            step = _best_move(plan, ks, movable, far) or _best_move(plan, ks, movable)
+            step = search.move(ks, search.farthest(ks)) or search.move(ks)
             if step is not None:
                 src, tgt, i = step
-                _shift(plan, movable, final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
+                search.shift(final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
                 continue
             swap = _best_swap(plan, ks, movable)
             if swap is None:
                 break
             p, q, x, y = swap  # x from p to q, then y from q to p
-            _shift(plan, movable, final, (p, q), x, (arrived, origin, moved_rows))
-            _shift(plan, movable, final, (q, p), y, (arrived, origin, moved_rows))
+            search.shift(final, (p, q), x, (arrived, origin, moved_rows))
+            search.shift(final, (q, p), y, (arrived, origin, moved_rows))
     for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
         if disk_of[final[r][c]] != src:
             plan.moves_within += 1
-            plan.bytes_within += int(rows.size[r])
+            plan.bytes_within += rows.sizes[r]
     return origin
 
 
-def _shift(
-    plan: DiskPlan,
-    movable: dict[int, list[tuple[int, int, int]]],
-    final: list[list[int]],
-    pair: tuple[int, int],
-    item: tuple[int, int, int],
-    book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
-) -> None:
-    """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
-    dl = plan.disks
-    src, tgt = pair
-    arrived, origin, moved_rows = book
-    cands = movable[src]
-    del cands[bisect.bisect_left(cands, item)]
-    s, r, c = item
-    dl[src].after -= s
-    dl[tgt].after += s
-    dl[tgt].peak += s
-    final[r][c] = _dir_in(plan, dl[tgt])
-    bisect.insort(movable.setdefault(tgt, []), item)
-    if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
-        dl[src].peak -= s
-        return
-    origin.setdefault((r, c), src)
-    moved_rows.add(r)
+def _movable(
+    plan: DiskPlan, rows: _Rows, final: list[list[int]], on: dict[int, int]
+) -> dict[int, list[tuple[int, int, int]]]:
+    """Disk -> its replicas (size, row, column) in `final` sorted, for the disks of `on` (global dir ->
+    disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
+    n = len(plan.paths)
+    which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any") or out of range
+    if on:
+        which[list(on)] = list(on.values())
+    lens = np.fromiter(map(len, final), dtype=np.int64, count=len(final))
+    flat = np.fromiter(chain.from_iterable(final), dtype=np.int64, count=int(lens.sum()))
+    disk = which[np.where((flat >= 0) & (flat < n), flat, n)]
+    row = np.repeat(np.arange(len(final), dtype=np.int64), lens)
+    col = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    keep = disk >= 0
+    disk, row, col = disk[keep], row[keep], col[keep]
+    size = rows.size[row]
+    order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
+    disk = disk[order]
+    items = list(zip(size[order].tolist(), row[order].tolist(), col[order].tolist(), strict=True))
+    cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
+    return {int(disk[a]): items[a:b] for a, b in pairwise(cuts) if b > a}
+
+
+class _Search:
+    """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
+    each disk's movable replicas' sizes alongside them for bisecting."""
+
+    __slots__ = ("hi", "lo", "movable", "plan", "sizes")
+
+    def __init__(self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]]) -> None:
+        tol = plan.tolerance
+        self.plan, self.movable = plan, movable
+        self.sizes = {k: [x[0] for x in cands] for k, cands in movable.items()}
+        self.lo = [d.goal * (1 - tol) for d in plan.disks]
+        self.hi = [d.goal * (1 + tol) for d in plan.disks]
+
+    def farthest(self, ks: list[int]) -> int:
+        """The disk farthest over (or under) its band (ties: the lowest index)."""
+        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        best, key = ks[0], (-1.0, 0)
+        for k in ks:
+            x = dl[k].after
+            cand = ((x - hi[k] if x > hi[k] else 0.0) + (lo[k] - x if lo[k] > x else 0.0), -k)
+            if cand > key:
+                best, key = k, cand
+        return best
+
+    def shift(
+        self,
+        final: list[list[int]],
+        pair: tuple[int, int],
+        item: tuple[int, int, int],
+        book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
+    ) -> None:
+        """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
+        plan, movable, sizes = self.plan, self.movable, self.sizes
+        dl = plan.disks
+        src, tgt = pair
+        arrived, origin, moved_rows = book
+        i = bisect.bisect_left(movable[src], item)
+        del movable[src][i]
+        del sizes[src][i]
+        s, r, c = item
+        dl[src].after -= s
+        dl[tgt].after += s
+        dl[tgt].peak += s
+        final[r][c] = _dir_in(plan, dl[tgt])
+        into = movable.setdefault(tgt, [])
+        j = bisect.bisect_left(into, item)
+        into.insert(j, item)
+        sizes.setdefault(tgt, []).insert(j, s)
+        if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
+            dl[src].peak -= s
+            return
+        origin.setdefault((r, c), src)
+        moved_rows.add(r)
+
+    def move(self, ks: list[int], only: int | None = None) -> tuple[int, int, int] | None:
+        """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
+
+        The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
+        convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
+        candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that
+        disk."""
+        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
+        best: tuple[float, int, int, int, int, int, int] | None = None
+        for src in ks:
+            sz = self.sizes.get(src)
+            if not sz:
+                continue
+            cands, aa, alo, ahi = self.movable[src], dl[src].after, lo[src], hi[src]
+            out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
+            for tgt in ks:
+                t = dl[tgt]
+                if tgt == src or not t.eligible or (only is not None and only != src and only != tgt):
+                    continue
+                ta, tlo, thi = t.after, lo[tgt], hi[tgt]
+                out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
+                if out_a <= 0 and out_t <= 0:
+                    continue
+                cap = len(sz)
+                if t.total is not None:  # sizes above the target's room under the limit cannot go
+                    room = limit * t.total - t.peak
+                    cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
+                if cap == 0:
+                    continue
+                for i in _near(sz, cap, (aa - ahi, aa - alo, thi - ta, tlo - ta)):
+                    s = sz[i]
+                    x, y = aa - s, ta + s
+                    gain = (
+                        out_a
+                        + out_t
+                        - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                        - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+                    )
+                    if gain <= 1e-9:
+                        continue
+                    key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
+                    if best is None or key < best:
+                        best = key
+        return None if best is None else (best[4], best[5], best[6])
 
 
 def _best_swap(
@@ -545,77 +690,34 @@ def _best_swap(
     return None if best is None else found[best[1:7]]
 
 
-def _best_move(
-    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]], only: int | None = None
-) -> tuple[int, int, int] | None:
-    """(source disk, target disk, index in movable[source]) of the best move, None when none gains.
-
-    The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
-    convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
-    candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that disk.
-    """
-    dl, tol = plan.disks, plan.tolerance
-    best: tuple[float, int, int, int, int, int, int] | None = None
-    for src in ks:
-        cands = movable.get(src)
-        if not cands:
-            continue
-        a = dl[src]
-        out_a = _out(a.after, a, tol)
-        for tgt in ks:
-            t = dl[tgt]
-            if tgt == src or not t.eligible or (only is not None and only not in (src, tgt)):
-                continue
-            out_t = _out(t.after, t, tol)
-            if out_a <= 0 and out_t <= 0:
-                continue
-            cap = len(cands)
-            if t.total is not None:  # sizes above the target's room under the limit cannot go
-                room = plan.limit * t.total - t.peak
-                cap = bisect.bisect_right(cands, (int(room) if room >= 0 else -1, 1 << 62, 1 << 62))
-            if cap == 0:
-                continue
-            for i in _near(cands, cap, a, t, tol):
-                s = cands[i][0]
-                gain = out_a + out_t - _out(a.after - s, a, tol) - _out(t.after + s, t, tol)
-                if gain <= 1e-9:
-                    continue
-                key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
-                if best is None or key < best:
-                    best = key
-    return None if best is None else (best[4], best[5], best[6])
-
-
-def _near(cands: list[tuple[int, int, int]], cap: int, a: _Disk, t: _Disk, tol: float) -> set[int]:
-    """The indices of the candidates (below `cap`) on each side of the gain's breakpoints."""
-    points = (
-        a.after - a.goal * (1 + tol),
-        a.after - a.goal * (1 - tol),
-        t.goal * (1 + tol) - t.after,
-        t.goal * (1 - tol) - t.after,
-    )
-    out: set[int] = set()
+def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) -> set[int]:
+    """The indices of the candidates (sizes `sz`, below `cap`) on each side of the gain's breakpoints:
+    the first candidate of each size (the smallest replica first, then plan order)."""
+    out = {0}
     for x in points:
         if x <= 0:
             continue
-        j = bisect.bisect_left(cands, (int(x), -1, -1), 0, cap)
-        # the first candidate of each size on both sides (the smallest replica first, then plan order)
-        for k in (j - 1, j, j + 1):
-            if 0 <= k < cap:
-                first = bisect.bisect_left(cands, (cands[k][0], -1, -1), 0, cap)
-                out.add(first)
-    out.add(0)
-    out.add(bisect.bisect_left(cands, (cands[cap - 1][0], -1, -1), 0, cap))  # the largest that fits
+        j = bisect.bisect_left(sz, int(x), 0, cap)
+        if j > 0:
+            out.add(bisect.bisect_left(sz, sz[j - 1], 0, cap))
+        if j < cap:
+            out.add(j)  # sz[j - 1] < int(x) <= sz[j]: j is the first of its size
+            if j + 1 < cap:
+                out.add(j if sz[j + 1] == sz[j] else j + 1)
+    out.add(bisect.bisect_left(sz, sz[cap - 1], 0, cap))  # the largest that fits
     return out
 
 
 def _largest(plan: DiskPlan, rows: _Rows, final: list[list[int]], disk_of: dict[int, int]) -> None:
-    for r, out in enumerate(final):
-        s = int(rows.size[r])
+    n = len(plan.paths)
+    which = [disk_of.get(g, -1) for g in range(n)]  # global dir -> disk, -1 offline
+    top = [0] * len(plan.disks)
+    for s, out in zip(rows.sizes, final, strict=True):
         for g in out:
-            if g >= 0 and g in disk_of:
-                d = plan.disks[disk_of[g]]
-                d.largest = max(d.largest, s)
+            if 0 <= g < n and (k := which[g]) >= 0 and s > top[k]:
+                top[k] = s
+    for d, s in zip(plan.disks, top, strict=True):
+        d.largest = max(d.largest, s)
 
 
 # ---------------------------------------------------------------------------------------------
