@@ -114,3 +114,17 @@ def test_rebalance_refuses_format_json_before_connecting() -> None:
         cli, ["rebalance", "--zookeeper", "127.0.0.1:1/x", "--format", "json"], standalone_mode=False
     )
     assert "--format json is not supported yet" in str(r.exception)
+
+
+def test_a_dead_broker_registered_and_fenced_is_exempt_as_one_gone() -> None:
+    # KRaft 4.3.1: a stopped broker stays registered, fenced. Its own damage is the heal's work as if gone.
+    part = hc.PartitionHealth(1, (1, 2, 3), (1, 2), offline=(3,))
+    fenced = hc.Signals(frozenset({1, 2, 3}), frozenset({3}), {("t", 0): part}, {"t": 2}, 7)
+    assert _holds(ap.without_dead(fenced, {3})) == []
+    # unfenced again (it came back): no exemption
+    back = hc.Signals(frozenset({1, 2, 3}), frozenset(), {("t", 0): part}, {"t": 2}, 7)
+    assert [c for c, _ in _holds(ap.without_dead(back, {3}))] == [
+        "offline-replicas",
+        "under-replicated",
+        "waiting",
+    ]
