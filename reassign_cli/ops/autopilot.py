@@ -493,3 +493,49 @@ def start(
     schedule = Schedule(hours=req.hours, not_before=None).to_dict()
     stored.detach(env, ereq, report, "as-planned" if heal else None, mover, schedule)
     return BUSY
+
+
+def forget_dead_configs(backend: Any, dead_after: float, now: float, say: Callable[[str], None]) -> list[int]:
+    """A dead broker's entry in our prior-values record, where only that broker could take its keys off
+    (the admin API alone, no --bootstrap-controller: a broker's config is changed through that broker):
+    named once through `say` (with the command that removes the keys should it ever come back) and
+    dropped from the record, so the clear at a plan's end has nothing pending on it and the heal ends
+    with exit 0. In ZooKeeper mode, or with the controller at hand, the clear takes the keys off itself:
+    nothing is dropped. Returns the brokers dropped."""
+    from reassign_cli.core import throttle as th
+
+    if backend.offline_broker_configs or getattr(backend, "offline_broker_clear", False):
+        return []
+    dead = dead_now(backend, dead_after, now)
+    gone = sorted(dead - set(backend.read_state([]).broker_ids)) if dead else []
+    record = backend.read_priors() if gone else {}
+    entries = {b: e for b in gone if (e := th.record_entry(record, "brokers", b))}
+    if not entries:
+        return []
+    backend.update_priors(lambda rec: th.record_forget_all(rec, [("brokers", b) for b in entries]))
+    for b, priors in entries.items():
+        say(dead_config_line(b, list(priors)))
+    return sorted(entries)
+
+
+def dead_config_line(broker: int, keys: list[str]) -> str:
+    import shlex
+
+    from reassign_cli.render.progress import CONFIGS_CONNECTION
+
+    target = ["--entity-type", "brokers", "--entity-name", str(broker)]
+    command = shlex.join(
+        [
+            "kafka-configs",
+            *CONFIGS_CONNECTION(),
+            *target,
+            "--alter",
+            "--delete-config",
+            ",".join(sorted(keys)),
+        ]
+    )
+    return (
+        f"broker {broker} is dead: the throttle keys this tool set on it ({', '.join(sorted(keys))}) can be "
+        "taken off only through that broker (or --bootstrap-controller), so they are dropped from our record "
+        f"and left set; if it ever comes back, remove them with: {command}"
+    )
