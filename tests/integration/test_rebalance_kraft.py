@@ -115,6 +115,23 @@ def _check_healed(bootstrap: str, topic: str, values: list[bytes]) -> None:
     assert sorted(consume_all(bootstrap, topic, len(values))) == sorted(values)
 
 
+def _check_refilled(bootstrap: str, topic: str, values: list[bytes], leftover: bool) -> None:
+    """Broker 3 holds replicas of the topic again, every partition RF 2 and in sync, nothing of ours left
+    but (`leftover`) the keys on broker 3 dropped from our record while it was dead: left set, as named."""
+    with admin(bootstrap) as a:
+        parts = a.partitions(topic)
+        assert all(len(set(row)) == 2 and sorted(isr) == sorted(row) for row, _, isr in parts.values()), parts
+        assert 3 in {b for row, _, _ in parts.values() for b in row}, parts
+        assert not a.reassignments()
+        for b in (1, 2):
+            assert not {k for k in a.configs("brokers", b) if k in (LR, FR)}
+        assert {k for k in a.configs("brokers", 3) if k in (LR, FR)} == ({LR, FR} if leftover else set())
+    with topic_store(bootstrap) as store:
+        assert store.read() is None
+    assert replayed_record(record_messages(bootstrap)) == EMPTY
+    assert sorted(consume_all(bootstrap, topic, len(values))) == sorted(values)
+
+
 def _throttle_left_on_3(kc: ExtraCluster, a: Admin, topic: str, tmp_path: Path) -> None:
     """Our throttle on broker 3 left in our record: an execute with --throttle moves partition 4 from 1,2
     to 1,3 and is never verified (the record then names brokers 1, 2, 3 and the topic)."""
@@ -134,6 +151,7 @@ def test_a_broker_stopped_for_good_is_healed_after_dead_after_on_kraft(
     kc: ExtraCluster, kb: Admin, tmp_path: Path, leftover: bool
 ) -> None:
     """On 4.3.1 the stopped broker 3 stays registered, fenced: missing for the ledger (not listed unfenced).
+    Started again after the heal, it is empty (of the topic) and the next ticks fill it.
     With our throttle left on broker 3 in our record (`leftover`), the heal still ends with exit 0: the
     entry, which only broker 3 could take off, is named once and dropped from our record."""
     layout = {0: [1, 3], 1: [3, 2], 2: [2, 3], 3: [3, 1]} | ({4: [1, 2]} if leftover else {})
@@ -167,6 +185,18 @@ def test_a_broker_stopped_for_good_is_healed_after_dead_after_on_kraft(
             dropped = [x for x in seen if "broker 3 is dead: the throttle keys this tool set on it" in x]
             assert len(dropped) == (1 if leftover else 0), seen
             assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+        # broker 3 started again (registered, unfenced), empty of the topic: the next ticks fill it
+        again: list[str] = []
+
+        def refilled() -> bool:
+            r = run_cli("rebalance", *flags, env=env, cwd=tmp_path)
+            assert r.returncode in (0, 4), r.stdout + r.stderr
+            again.append(r.stdout + r.stderr)
+            return r.returncode == 0 and r.stdout.startswith("balanced:")
+
+        wait_until(refilled, timeout=300, interval=1, message=lambda: f"refilled: {again[-3:]}")
+        assert any("rebalance: broker 3 holds no replica" in x for x in again), again
+        _check_refilled(kc.bootstrap, topic, values, leftover)
     finally:
         with topic_store(kc.bootstrap) as store, contextlib.suppress(Exception):
             store.delete()
