@@ -161,7 +161,7 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
 
     with open_backend(opts, admin_too=True) as backend:
         if not req.dry_run:  # a dead broker's record entry only it could clear: named once, dropped
-            ops.forget_dead_configs(backend, req.dead_after, time.time(), _warn(opts))
+            ops.forget_dead_configs(backend, req.dead_after, time.time(), _warn(opts), _connection())
         if stored.read_stored(backend) is not None:  # handsoff: step it as verify does (ops/step.step)
             result = _step(backend, req)
             if result.stored:
@@ -181,6 +181,12 @@ def _warn(opts: Options) -> Any:
     from reassign_cli.render import Output
 
     return Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose).warn
+
+
+def _connection() -> list[str]:
+    from reassign_cli.render.progress import CONFIGS_CONNECTION
+
+    return CONFIGS_CONNECTION()
 
 
 def _step(backend: Any, req: Any) -> Any:

@@ -495,7 +495,13 @@ def start(
     return BUSY
 
 
-def forget_dead_configs(backend: Any, dead_after: float, now: float, say: Callable[[str], None]) -> list[int]:
+def forget_dead_configs(
+    backend: Any,
+    dead_after: float,
+    now: float,
+    say: Callable[[str], None],
+    connection: Sequence[str] = ("--bootstrap-server", "HOST:PORT"),
+) -> list[int]:
     """A dead broker's entry in our prior-values record, where only that broker could take its keys off
     (the admin API alone, no --bootstrap-controller: a broker's config is changed through that broker):
     named once through `say` (with the command that removes the keys should it ever come back) and
@@ -514,20 +520,19 @@ def forget_dead_configs(backend: Any, dead_after: float, now: float, say: Callab
         return []
     backend.update_priors(lambda rec: th.record_forget_all(rec, [("brokers", b) for b in entries]))
     for b, priors in entries.items():
-        say(dead_config_line(b, list(priors)))
+        say(dead_config_line(b, list(priors), connection))
     return sorted(entries)
 
 
-def dead_config_line(broker: int, keys: list[str]) -> str:
+def dead_config_line(broker: int, keys: list[str], connection: Sequence[str]) -> str:
+    """`connection`: kafka-configs' connection options for the command shown (the CLI gives its own)."""
     import shlex
-
-    from reassign_cli.render.progress import CONFIGS_CONNECTION
 
     target = ["--entity-type", "brokers", "--entity-name", str(broker)]
     command = shlex.join(
         [
             "kafka-configs",
-            *CONFIGS_CONNECTION(),
+            *connection,
             *target,
             "--alter",
             "--delete-config",
