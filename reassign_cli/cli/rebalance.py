@@ -156,9 +156,12 @@ def _regex(value: str | None) -> str | None:
 def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
     from reassign_cli.cli import stored
     from reassign_cli.core.autopilot import TickMetrics
+    from reassign_cli.ops import autopilot as ops
     from reassign_cli.ops import stored as stored_ops
 
     with open_backend(opts, admin_too=True) as backend:
+        if not req.dry_run:  # a dead broker's record entry only it could clear: named once, dropped
+            ops.forget_dead_configs(backend, req.dead_after, time.time(), _warn(opts), _connection())
         if stored.read_stored(backend) is not None:  # handsoff: step it as verify does (ops/step.step)
             result = _step(backend, req)
             if result.stored:
@@ -172,6 +175,18 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
             finally:
                 if mover is not None:
                     mover.close()
+
+
+def _warn(opts: Options) -> Any:
+    from reassign_cli.render import Output
+
+    return Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose).warn
+
+
+def _connection() -> list[str]:
+    from reassign_cli.render.progress import CONFIGS_CONNECTION
+
+    return CONFIGS_CONNECTION()
 
 
 def _step(backend: Any, req: Any) -> Any:

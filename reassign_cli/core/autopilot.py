@@ -559,14 +559,15 @@ def tick_metrics(decision: Decision, worst_after: float | None = None, bytes_pla
 
 def without_dead(signals: Any, dead_brokers: Iterable[int]) -> Any:
     """The health signals (core/health.Signals) as a heal's step judges them: the replicas on the dead
-    brokers that are still not registered are dropped from every partition's replicas and offline
+    brokers that are still not registered, or registered and fenced, are dropped from every partition's replicas and offline
     replicas, so the damage those brokers alone explain (their replicas offline and out of the ISR, hence
     offline-replicas, under-replicated and min-isr) is the heal's own work and holds nothing. Everything
     else is as gathered: a partition with no leader, a replica out of the ISR on a live broker, a missing
     broker that is not dead yet, the controller's epoch."""
     import dataclasses
 
-    gone = frozenset(dead_brokers) - signals.registered
+    live = signals.registered - (signals.fenced or frozenset())  # KRaft 4.x: a stopped broker stays, fenced
+    gone = frozenset(dead_brokers) - live
     if not gone:
         return signals
     parts = {

@@ -15,7 +15,7 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from reassign_cli.core.model import Broker, ClusterState
 from reassign_cli.errors import ExitCode, OperationalError, UsageError
 
 if TYPE_CHECKING:
+    from reassign_cli.backends.admin.ledger_topic import TopicLedgerStore
     from reassign_cli.backends.zookeeper.session import ZkSession
 
 LEDGER = "/reassign_cli/autopilot-brokers"  # beside the stored plan's /reassign_cli/plan
@@ -380,33 +381,49 @@ def read_cluster(backend: Any, mover: Any, warn: Callable[[str], None]) -> Clust
     return state
 
 
-def keep_ledger(backend: Any, state: ClusterState, now: float, dry_run: bool) -> ap.Ledger:
-    """The ledger after this look: in ZooKeeper mode kept in LEDGER (read only on a dry run); through the
-    admin API alone none is kept yet, so every missing broker is missing since now (it holds every tick:
-    `wait`, never `heal`)."""
+@contextlib.contextmanager
+def ledger_store(backend: Any) -> Iterator[LedgerStore | TopicLedgerStore]:
+    """The ledger's store: the znode LEDGER in ZooKeeper mode, the topic __reassign_cli_autopilot through
+    the admin API alone (backends/admin/ledger_topic.py). Opening it writes nothing."""
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
+    if isinstance(backend, ZkBackend):
+        yield LedgerStore(backend.session)
+        return
+    from reassign_cli.backends.admin.ledger_topic import LedgerLog, TopicLedgerStore
+
+    log = LedgerLog(backend.options, backend.admin)
+    try:
+        yield TopicLedgerStore(log)
+    finally:
+        log.close()
+
+
+def keep_ledger(backend: Any, state: ClusterState, now: float, dry_run: bool) -> ap.Ledger:
+    """The ledger after this look, kept in its store (read only on a dry run). Registered means live: in
+    ZooKeeper mode a broker's znode; through the admin API a broker DescribeCluster lists unfenced (a
+    stopped broker of KRaft stays registered, fenced, until its registration is removed)."""
     registered = [b.id for b in state.brokers]
     holding = {b for topic in state.topics.values() for row in topic.replicas.values() for b in row}
 
     def fn(ledger: ap.Ledger) -> ap.Ledger:
         return ap.update(ledger, registered, holding, now)
 
-    if not isinstance(backend, ZkBackend):
-        return fn(ap.Ledger())
-    store = LedgerStore(backend.session)
-    if dry_run:
-        return fn(store.read()[0])
-    return store.update(fn)
+    with ledger_store(backend) as store:
+        if dry_run:
+            return fn(_read(store))
+        return store.update(fn)
 
 
 def dead_now(backend: Any, dead_after: float, now: float) -> frozenset[int]:
-    """The brokers the ledger says are dead now (ZooKeeper mode; none through the admin API alone)."""
-    from reassign_cli.backends.zookeeper.backend import ZkBackend
+    """The brokers the ledger says are dead now."""
+    with ledger_store(backend) as store:
+        ledger = _read(store)
+    return ap.dead(ledger, now, dead_after)
 
-    if not isinstance(backend, ZkBackend):
-        return frozenset()
-    return ap.dead(LedgerStore(backend.session).read()[0], now, dead_after)
+
+def _read(store: LedgerStore | TopicLedgerStore) -> ap.Ledger:
+    return store.read()[0] if isinstance(store, LedgerStore) else store.read()
 
 
 def tick(
@@ -476,3 +493,54 @@ def start(
     schedule = Schedule(hours=req.hours, not_before=None).to_dict()
     stored.detach(env, ereq, report, "as-planned" if heal else None, mover, schedule)
     return BUSY
+
+
+def forget_dead_configs(
+    backend: Any,
+    dead_after: float,
+    now: float,
+    say: Callable[[str], None],
+    connection: Sequence[str] = ("--bootstrap-server", "HOST:PORT"),
+) -> list[int]:
+    """A dead broker's entry in our prior-values record, where only that broker could take its keys off
+    (the admin API alone, no --bootstrap-controller: a broker's config is changed through that broker):
+    named once through `say` (with the command that removes the keys should it ever come back) and
+    dropped from the record, so the clear at a plan's end has nothing pending on it and the heal ends
+    with exit 0. In ZooKeeper mode, or with the controller at hand, the clear takes the keys off itself:
+    nothing is dropped. Returns the brokers dropped."""
+    from reassign_cli.core import throttle as th
+
+    if backend.offline_broker_configs or getattr(backend, "offline_broker_clear", False):
+        return []
+    dead = dead_now(backend, dead_after, now)
+    gone = sorted(dead - set(backend.read_state([]).broker_ids)) if dead else []
+    record = backend.read_priors() if gone else {}
+    entries = {b: e for b in gone if (e := th.record_entry(record, "brokers", b))}
+    if not entries:
+        return []
+    backend.update_priors(lambda rec: th.record_forget_all(rec, [("brokers", b) for b in entries]))
+    for b, priors in entries.items():
+        say(dead_config_line(b, list(priors), connection))
+    return sorted(entries)
+
+
+def dead_config_line(broker: int, keys: list[str], connection: Sequence[str]) -> str:
+    """`connection`: kafka-configs' connection options for the command shown (the CLI gives its own)."""
+    import shlex
+
+    target = ["--entity-type", "brokers", "--entity-name", str(broker)]
+    command = shlex.join(
+        [
+            "kafka-configs",
+            *connection,
+            *target,
+            "--alter",
+            "--delete-config",
+            ",".join(sorted(keys)),
+        ]
+    )
+    return (
+        f"broker {broker} is dead: the throttle keys this tool set on it ({', '.join(sorted(keys))}) can be "
+        "taken off only through that broker (or --bootstrap-controller), so they are dropped from our record "
+        f"and left set; if it ever comes back, remove them with: {command}"
+    )

@@ -114,3 +114,61 @@ def test_rebalance_refuses_format_json_before_connecting() -> None:
         cli, ["rebalance", "--zookeeper", "127.0.0.1:1/x", "--format", "json"], standalone_mode=False
     )
     assert "--format json is not supported yet" in str(r.exception)
+
+
+def test_a_dead_broker_registered_and_fenced_is_exempt_as_one_gone() -> None:
+    # KRaft 4.3.1: a stopped broker stays registered, fenced. Its own damage is the heal's work as if gone.
+    part = hc.PartitionHealth(1, (1, 2, 3), (1, 2), offline=(3,))
+    fenced = hc.Signals(frozenset({1, 2, 3}), frozenset({3}), {("t", 0): part}, {"t": 2}, 7)
+    assert _holds(ap.without_dead(fenced, {3})) == []
+    # unfenced again (it came back): no exemption
+    back = hc.Signals(frozenset({1, 2, 3}), frozenset(), {("t", 0): part}, {"t": 2}, 7)
+    assert [c for c, _ in _holds(ap.without_dead(back, {3}))] == [
+        "offline-replicas",
+        "under-replicated",
+        "waiting",
+    ]
+
+
+class _RecordBackend:
+    """What forget_dead_configs uses of a backend: the admin API alone (no controller), brokers 1, 2 live."""
+
+    offline_broker_configs = False
+    offline_broker_clear = False
+
+    def __init__(self, record: dict) -> None:  # type: ignore[type-arg]
+        self.record = record
+
+    def read_state(self, topics: list[str]) -> ClusterState:
+        return ClusterState([Broker(1, None), Broker(2, None)], {})
+
+    def read_priors(self) -> dict:  # type: ignore[type-arg]
+        return self.record
+
+    def update_priors(self, fn):  # type: ignore[no-untyped-def]
+        self.record = fn(self.record)
+        return self.record
+
+
+def test_a_dead_brokers_record_entry_is_named_once_and_dropped(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rate = "leader.replication.throttled.rate"
+    record = {"version": 1, "brokers": {"2": {rate: None}, "3": {rate: None}}, "topics": {"t": {}}}
+    backend = _RecordBackend(record)
+    monkeypatch.setattr(ops, "dead_now", lambda b, after, now: frozenset({3}))
+    said: list[str] = []
+    assert ops.forget_dead_configs(backend, 1800.0, 0.0, said.append) == [3]
+    assert backend.record["brokers"] == {"2": {rate: None}} and backend.record["topics"] == {"t": {}}
+    assert len(said) == 1 and said[0].startswith(
+        f"broker 3 is dead: the throttle keys this tool set on it ({rate})"
+    )
+    assert "--entity-name 3 --alter --delete-config leader.replication.throttled.rate" in said[0]
+    assert ops.forget_dead_configs(backend, 1800.0, 0.0, said.append) == [] and len(said) == 1  # once
+    # a dead broker registered again (live), or the controller at hand: nothing dropped
+    monkeypatch.setattr(ops, "dead_now", lambda b, after, now: frozenset({2}))
+    assert ops.forget_dead_configs(backend, 1800.0, 0.0, said.append) == []
+    backend.offline_broker_clear = True
+    monkeypatch.setattr(ops, "dead_now", lambda b, after, now: frozenset({3}))
+    backend.record["brokers"]["3"] = {rate: None}
+    assert (
+        ops.forget_dead_configs(backend, 1800.0, 0.0, said.append) == [] and "3" in backend.record["brokers"]
+    )
