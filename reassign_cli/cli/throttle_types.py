@@ -50,7 +50,8 @@ class RateOrAuto(click.ParamType):
         try:
             return parse_rate(str(value))
         except RateError as e:
-            self.fail(f"{e}, or auto", param, ctx)
+            # "or auto" ends the list of forms; a rate out of range is said alone
+            self.fail(f"{e}, or auto" if " is not a rate" in str(e) else str(e), param, ctx)
 
 
 class Seconds(click.ParamType):
