@@ -11,6 +11,7 @@ for where every replica ends; the records read back; the broker's own dynamic co
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import threading
@@ -113,13 +114,21 @@ def connection(zookeeper: str | None, bootstrap: str) -> list[str]:
     return [*(("--zookeeper", zookeeper) if zookeeper else ()), "--bootstrap-server", bootstrap]
 
 
+def own_env() -> dict[str, str]:
+    """The environment without the shared cluster's KAFKA_REASSIGN_* (scripts/test exports them): each
+    command names its own cluster, and a KRaft run must not be joined to the shared ZooKeeper."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+
+
 def execute(
     zookeeper: str | None, bootstrap: str, plan: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
     cmd = [PYTHON, "-m", "reassign_cli", "execute", *connection(zookeeper, bootstrap),
            "--reassignment-json-file", str(plan), "--rollback-file", str(plan) + ".rollback",
            "--poll-interval", "0.5", *args]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=500, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=500, stdin=subprocess.DEVNULL, env=own_env()
+    )
 
 
 def verify(
@@ -131,7 +140,9 @@ def verify(
 
     cmd = [PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap),
            "--reassignment-json-file", str(plan), "--metrics-file", str(metrics)]  # fmt: skip
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env()
+    )
     fams = [
         f for f in text_string_to_metric_families(metrics.read_text()) if f.name.endswith("log_dir_moves")
     ]
@@ -294,7 +305,7 @@ def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
         pasted = line.split("cancel the move: ", 1)[1]
         assert pasted.startswith("kafka-reassign cancel --reassignment-json-file "), pasted
         cancel = subprocess.run([PYTHON, "-m", "reassign_cli", *shlex.split(pasted)[1:]], capture_output=True,
-                                text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+                                text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
         out, _ = proc.communicate(timeout=300)
     finally:
