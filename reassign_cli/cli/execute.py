@@ -348,7 +348,6 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
         return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
     if kw["max_moves"] is None:
         raise UsageError("--detach needs --max-moves-per-broker N")
-    _refuse_with_detach(kw)
     if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
         raise UsageError(
             "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"
@@ -378,14 +377,6 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
         return BatchKeeper(keep)
     req.max_moves = pace.cap
     return Pacer(pace.cap, pace.order, report, sizer=mover, keep=keep)
-
-
-def _refuse_with_detach(kw: dict[str, Any]) -> None:
-    """What a stored plan does not carry yet: the log-dir window (its queue lives in the execute process)."""
-    if kw["max_moves_per_disk"] is not None or kw["one_broker_at_a_time"]:
-        raise UsageError(
-            "--detach starts log-dir moves with the plan: not with --max-moves-per-disk or --one-broker-at-a-time"
-        )
 
 
 def _detached_loop(kw: dict[str, Any]) -> Any:

@@ -187,6 +187,12 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
                 from reassign_cli.ops import isr_cancel
 
                 schedule[isr_cancel.POLICY] = isr_cancel.CANCEL
+            if stored.places_dirs(req.data):
+                from reassign_cli.ops.stored_log_dirs import with_dirs
+
+                schedule = with_dirs(
+                    schedule, kw.get("max_moves_per_disk"), bool(kw.get("one_broker_at_a_time"))
+                )
             if kw.get("rate_loop") is not None:
                 from reassign_cli.ops.stored_rates import with_loop
 

@@ -41,6 +41,7 @@ from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.core.progress import PartitionProgress, Status, classify
 from reassign_cli.errors import OperationalError
+from reassign_cli.ops import stored_log_dirs
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend
@@ -99,6 +100,8 @@ class StepResult:
     plan_sha256: str = ""
     rate_lines: list[str] = field(default_factory=list)  # the throttle loop's changes (ops/stored_rates.py)
     rate_changes: list[dict[str, Any]] = field(default_factory=list)  # the same, written, for --format json
+    log_dirs: Any = None  # the plan's log-dir moves (ops/stored_log_dirs.DirCounts; None: it names no dir)
+    dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -170,6 +173,7 @@ def counts(plan: sp.StoredPlan, result: StepResult, now: float) -> None:
     result.total, result.moving, result.queued, result.done = pr.total, pr.moving, pr.queued, pr.done
     result.bytes_total, result.bytes_done = pr.bytes_total, pr.bytes_done
     result.plan_sha256 = plan.plan_sha256
+    result.log_dirs = stored_log_dirs.counts(plan)
     if pr.bytes_total is not None and pr.bytes_done and now > plan.created:
         result.rate = pr.bytes_done / (now - plan.created)
         result.eta = (pr.bytes_total - pr.bytes_done) / result.rate
@@ -262,6 +266,8 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     if wait is None and (verdict is None or not verdict.held):
         new, heads = decide(plan, state, verdict.may_start if verdict else lambda tp: True)
     if len(plan.done) == len(plan.entries):
+        if _dirs_phase(env, seen, plan, me, wait is None, now, result):
+            return result
         return _finish(env, seen, plan, result, now)
     plan = sp.mark_started(plan, new, now) if new else plan
     plan = sp.stepped(plan, now, verdict.epoch if verdict else None)
@@ -283,6 +289,29 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _dirs_phase(
+    env: StepEnv,
+    seen: ps.Versioned,
+    plan: sp.StoredPlan,
+    me: sp.Lease,
+    unpaused: bool,
+    now: float,
+    result: StepResult,
+) -> bool:
+    """The plan's log-dir moves once every partition move is done (ops/stored_log_dirs.py), started while
+    no pause, hours or health hold. False: every planned replica is in its dir (the end follows)."""
+    verdict = result.verdict
+    may_start = unpaused and (verdict is None or not verdict.held)
+    plan = sp.renew_lease(sp.stepped(plan, now, verdict.epoch if verdict else None), me.run)
+    out = stored_log_dirs.phase(env, seen, plan, may_start, now)
+    if out is None:
+        return False
+    plan, dirs = out
+    result.lost_fence, result.dirs_started = dirs.lost_fence, dirs.started
+    counts(seen.plan if dirs.lost_fence else plan, result, now)
+    return True
 
 
 def _tick(
@@ -374,6 +403,7 @@ def _submit(
         if writes.changes:
             time.sleep(env.throttle_settle)
     batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
+    stored_log_dirs.tell(env, plan, state, batch)  # the arriving replicas' log dirs, before the submit
     if not env.backend.create_reassignment(batch, additional=True):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
 
@@ -386,7 +416,9 @@ def _finish(
     from reassign_cli.ops.verify import verify
 
     targets = {(e.topic, e.partition): list(e.replicas) for e in plan.entries}
-    outcome = verify(env.backend, targets)
+    dirs = stored_log_dirs.planned(plan.entries) if stored_log_dirs.stored(plan) is not None else {}
+    with_dirs: dict[str, Any] = {"dirs": dirs, "log_dirs": env.sizer} if dirs else {}
+    outcome = verify(env.backend, targets, **with_dirs)
     counts(plan, result, now)
     result.cleared = outcome.cleared
     result.not_as_planned = [r for r in outcome.results if r.status is Status.NOT_AS_PLANNED]

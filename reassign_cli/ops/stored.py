@@ -56,7 +56,6 @@ def plan_to_store(
 
     if req.max_moves is None:
         raise UsageError("--detach needs --max-moves-per-broker N")
-    refuse_log_dirs(req.data)
     plan, state, _ = prepare(backend, req)
     entries = sorted_entries(plan)
     full = backend.read_state(sorted({e.topic for e in entries}), partition_state=True)
@@ -72,17 +71,6 @@ def places_dirs(data: bytes) -> bool:
     from reassign_cli.core.model import parse_reassignment
 
     return parse_reassignment(data).has_log_dir_moves()
-
-
-def refuse_log_dirs(data: bytes) -> None:
-    """A stored plan's steps submit replicas only (AlterPartitionReassignments): they do not tell the brokers
-    a replica's log dir first, as a foreground execute does, so a plan that names dirs is refused before
-    anything is written rather than run with its dirs dropped."""
-    if places_dirs(data):
-        raise UsageError(
-            "--detach: this plan names log dirs, which a stored plan's steps do not place yet; run it in the "
-            "foreground instead (execute ... --max-moves-per-broker N, or --wait)"
-        )
 
 
 def carry_on_command(connection: Iterable[hints.ConnectionOption]) -> str:
@@ -139,6 +127,9 @@ def lines(result: st.StepResult) -> list[str]:
         out.append(started_text(result.started, "Started"))
     if result.resubmitted:
         out.append(started_text(result.resubmitted, "Submitted again (vanished without completing)"))
+    if result.dirs_started:
+        shown = ", ".join(f"{t}-{p} on broker {b}" for t, p, b in result.dirs_started[:20])
+        out.append(f"Started {len(result.dirs_started)} log-dir move(s): {shown}")
     if result.cancelled:
         out.append(
             started_text(result.cancelled, "Cancelled (under min.insync.replicas)")
@@ -155,6 +146,8 @@ def lines(result: st.StepResult) -> list[str]:
         )
     else:
         out.append(f"Stored plan: {result.progress_line()}")
+        if result.log_dirs is not None:
+            out.append(f"Stored plan: {result.log_dirs.line()}")
     return out
 
 
@@ -212,6 +205,11 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         "finished": result.finished,
         "throttle_changes": result.rate_changes,
     }
+    if result.log_dirs is not None:
+        doc["log_dir_moves"] = {
+            **result.log_dirs.doc(),
+            "started": [{"topic": t, "partition": p, "broker": b} for t, p, b in result.dirs_started],
+        }
     if result.verdict is not None:
         from reassign_cli.core import health as hc
 

@@ -360,3 +360,63 @@ def test_a_timed_out_run_goes_on_when_run_again(
     assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
     assert consume_all(bootstrap, topic) == values
     assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_detached_disk_plan_carried_on_by_verify_alone(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    detached_disk_plan(jbod, admin, tmp_path)
+
+
+def detached_disk_plan(
+    jbod: tuple[str, str | None, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """`execute --detach` of a disk plan (issue 27 item 3 with issue 25): two replicas moved from broker 1's
+    d0 to its d1 (intra-broker, --max-moves-per-disk 1 under a 200 kB/s log-dir throttle, over the operator's
+    own rate of 777777 on broker 1) and one partition moved from broker 2 to broker 3's d1 (placed on
+    arrival). Then only `verify` processes, from another directory with no plan file, until exit 0."""
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("stored", {0: [1], 1: [1], 2: [2]}, messages=600, size=2500)
+    place(bootstrap, tmp_path, topic, {0: ([1], [d0]), 1: ([1], [d0]), 2: ([2], [dirs[2][0]])})
+    admin.alter("brokers", 1, {LOG_DIR_RATE: "777777"})
+    try:
+        plan = write_plan(
+            tmp_path / "plan.json", topic, {0: ([1], [d1]), 1: ([1], [d1]), 2: ([3], [dirs[3][1]])}
+        )
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        outputs = []
+        with Sampler(bootstrap, topic) as sampler:
+            r = execute(zookeeper, bootstrap, plan, "--detach", "--max-moves-per-broker", "1",
+                        "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "200000",
+                        "--throttle", "10000000")  # fmt: skip
+            assert r.returncode == 0, r.stdout + r.stderr
+            plan.unlink()
+            for _ in range(300):
+                v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap)],
+                                   capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                                   env=own_env(), cwd=elsewhere)  # fmt: skip
+                outputs.append(v.stdout + v.stderr)
+                assert v.returncode in (0, 4), outputs[-1]
+                if v.returncode == 0:
+                    break
+        assert v.returncode == 0, outputs
+        assert "The stored plan is done" in outputs[-1], outputs[-1]
+        assert not [o for o in outputs if "not being moved" in o], outputs
+        assert any("log-dir moves: 1 moving, 1 queued" in o for o in outputs), outputs
+        per_disk = [n for s in sampler.samples for n in s.values()]
+        assert per_disk and max(per_disk) == 1, sampler.samples
+        assert dirs_of(bootstrap, topic) == {(0, 1): d1, (1, 1): d1, (2, 3): dirs[3][1]}
+        assert consume_all(bootstrap, topic) == values
+        assert admin.configs("brokers", 1).get(LOG_DIR_RATE) == "777777"
+        for b in (2, 3):
+            assert LOG_DIR_RATE not in admin.configs("brokers", b)
+        gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap)],
+                              capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                              env=own_env(), cwd=elsewhere)  # fmt: skip
+        assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+    finally:
+        admin.alter("brokers", 1, {LOG_DIR_RATE: None})

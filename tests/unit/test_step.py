@@ -310,11 +310,9 @@ def test_progress_line_says_eta_once() -> None:
     )
 
 
-def test_a_plan_that_names_log_dirs_is_not_detached() -> None:
-    # the step submits replicas only: a plan with log dirs would lose them, so --detach refuses it first
-    # (and a foreground paced execute does not store it)
-    from reassign_cli.errors import UsageError
-    from reassign_cli.ops.stored import places_dirs, refuse_log_dirs
+def test_places_dirs_names_a_plan_with_a_log_dir() -> None:
+    # a plan with log dirs is stored with its log-dir moves (ops/stored_log_dirs.py)
+    from reassign_cli.ops.stored import places_dirs
 
     with_dirs = (
         b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","/d1"]}]}'
@@ -324,6 +322,3 @@ def test_a_plan_that_names_log_dirs_is_not_detached() -> None:
     )
     plain = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
     assert places_dirs(with_dirs) and not places_dirs(anys) and not places_dirs(plain)
-    with pytest.raises(UsageError, match="names log dirs"):
-        refuse_log_dirs(with_dirs)
-    refuse_log_dirs(plain)

@@ -1,0 +1,100 @@
+"""ops/stored_log_dirs.py's pure parts: the state kept in the stored plan's schedule object, what a step
+reads from DescribeLogDirs, and which moves it starts. Expected values worked out by hand; the real
+cluster's test is tests/integration/test_logdir_pacing.py::test_a_detached_disk_plan_carried_on_by_verify_alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from reassign_cli.core import logdir_pacing as lp
+from reassign_cli.core import pacing as pc
+from reassign_cli.core import stored_plan as sp
+from reassign_cli.core.model import PlanEntry
+from reassign_cli.ops import stored_log_dirs as sld
+
+
+def plan(schedule: dict) -> sp.StoredPlan:  # type: ignore[type-arg]
+    entries = [
+        PlanEntry("t", 0, [1], ["/a1"]),
+        PlanEntry("t", 1, [1], ["/a1"]),
+        PlanEntry("t", 2, [2, 3], ["any", "/c1"]),
+        PlanEntry("u", 0, [1, 2], None),
+    ]
+    return sp.new_plan(b"{}", entries, pc.Pace(1, "as-planned"), sp.Origin("h", "u", 1.0), schedule=schedule)
+
+
+def test_kept_beside_the_other_keys_and_read_back_through_the_head() -> None:
+    schedule = sld.with_dirs({"hours": None, "not_before": None, "throttle_loop": {"x": 1}}, 2, True)
+    assert schedule["throttle_loop"] == {"x": 1} and schedule["hours"] is None
+    p = plan(schedule)
+    head, chunks = sp.encode(p, 1 << 20)
+    back = sp.decode(head, b"".join(chunks))
+    assert sld.stored(back) == sld.DirPace(2, True)
+    marked = sld.keep(
+        back, sld.DirPace(2, True, frozenset({("t", 0, 1), ("t", 1, 1)}), frozenset({("t", 0, 1)}))
+    )
+    head, chunks = sp.encode(marked, 1 << 20)
+    again = sp.decode(head, b"".join(chunks))
+    assert again.schedule["throttle_loop"] == {"x": 1}
+    # three replicas name a dir (u-0 none, t-2's broker 2 "any"): t-0 done, t-1 moving, t-2 on 3 queued
+    assert sld.counts(again) == sld.DirCounts(total=3, moving=1, queued=1, done=1)
+    assert sld.counts(again).line() == "log-dir moves: 1 moving, 1 queued, 1 done of 3"  # type: ignore[union-attr]
+
+
+def test_a_plan_stored_without_them_has_none() -> None:
+    assert sld.stored(plan({})) is None and sld.counts(plan({})) is None
+
+
+def test_a_kept_state_that_does_not_parse_is_said() -> None:
+    with pytest.raises(sp.StoredPlanError, match="log-dir moves"):
+        sld.stored(plan({sld.KEY: {"cap": 0, "one_broker": False, "started": [], "done": []}}))
+
+
+def st(current: str | None, future: str | None) -> lp.DirState:
+    return lp.DirState(current, future, None, None)
+
+
+def test_observe_sorts_the_planned_replicas() -> None:
+    targets = {
+        ("t", 0, 1): "/a1",
+        ("t", 1, 1): "/a1",
+        ("t", 2, 3): "/c1",
+        ("t", 3, 1): "/a1",
+        ("t", 4, 2): "/b1",
+    }
+    states = {
+        ("t", 0, 1): st("/a1", None),  # in its dir
+        ("t", 1, 1): st("/a0", "/a1"),  # copying there
+        ("t", 2, 3): st("/c0", None),  # elsewhere, not moving
+        ("t", 3, 1): st("/a0", "/a2"),  # moving to another dir: queued (started again to its own)
+    }  # t-4 on 2: not found
+    seen = sld.observe(targets, states)
+    assert seen.done == {("t", 0, 1)}
+    assert seen.running == {("t", 1, 1): lp.DirMove(("t", 1, 1), "/a0", "/a1")}
+    assert seen.queued == [lp.DirMove(("t", 2, 3), "/c0", "/c1"), lp.DirMove(("t", 3, 1), "/a0", "/a1")]
+    assert seen.unknown == {("t", 4, 2)}
+
+
+def test_decide_one_per_disk_records_before_it_starts() -> None:
+    # broker 1: three replicas /a0 -> /a1, one running: the cap of 1 per disk starts none; broker 2's starts
+    running = {("t", 0, 1): lp.DirMove(("t", 0, 1), "/a0", "/a1")}
+    queued = [lp.DirMove(("t", 1, 1), "/a0", "/a1"), lp.DirMove(("t", 2, 2), "/b0", "/b1")]
+    seen = sld.DirSeen(frozenset({("t", 9, 1)}), running, queued, frozenset())
+    pace = sld.DirPace(1, False, frozenset({("t", 9, 1), ("t", 1, 1)}), frozenset())
+    after, new = sld.decide(pace, seen, True)
+    assert [m.key for m in new] == [("t", 2, 2)]
+    # t-0 adopted, t-9 done, t-1 started before but seen queued: queued again (not started now: /a0 is busy)
+    assert after.started == {("t", 0, 1), ("t", 9, 1), ("t", 2, 2)}
+    assert after.done == {("t", 9, 1)}
+    held, none = sld.decide(pace, seen, False)
+    assert none == [] and held.started == {("t", 0, 1), ("t", 9, 1)}
+
+
+def test_decide_one_broker_at_a_time_and_no_cap() -> None:
+    queued = [lp.DirMove(("t", 0, 2), "/b0", "/b1"), lp.DirMove(("t", 1, 1), "/a0", "/a1"),
+              lp.DirMove(("t", 2, 1), "/a0", "/a1")]  # fmt: skip
+    seen = sld.DirSeen(frozenset(), {}, queued, frozenset())
+    _, new = sld.decide(sld.DirPace(2, True), seen, True)
+    assert [m.key for m in new] == [("t", 1, 1), ("t", 2, 1)]  # the lowest broker id first, two per disk
+    _, all_ = sld.decide(sld.DirPace(None, False), seen, True)
+    assert len(all_) == 3  # no --max-moves-per-disk: every move at once
