@@ -165,6 +165,10 @@ def _verify(
                 log_dirs=mover,
                 work_left=pace is not None,
             )
+            if same and outcome.moves:  # the stored plan's log-dir moves not started yet are queued
+                from reassign_cli.ops.stored_log_dirs import queued_moves
+
+                outcome.moves = queued_moves(outcome.moves, found.plan)
             sizes = _moving_sizes(out, outcome.results, mover)
             if facts is not None:
                 facts.update(_metric_facts(backend, outcome.results, sizes))

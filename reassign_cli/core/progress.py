@@ -317,6 +317,9 @@ class MoveStatus(StrEnum):
     NOT_MOVING = "not_moving"  # in another dir, no future replica
     MISSING = "missing"  # in no live log dir of the broker
     UNKNOWN = "unknown"  # its broker did not answer DescribeLogDirs: it may still be copying
+    # in another dir, no future replica, and the plan stored in the cluster starts it later (its log-dir
+    # moves are paced): still to come, not a failure. Only `queued_moves` (ops/stored_log_dirs.py) gives it.
+    QUEUED = "queued"
 
 
 @dataclass(slots=True)
@@ -340,6 +343,10 @@ class ReplicaMoveProgress:
             return (
                 f"Partition {tp} on broker {self.broker} is being moved to log dir {self.future} "
                 f"instead of {self.target}."
+            )
+        if self.status is MoveStatus.QUEUED:
+            return (
+                f"Reassignment of replica {tp}-{self.broker} is still in progress (queued: not started yet)."
             )
         if self.status is MoveStatus.UNKNOWN:
             return (
@@ -410,7 +417,7 @@ def verify_exit(results: Iterable[PartitionProgress], moves: Iterable[ReplicaMov
     where the plan says and not moving there is not as planned (5)."""
     code = overall_exit(results)
     moves = list(moves)
-    if code == ExitCode.BUSY or moves_ongoing(moves):
+    if code == ExitCode.BUSY or moves_ongoing(moves) or any(m.status is MoveStatus.QUEUED for m in moves):
         return ExitCode.BUSY
     if code == ExitCode.NOT_AS_PLANNED or any(m.status is not MoveStatus.COMPLETE for m in moves):
         return ExitCode.NOT_AS_PLANNED

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reassign_cli.core import logdir_pacing as lp
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, ReassignmentFile
+from reassign_cli.core.progress import MoveStatus, ReplicaMoveProgress
 from reassign_cli.errors import OperationalError
 
 if TYPE_CHECKING:
@@ -243,3 +244,11 @@ def _start(env: StepEnv, plan: sp.StoredPlan, new: list[lp.DirMove]) -> None:
     raise_hard(failed)
     if len(started) < len(new):  # not there (yet): the next step sees it queued and starts it again
         return
+
+
+def queued_moves(moves: Sequence[ReplicaMoveProgress], plan: sp.StoredPlan) -> list[ReplicaMoveProgress]:
+    """verify of the stored plan's own file: a planned replica in another dir with no copy under way is
+    queued (its steps start it later), not "not being moved", while the stored plan keeps log-dir moves."""
+    if stored(plan) is None:
+        return list(moves)
+    return [replace(m, status=MoveStatus.QUEUED) if m.status is MoveStatus.NOT_MOVING else m for m in moves]

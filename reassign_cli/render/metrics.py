@@ -12,8 +12,9 @@ proposed.json), write distinct series beside each other in the collector's direc
 - kafka_reassign_verify_throttle_rate_bytes{broker,kind}: the throttle rates this tool set and that are
   still in place (kind leader, follower or log_dir)
 - kafka_reassign_verify_log_dir_moves{status}: the plan's replica moves between log dirs by status (complete,
-  in_progress, elsewhere, not_moving, missing, unknown: core.progress.MoveStatus; all six, 0 included), only
-  when the plan has some and they were checked (the admin API at hand)
+  in_progress, elsewhere, not_moving, missing, unknown, queued: core.progress.MoveStatus; all seven, 0
+  included), only when the plan has some and they were checked (the admin API at hand); queued: the plan
+  stored in the cluster starts it later
 - kafka_reassign_verify_exit_code: verify's exit code (also 1, 3, 130... when it failed)
 - kafka_reassign_verify_last_run_timestamp_seconds: when this verify ended
 - kafka_reassign_plan_*: the plan stored in the cluster by a paced execute, when one is (render/plan_metrics.py;

@@ -239,7 +239,7 @@ def one_move_per_disk(
         for p in range(3):
             assert f"Reassignment of replica {topic}-{p}-1 completed successfully." in v.stdout, v.stdout
         assert counts == {"complete": 3, "in_progress": 0, "elsewhere": 0, "not_moving": 0, "missing": 0,
-                          "unknown": 0}  # fmt: skip
+                          "unknown": 0, "queued": 0}  # fmt: skip
     finally:
         admin.alter("brokers", 1, {LOG_DIR_RATE: None})
 
@@ -326,7 +326,7 @@ def test_a_stalled_log_dir_move_warned_and_its_cancel_stops_the_queue(
     for p in range(3):
         assert f"Partition {topic}-{p} on broker 1 is not being moved from log dir {d0} to {d1}." in v.stdout
     assert counts == {"complete": 0, "in_progress": 0, "elsewhere": 0, "not_moving": 3, "missing": 0,
-                      "unknown": 0}  # fmt: skip
+                      "unknown": 0, "queued": 0}  # fmt: skip
 
 
 @pytest.mark.slow
@@ -394,6 +394,14 @@ def detached_disk_plan(
                         "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "200000",
                         "--throttle", "10000000")  # fmt: skip
             assert r.returncode == 0, r.stdout + r.stderr
+            # verify of the plan's file (no step: --metrics-file): the two moves on broker 1 are queued
+            v, counts = verify(zookeeper, bootstrap, plan, tmp_path / "m.prom")
+            assert v.returncode == 4, v.stdout + v.stderr
+            assert (counts["queued"], counts["not_moving"]) == (2, 0), counts
+            assert (
+                f"Reassignment of replica {topic}-0-1 is still in progress (queued: not started yet)."
+                in v.stdout
+            )
             plan.unlink()
             for _ in range(300):
                 v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap)],

@@ -190,6 +190,7 @@ def test_log_dir_moves_by_status(tmp_path: Path) -> None:
         "not_moving": 1,
         "missing": 0,
         "unknown": 0,
+        "queued": 0,
     }
     # without log-dir moves checked: no such series
     write_metrics(str(path), VerifyMetrics({"plan": "/p.json", "plan_sha256": "x"}, 0, 1.0, RESULTS))

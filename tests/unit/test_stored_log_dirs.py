@@ -98,3 +98,17 @@ def test_decide_one_broker_at_a_time_and_no_cap() -> None:
     assert [m.key for m in new] == [("t", 1, 1), ("t", 2, 1)]  # the lowest broker id first, two per disk
     _, all_ = sld.decide(sld.DirPace(None, False), seen, True)
     assert len(all_) == 3  # no --max-moves-per-disk: every move at once
+
+
+def test_a_verify_of_the_stored_plans_file_calls_a_move_not_started_queued() -> None:
+    from reassign_cli.core.progress import MoveStatus, ReplicaMoveProgress, verify_exit
+
+    moves = [
+        ReplicaMoveProgress("t", 0, 1, "/a1", "/a1", None, MoveStatus.COMPLETE),
+        ReplicaMoveProgress("t", 1, 1, "/a1", "/a0", None, MoveStatus.NOT_MOVING),
+    ]
+    kept = sld.queued_moves(moves, plan(sld.with_dirs({}, 1, False)))
+    assert [m.status for m in kept] == [MoveStatus.COMPLETE, MoveStatus.QUEUED]
+    assert kept[1].line() == "Reassignment of replica t-1-1 is still in progress (queued: not started yet)."
+    assert verify_exit([], kept) == 4 and verify_exit([], moves) == 5
+    assert sld.queued_moves(moves, plan({})) == moves  # a plan stored without log-dir moves: as before
