@@ -93,7 +93,11 @@ def report(seen: Versioned, now: datetime) -> dict[str, Any]:
     pr = sp.progress(plan)
     state, why = pv.state_line(plan, now)
     lease = plan.lease
+    from reassign_cli.ops.stored_log_dirs import counts
+
+    dirs = counts(plan)
     return {
+        **({} if dirs is None else {"log_dir_moves": dirs.doc()}),  # only a plan that names log dirs
         "plan_sha256": plan.plan_sha256,
         "partitions": pr.total,
         "state": state,

@@ -3,6 +3,7 @@
 Stored plan: 12 partition(s), SHA-256 0123456789ab, stored by alice@ops1 at 2026-12-01T01:00:00Z
   state: paused since 2026-12-01T02:30:15Z by bob@ops2: disk on broker 3 at 91%
   moves: 2 moving, 5 queued, 5 done
+  log-dir moves: 1 moving, 2 queued, 0 done of 3 (only a plan that names log dirs)
   bytes: 1.2 GiB of 3.4 GiB done, 2.2 GiB left; ETA 0:41:10
   driver: none (no step running)
   last step: 2026-12-01T02:29:00Z; last change 2026-12-01T02:30:15Z (95 s ago by this host's clock)
@@ -25,6 +26,11 @@ def stored_plan_lines(doc: dict[str, Any]) -> list[str]:
     lines.append(f"  state: {state}")
     m = doc["moves"]
     lines.append(f"  moves: {m['running']} moving, {m['queued']} queued, {m['done']} done")
+    d = doc.get("log_dir_moves")
+    if d is not None:
+        lines.append(
+            f"  log-dir moves: {d['moving']} moving, {d['queued']} queued, {d['done']} done of {d['total']}"
+        )
     b = doc["bytes"]
     if b["total"] is None:
         lines.append(f"  bytes: not known (some sizes were not known when it was stored); {eta_text(None)}")

@@ -402,6 +402,12 @@ def detached_disk_plan(
                 f"Reassignment of replica {topic}-0-1 is still in progress (queued: not started yet)."
                 in v.stdout
             )
+            ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *connection(zookeeper, bootstrap)],
+                                capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                                env=own_env())  # fmt: skip
+            assert (
+                ls.returncode in (0, 4) and "  log-dir moves: 0 moving, 3 queued, 0 done of 3" in ls.stdout
+            ), ls
             plan.unlink()
             for _ in range(300):
                 v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap)],

@@ -112,3 +112,17 @@ def test_a_verify_of_the_stored_plans_file_calls_a_move_not_started_queued() -> 
     assert kept[1].line() == "Reassignment of replica t-1-1 is still in progress (queued: not started yet)."
     assert verify_exit([], kept) == 4 and verify_exit([], moves) == 5
     assert sld.queued_moves(moves, plan({})) == moves  # a plan stored without log-dir moves: as before
+
+
+def test_list_says_the_log_dir_moves() -> None:
+    from datetime import UTC, datetime
+
+    from reassign_cli.backends.plan_store import Versioned
+    from reassign_cli.ops import plan_ctl
+    from reassign_cli.render.stored_plan import stored_plan_lines
+
+    p = sld.keep(plan(sld.with_dirs({}, 1, False)), sld.DirPace(1, False, frozenset({("t", 0, 1)})))
+    doc = plan_ctl.report(Versioned(p, 0), datetime(2026, 12, 1, tzinfo=UTC))
+    assert doc["log_dir_moves"] == {"total": 3, "moving": 1, "queued": 2, "done": 0}
+    assert "  log-dir moves: 1 moving, 2 queued, 0 done of 3" in stored_plan_lines(doc)
+    assert "log_dir_moves" not in plan_ctl.report(Versioned(plan({}), 0), datetime(2026, 12, 1, tzinfo=UTC))
