@@ -180,7 +180,8 @@ def test_one_move_per_disk_under_the_log_dir_throttle(
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
-    """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end)."""
+    """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
+    cluster, the detached disk plan carried on by verify alone (its plan stored in the record topic)."""
     d = Path(f"{cluster_dir().resolve()}-logdirs-kraft")
     try:
         up = jbod_script(
@@ -191,6 +192,7 @@ def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
         a = Admin(bootstrap)
         try:
             one_move_per_disk((bootstrap, None, configured_log_dirs(d)), a, tmp_path)
+            detached_disk_plan((bootstrap, None, configured_log_dirs(d)), a, tmp_path / "detached")
         finally:
             a.close()
     finally:
@@ -379,6 +381,7 @@ def detached_disk_plan(
     arrival). Then only `verify` processes, from another directory with no plan file, until exit 0."""
     bootstrap, zookeeper, dirs = jbod
     d0, d1 = dirs[1]
+    tmp_path.mkdir(exist_ok=True)
     topic, values = admin.make_topic("stored", {0: [1], 1: [1], 2: [2]}, messages=600, size=2500)
     place(bootstrap, tmp_path, topic, {0: ([1], [d0]), 1: ([1], [d0]), 2: ([2], [dirs[2][0]])})
     admin.alter("brokers", 1, {LOG_DIR_RATE: "777777"})

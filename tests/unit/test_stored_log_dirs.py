@@ -4,6 +4,8 @@ cluster's test is tests/integration/test_logdir_pacing.py::test_a_detached_disk_
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from reassign_cli.core import logdir_pacing as lp
@@ -126,3 +128,78 @@ def test_list_says_the_log_dir_moves() -> None:
     assert doc["log_dir_moves"] == {"total": 3, "moving": 1, "queued": 2, "done": 0}
     assert "  log-dir moves: 1 moving, 2 queued, 0 done of 3" in stored_plan_lines(doc)
     assert "log_dir_moves" not in plan_ctl.report(Versioned(plan({}), 0), datetime(2026, 12, 1, tzinfo=UTC))
+
+
+class FakeMover:
+    """AlterReplicaLogDirs and DescribeLogDirs of the fake cluster: each replica's (current, future) dir; an
+    attempt notes what the stored plan recorded as started at that moment."""
+
+    def __init__(self, store: Any, where: dict[tuple[str, int, int], tuple[str, str | None]]) -> None:
+        self.store, self.where = store, where
+        self.attempts: list[tuple[dict[tuple[str, int, int], str], frozenset[tuple[str, int, int]]]] = []
+        self.unanswered: list[int] = []
+
+    def attempt(self, moves: dict[tuple[str, int, int], str]) -> tuple[list[Any], dict[Any, str]]:
+        pace = sld.stored(self.store.plan)
+        self.attempts.append((dict(moves), pace.started if pace else frozenset()))
+        started, failed = [], {}
+        for k, d in moves.items():
+            if k in self.where:
+                self.where[k] = (self.where[k][0], d)
+                started.append(k)
+            else:
+                failed[k] = "ReplicaNotAvailableError"  # arriving: the broker remembers the dir
+        return started, failed
+
+    def copies(self, replicas: Any) -> dict[Any, list[tuple[str, bool, int]]]:
+        out: dict[Any, list[tuple[str, bool, int]]] = {}
+        for k in replicas:
+            if k in self.where:
+                cur, fut = self.where[k]
+                out[k] = [(cur, False, 10), *([(fut, True, 5)] if fut else [])]
+        return out
+
+    def finish(self, k: tuple[str, int, int]) -> None:
+        self.where[k] = (self.where[k][1] or self.where[k][0], None)
+
+
+def test_steps_tell_arrivals_then_pace_the_log_dir_moves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """t-0 [1, 2] -> [3, 2], broker 3's replica into /c1 (arriving: told before the submit) and broker 2's
+    into /b1 (held: an intra-broker move); t-1 stays on [1, 2], both into their d1. One per disk: broker 2's
+    two moves out of /b0 one after the other, broker 1's beside the first."""
+    from reassign_cli.ops import step as st
+    from tests.unit.test_step import FakeCluster, FakeStore, one
+
+    entries = [PlanEntry("t", 0, [3, 2], ["/c1", "/b1"]), PlanEntry("t", 1, [1, 2], ["/a1", "/b1"])]
+    p = sp.new_plan(b"{}", entries, pc.Pace(1, "as-planned"), sp.Origin("h", "u", 100.0),
+                    schedule=sld.with_dirs({}, 1, False))  # fmt: skip
+    store = FakeStore(p)
+    cluster = FakeCluster(store, 2)
+    mover = FakeMover(
+        store, {("t", 0, 2): ("/b0", None), ("t", 1, 1): ("/a0", None), ("t", 1, 2): ("/b0", None)}
+    )
+    env = st.StepEnv(cluster, store, now=lambda: 200.0, clock=lambda: 0.0, throttle_settle=0, sizer=mover)  # type: ignore[arg-type]
+    monkeypatch.setattr(
+        "reassign_cli.ops.verify.verify",
+        lambda backend, targets, **kw: type("O", (), {"cleared": object(), "results": []})(),
+    )
+    r = one(env)  # t-0 submitted (t-1 is at its replicas already: done)
+    assert cluster.submits == [[("t", 0)]]
+    assert mover.attempts == [({("t", 0, 3): "/c1"}, frozenset())]  # only the arriving replica, before
+    assert r.log_dirs == sld.DirCounts(4, 0, 4, 0)
+    assert one(env).dirs_started == []  # t-0 still moving: no log-dir move yet
+    cluster.end(0)
+    mover.where[("t", 0, 3)] = ("/c1", None)  # placed on arrival
+    r = one(env)
+    assert r.dirs_started == [("t", 0, 2), ("t", 1, 1)]  # /b0 takes one; /a0 another
+    moves, recorded = mover.attempts[-1]
+    assert moves == {("t", 0, 2): "/b1", ("t", 1, 1): "/a1"} and set(moves) <= recorded  # marked first
+    assert r.log_dirs == sld.DirCounts(4, 2, 1, 1)
+    assert one(env).dirs_started == []  # /b0 busy
+    mover.finish(("t", 0, 2))
+    mover.finish(("t", 1, 1))
+    r = one(env)
+    assert r.dirs_started == [("t", 1, 2)] and r.log_dirs == sld.DirCounts(4, 1, 0, 3)
+    mover.finish(("t", 1, 2))
+    r = one(env)
+    assert r.finished and store.plan is None
