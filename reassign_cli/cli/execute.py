@@ -243,7 +243,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         pacer = _pacer(req, kw["order"], report, mover)
         dir_pacer = _dir_pacer(kw, mover)
         try:
-            with foreground(backend, req, kw["order"], pacer):
+            with foreground(backend, req, kw["order"], pacer, dir_pacer):
                 code = execute(backend, req, report, log_dirs=mover, pacer=pacer, dir_pacer=dir_pacer)
             if pacer is not None and pacer.keep is not None and not req.dry_run:
                 pacer.keep.forget()  # the plan ran to its end: nothing left to resume

@@ -204,7 +204,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
 
 
 @contextlib.contextmanager
-def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[None]:
+def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: Any = None) -> Iterator[None]:
     """A foreground paced execute through the admin API (the window; ZooKeeper mode runs batches): its plan
     stored in the cluster before the first move (ops/stored.Keeper, set on the window's `pacer`) and
     deleted at its end, whatever the end (a kill -9 leaves it for cron). Not for a dry run, nor through
@@ -213,19 +213,28 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[N
     usable = callable(getattr(backend, "add_reassignment", None))
     from reassign_cli.ops.stored import places_dirs
 
-    # a plan that names log dirs is not stored: the stored plan's steps would not place them (ops/stored.py)
-    if req.dry_run or req.max_moves is None or not usable or places_dirs(req.data):
+    # a plan that names log dirs is stored when its log-dir moves are paced (--max-moves-per-disk: their
+    # queue kept with it, ops/stored_log_dirs.py); without, they all start at once, and it is not stored
+    dirs = places_dirs(req.data)
+    if req.dry_run or req.max_moves is None or not usable or (dirs and dir_pacer is None):
         yield
         return
+    schedule = None
+    if dirs:
+        from reassign_cli.ops.stored_log_dirs import with_dirs
+
+        schedule = with_dirs({}, dir_pacer.cap, dir_pacer.one_broker)
     from reassign_cli.core import stored_plan as sp
     from reassign_cli.ops import stored
     from reassign_cli.ops.step import take_watching
 
     with step_env(backend) as env:
         keeper = stored.keep_paced(
-            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch())
+            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch()), schedule
         )
         pacer.stored = keeper
+        if dirs:
+            dir_pacer.stored = keeper
         try:
             yield
         finally:

@@ -165,10 +165,7 @@ def _verify(
                 log_dirs=mover,
                 work_left=pace is not None,
             )
-            if same and outcome.moves:  # the stored plan's log-dir moves not started yet are queued
-                from reassign_cli.ops.stored_log_dirs import queued_moves
-
-                outcome.moves = queued_moves(outcome.moves, found.plan)
+            outcome.moves = _queued_dirs(outcome.moves, found.plan if same else None)
             sizes = _moving_sizes(out, outcome.results, mover)
             if facts is not None:
                 facts.update(_metric_facts(backend, outcome.results, sizes))
@@ -184,6 +181,15 @@ def _verify(
     if outcome.queued:
         out.info(_queued_line(opts, reassignment_file, pace, outcome.queued))
     return code
+
+
+def _queued_dirs(moves: Any, stored_plan: Any) -> Any:
+    """The stored plan's own file: its log-dir moves not started yet are queued (ops/stored_log_dirs.py)."""
+    if stored_plan is None or not moves:
+        return moves
+    from reassign_cli.ops.stored_log_dirs import queued_moves
+
+    return queued_moves(moves, stored_plan)
 
 
 def _say_unchecked(out: Any, unchecked: bool) -> None:

@@ -88,6 +88,9 @@ class LogDirPacer:
     held: ReplicaDirs = field(default_factory=dict)
     peak_per_disk: int = 0
     peak_brokers: int = 0
+    # ops/stored.Keeper: the plan stored in the cluster (a foreground paced execute's), when kept there: each
+    # move recorded started before it starts, done when seen done; the lease renewed from the polls
+    stored: Any = None
 
     def defer(self, entries: list[PlanEntry], state: ClusterState) -> list[PlanEntry]:
         """The entries without their intra-broker log dirs (kept in `held`, for `run`)."""
@@ -231,8 +234,12 @@ class _Run:
                     continue
                 self.done += 1
                 self.bytes_done += got
+                if self.p.stored is not None:
+                    self.p.stored.dirs_ended([key])
             elif st.current_bytes is not None:
                 self.sizes[key] = lp.copied(st)
+        if self.p.stored is not None:
+            self.p.stored.renew()
         if self.stopped:
             self._stop()
         else:
@@ -265,6 +272,8 @@ class _Run:
             writes = apply_throttles(self.backend, state, entries, None, self.req.log_dir_throttle)
             if writes.changes:
                 time.sleep(THROTTLE_SETTLE_SECONDS)  # brokers apply configs asynchronously
+        if self.p.stored is not None:  # recorded (fenced) before they start
+            self.p.stored.dirs_started([m.key for m in new])
         start_until_done(self.mover, {m.key: m.target for m in new}, self.req.log_dir_timeout, self.report)
         for m in new:
             self.running[m.key] = m

@@ -230,15 +230,19 @@ class Keeper:
         self.store, self.run, self.clock = store, run, clock
         self.renewed = clock()
         self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
+        self.dirs_ended_since: list[tuple[str, int, int]] = []  # log-dir moves, the same
 
     def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
         from reassign_cli.backends import plan_store as ps
         from reassign_cli.errors import OperationalError
+        from reassign_cli.ops import stored_log_dirs as sld
 
         ended, self.ended_since = self.ended_since, []
+        dirs_ended, self.dirs_ended_since = self.dirs_ended_since, []
 
         def change(p: sp.StoredPlan) -> sp.StoredPlan:
             p = sp.renew_lease(p, self.run.run)
+            p = sld.mark_done(p, dirs_ended) if dirs_ended else p
             return fn(sp.mark_done(p, ended, time.time()) if ended else p)
 
         _, written = ps.update(self.store, change)
@@ -256,6 +260,17 @@ class Keeper:
         found ended by the next step anyway)."""
         self.ended_since += list(tps)
 
+    def dirs_started(self, keys: Iterable[tuple[str, int, int]]) -> None:
+        """Log-dir moves (ops/log_dirs._Run) recorded before they are started."""
+        from reassign_cli.ops import stored_log_dirs as sld
+
+        wanted = list(keys)
+        self._update(lambda p: sld.mark_started(p, wanted))
+
+    def dirs_ended(self, keys: Iterable[tuple[str, int, int]]) -> None:
+        """Noted; written with the next start or renewal."""
+        self.dirs_ended_since += list(keys)
+
     def renew(self) -> None:
         if self.clock() - self.renewed >= sp.RENEW_SECONDS - 1:
             self._update(lambda p: p)
@@ -267,14 +282,20 @@ class Keeper:
             self.store.delete(seen)
 
 
-def keep_paced(store: Any, req: ExecuteRequest, order: pc.Order | None, watch: Callable[..., Any]) -> Keeper:
+def keep_paced(
+    store: Any,
+    req: ExecuteRequest,
+    order: pc.Order | None,
+    watch: Callable[..., Any],
+    schedule: dict[str, Any] | None = None,
+) -> Keeper:
     """Store a foreground paced execute's plan before its first move (another plan's bytes stored: exit 4,
     nothing written; the same bytes: a resume of it) and take its lease (`watch`: ops/step.take_watching)."""
     from reassign_cli.core.model import parse_reassignment
 
     entries = sorted_entries(parse_reassignment(req.data))
     pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
-    stored = sp.new_plan(req.data, entries, pace, origin(time.time()))
+    stored = sp.new_plan(req.data, entries, pace, origin(time.time()), schedule=schedule)
     store.create(stored, req.connection)
     run = me()
     taken, seen = watch(store, run)

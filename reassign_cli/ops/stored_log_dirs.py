@@ -252,3 +252,21 @@ def queued_moves(moves: Sequence[ReplicaMoveProgress], plan: sp.StoredPlan) -> l
     if stored(plan) is None:
         return list(moves)
     return [replace(m, status=MoveStatus.QUEUED) if m.status is MoveStatus.NOT_MOVING else m for m in moves]
+
+
+# -- a foreground paced execute's stored plan (ops/stored.Keeper, ops/log_dirs._Run) ------------------
+def mark_started(plan: sp.StoredPlan, keys: Iterable[ReplicaKey]) -> sp.StoredPlan:
+    """The log-dir moves `keys` recorded as started (before they are started)."""
+    pace = stored(plan)
+    if pace is None:
+        return plan
+    return keep(plan, replace(pace, started=pace.started | frozenset(keys)))
+
+
+def mark_done(plan: sp.StoredPlan, keys: Iterable[ReplicaKey]) -> sp.StoredPlan:
+    """The log-dir moves `keys` recorded as done (and started)."""
+    pace = stored(plan)
+    if pace is None:
+        return plan
+    new = frozenset(keys)
+    return keep(plan, replace(pace, started=pace.started | new, done=pace.done | new))

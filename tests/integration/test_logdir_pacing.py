@@ -178,10 +178,11 @@ def test_one_move_per_disk_under_the_log_dir_throttle(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1500)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
     """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
-    cluster, the detached disk plan carried on by verify alone (its plan stored in the record topic)."""
+    cluster, the detached disk plan carried on by verify alone (its plan stored in the record topic), and a
+    foreground paced log-dir run stored, verified between two moves, then cancelled through the stored plan."""
     d = Path(f"{cluster_dir().resolve()}-logdirs-kraft")
     try:
         up = jbod_script(
@@ -193,6 +194,7 @@ def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
         try:
             one_move_per_disk((bootstrap, None, configured_log_dirs(d)), a, tmp_path)
             detached_disk_plan((bootstrap, None, configured_log_dirs(d)), a, tmp_path / "detached")
+            foreground_stored_then_cancelled(bootstrap, a, configured_log_dirs(d), tmp_path / "foreground")
         finally:
             a.close()
     finally:
@@ -437,3 +439,50 @@ def detached_disk_plan(
         assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
     finally:
         admin.alter("brokers", 1, {LOG_DIR_RATE: None})
+
+
+def foreground_stored_then_cancelled(
+    bootstrap: str, admin: Admin, dirs: dict[int, list[str]], tmp_path: Path
+) -> None:
+    """A foreground `execute --max-moves-per-broker 1 --max-moves-per-disk 1` of a log-dir plan through the
+    admin API stores its plan, log-dir queue included: a verify of the file between two of its moves calls
+    the queued ones queued (exit 4), not "not being moved"; `list` says them; `cancel` of the stored plan
+    stops the running log-dir move (1 KiB/s: it crawls) and the execute starts no other."""
+    d0, d1 = dirs[1]
+    tmp_path.mkdir(exist_ok=True)
+    topic, values = admin.make_topic("fgstored", {p: [1] for p in range(3)}, messages=1600, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+    err = tmp_path / "execute.err"
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--bootstrap-server", bootstrap, "--reassignment-json-file",
+           str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-broker",
+           "1", "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024"]  # fmt: skip
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=f, text=True, stdin=subprocess.DEVNULL,
+                                env=own_env())  # fmt: skip
+    try:
+        wait_until(lambda: "log-dir moves: copied" in err.read_text() and "1 moving, 2 queued" in err.read_text(),
+                   timeout=300, message=lambda: err.read_text())  # fmt: skip
+        v, counts = verify(None, bootstrap, plan, tmp_path / "m.prom")
+        assert v.returncode == 4, v.stdout + v.stderr
+        assert (counts["in_progress"], counts["queued"], counts["not_moving"]) == (1, 2, 0), counts
+        assert "not being moved" not in v.stdout, v.stdout
+        ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", "--bootstrap-server", bootstrap],
+                            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+        assert "  log-dir moves: 1 moving, 2 queued, 0 done of 3" in ls.stdout, ls.stdout + ls.stderr
+        cancel = subprocess.run([PYTHON, "-m", "reassign_cli", "cancel", "--bootstrap-server", bootstrap],
+                                capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = err.read_text()
+    assert proc.returncode != 0, out + stderr
+    assert out.count("Successfully started moving log directory to") == 1, out
+    assert dirs_of(bootstrap, topic) == {(p, 1): d0 for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", "--bootstrap-server", bootstrap],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
