@@ -203,3 +203,21 @@ def test_steps_tell_arrivals_then_pace_the_log_dir_moves(monkeypatch: pytest.Mon
     mover.finish(("t", 1, 2))
     r = one(env)
     assert r.finished and store.plan is None
+
+
+def test_a_foreground_runs_log_dir_moves_are_kept_with_its_stored_plan() -> None:
+    import dataclasses
+
+    from reassign_cli.ops.stored import Keeper
+    from tests.unit.test_step import ME, FakeStore
+
+    store = FakeStore(dataclasses.replace(plan(sld.with_dirs({}, 1, False)), lease=ME))
+    now = [0.0]
+    keeper = Keeper(store, ME, clock=lambda: now[0])
+    keeper.dirs_started([("t", 0, 1)])  # written at once, before the move starts
+    assert store.version == 1 and sld.counts(store.plan) == sld.DirCounts(3, 1, 2, 0)  # type: ignore[arg-type]
+    keeper.dirs_ended([("t", 0, 1)])
+    keeper.renew()  # not due: noted only
+    assert store.version == 1
+    keeper.dirs_started([("t", 1, 1)])  # one write: the ended one done, the new one started
+    assert store.version == 2 and sld.counts(store.plan) == sld.DirCounts(3, 1, 1, 1)  # type: ignore[arg-type]
