@@ -23,6 +23,10 @@ One step, in this order:
 7. the submit (AlterPartitionReassignments beside the running ones);
 8. at the end (every move done): the throttles cleared exactly as verify clears them, then the stored plan
    deleted.
+
+A plan that names log dirs (ops/stored_log_dirs.py): before 7, the arriving replicas' dirs told to their
+brokers (`tell`); once every partition move is done, its log-dir moves paced (`phase`, its own single
+compare-and-set) before the end, which then checks every planned dir.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ What the step does with them, as a foreground execute does:
   commit (prior values recorded: verify's clear at the end restores them), then AlterReplicaLogDirs.
 - when every planned replica is in its dir, the step's usual end (verify with the dirs, throttles
   cleared, the stored plan deleted).
+
+A foreground paced execute's stored plan (cli/stored.foreground, with --max-moves-per-disk) keeps the same
+key: ops/log_dirs._Run records each move through ops/stored.Keeper (`mark_started` before it starts,
+`mark_done` when seen done). verify of the stored plan's own file calls a move not started yet queued
+(`queued_moves`); list shows `counts`.
 """
 
 from __future__ import annotations
