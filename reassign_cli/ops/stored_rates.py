@@ -32,6 +32,7 @@ from reassign_cli.errors import OperationalError
 from reassign_cli.ops.rate_loop import Meter, RateLoop, out_of_isr, replica_keys, running_moves, write_rates
 
 if TYPE_CHECKING:
+    from reassign_cli.backends.plan_store import PlanStore, Versioned
     from reassign_cli.backends.protocol import Backend, ReplicaKey
 
 KEY = "throttle_loop"
@@ -96,6 +97,7 @@ class Ticked:
     plan: sp.StoredPlan
     changes: list[at.Change] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    before: Mapping[str, Any] | None = None  # the loop as kept before the tick (None: no loop kept)
 
 
 def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripped: str | None) -> Ticked:
@@ -126,7 +128,7 @@ def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripp
             obs = replace(obs, tripped=tripped)
             changes = loop.tick(when, obs)
     kept_plan = replace(plan, schedule=with_loop(plan.schedule, loop, meter))
-    return Ticked(kept_plan, changes, list(loop.warnings))
+    return Ticked(kept_plan, changes, list(loop.warnings), plan.schedule.get(KEY))
 
 
 def write(backend: Backend, state: ClusterState, changes: Sequence[at.Change]) -> list[str]:
@@ -137,3 +139,27 @@ def write(backend: Backend, state: ClusterState, changes: Sequence[at.Change]) -
     live = None if backend.offline_broker_configs else set(state.broker_ids)
     write_rates(backend, {(c.broker, c.role): c.new for c in changes if live is None or c.broker in live})
     return [c.line() for c in changes]
+
+
+def unwritten(plan: sp.StoredPlan, ticked: Ticked) -> sp.StoredPlan:
+    """`plan` with the loop kept as it was before the tick: the rates of a write that did not land are not
+    the rates the brokers hold (the meter's baseline goes back too: the next step judges the longer span)."""
+    schedule = {k: v for k, v in plan.schedule.items() if k != KEY}
+    if ticked.before is not None:
+        schedule[KEY] = ticked.before
+    return replace(plan, schedule=schedule)
+
+
+def settle(
+    store: PlanStore, written: Versioned, backend: Backend, state: ClusterState, ticked: Ticked
+) -> tuple[sp.StoredPlan, list[str], bool]:
+    """After the step's compare-and-set (`written`, the tick's state in it): the changes written; on a write
+    that fails, the loop as it was put back through one more compare-and-set, so the stored rates are the
+    rates the brokers hold (lost to another writer: that writer's state stands). (The plan as now kept, the
+    lines, whether the changes were written.)"""
+    try:
+        return written.plan, write(backend, state, ticked.changes), True
+    except OperationalError as e:
+        line = f"{e}; the throttle rates were not written, the next step decides again"
+        back = store.replace(written, unwritten(written.plan, ticked))
+        return (written.plan if back is None else back.plan), [line], False

@@ -163,3 +163,53 @@ def test_a_held_health_check_is_the_loops_tripped_guard_and_halves_its_rates() -
     kept = sr.stored_loop(ticked.plan)
     assert kept is not None and kept[0].auto.rates == {(3, "follower"): 4 * MB, (2, "leader"): 4 * MB}
     assert kept[1].at_time == 210.0
+
+
+class Failing(Cluster):
+    """A cluster whose fenced throttle commit fails while `fail` is set (a broker gone, a lost session)."""
+
+    fail = False
+
+    def commit_throttles(self, plan: Any) -> None:
+        if self.fail:
+            from reassign_cli.errors import OperationalError
+
+            raise OperationalError("the throttle commit failed")
+        super().commit_throttles(plan)
+
+
+def test_a_failed_rate_write_leaves_the_stored_rates_as_the_brokers_hold_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Item 4: the step's compare-and-set keeps the tick's rates, then the write fails: the loop is put back
+    (the rates the brokers hold, 2 MB/s), so the next step decides from them, not from 2.5 MB/s never written."""
+    monkeypatch.setattr(ex, "apply_throttles", lambda *a, **k: ex.ThrottleWrites([], {}, [], []))
+    store = FakeStore(stored(RateLoop(settings=SETTINGS)))
+    cluster = Failing(store)
+    clock = [200.0]
+    env = _env(cluster, store, clock)
+    one(env)  # t-0 starts; the meter's baseline
+    cluster.sizes = {("t", 0, 3): 1 * MB, ("t", 0, 2): 100 * MB}
+    clock[0] = 206.0
+    assert len(one(env).rate_lines) == 2  # both start at 2 MB/s, written
+    before = store.plan.schedule[sr.KEY]  # type: ignore[union-attr]
+    cluster.sizes = {("t", 0, 3): 13 * MB, ("t", 0, 2): 100 * MB}  # throttle-bound: 2.5 MB/s decided
+    clock[0] = 212.0
+    cluster.fail = True
+    r = one(env)
+    assert r.rate_lines == [
+        "the throttle commit failed; the throttle rates were not written, the next step decides again"
+    ]
+    assert r.rate_changes == []
+    assert cluster.configs[("brokers", "3")] == {"follower.replication.throttled.rate": "2000000"}
+    assert _kept(store).auto.rates == {(3, "follower"): 2 * MB, (2, "leader"): 2 * MB}
+    assert store.plan.schedule[sr.KEY] == before  # type: ignore[union-attr]
+    # the next step (the write lands): the longer span since the kept baseline is judged, 2 -> 2.5 again
+    cluster.fail = False
+    cluster.sizes = {("t", 0, 3): 25 * MB, ("t", 0, 2): 100 * MB}
+    clock[0] = 218.0
+    assert (
+        one(env).rate_lines[1]
+        == "throttle on broker 3 (follower): 2.0 -> 2.5 MB/s (throttle-bound, guards green)"
+    )
+    assert _kept(store).auto.rates == {(3, "follower"): 2_500_000, (2, "leader"): 2_500_000}
