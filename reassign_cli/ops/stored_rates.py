@@ -163,3 +163,22 @@ def settle(
         line = f"{e}; the throttle rates were not written, the next step decides again"
         back = store.replace(written, unwritten(written.plan, ticked))
         return (written.plan if back is None else back.plan), [line], False
+
+
+def kept_from(plan: sp.StoredPlan, runner: Any) -> sp.StoredPlan:
+    """A foreground paced execute's stored plan with its rate loop (`runner`: ops.rate_loop.Runner) kept
+    under KEY, as a detached plan keeps it: settings or schedule, the rates held and why, the open
+    judgements. The meter's baseline is not kept (the foreground's clock is its own process's): a step
+    taking over measures from its own first reading."""
+    return replace(plan, schedule=with_loop(plan.schedule, runner.loop))
+
+
+def resume_from(plan: sp.StoredPlan, runner: Any) -> None:
+    """A foreground `--resume` of a stored plan that kept a loop of the same mode: its state, reasons and
+    open judgements included, instead of the rates read back from the brokers."""
+    kept = stored_loop(plan)
+    if kept is None:
+        return
+    loop = kept[0]
+    if (loop.settings is None) == (runner.loop.settings is None):
+        runner.loop.auto = loop.auto

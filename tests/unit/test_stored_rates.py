@@ -213,3 +213,67 @@ def test_a_failed_rate_write_leaves_the_stored_rates_as_the_brokers_hold_them(
         == "throttle on broker 3 (follower): 2.0 -> 2.5 MB/s (throttle-bound, guards green)"
     )
     assert _kept(store).auto.rates == {(3, "follower"): 2_500_000, (2, "leader"): 2_500_000}
+
+
+class Creating(FakeStore):
+    """A store where the foreground's plan is created (the same bytes stored already: kept, a resume)."""
+
+    def __init__(self) -> None:
+        self.plan = None  # type: ignore[assignment]
+        self.version = 0
+        self.lose_next = False
+
+    def create(self, plan: sp.StoredPlan, connection: Any = ()) -> tuple[Any, bool]:
+        if self.plan is None:
+            self.plan, self.version = plan, 1
+            return self.read(), True
+        return self.read(), False
+
+
+def test_a_foreground_paced_run_keeps_its_loop_where_a_stored_plan_does_and_a_resume_takes_it_back() -> None:
+    """Item 3: the foreground's loop state (rates, why, open judgements) goes with its stored plan, written
+    after each change; a cron step taking over reads the same loop back; a foreground --resume adopts it."""
+    from datetime import UTC, datetime
+
+    from reassign_cli.core.model import Broker, ClusterState, Topic
+    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.rate_loop import Runner
+    from reassign_cli.ops.stored import keep_paced
+    from tests.fakes import FakeBackend
+    from tests.fakes import FakeCluster as Fakes
+
+    data = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3]}]}'
+    store = Creating()
+
+    def runner() -> Runner:
+        wall = datetime(2026, 1, 1, 12, tzinfo=UTC)
+        return Runner(RateLoop(settings=SETTINGS), None, None, clock=lambda: 0.0, wall=lambda: wall)
+
+    def req(r: Runner, resume: bool) -> ExecuteRequest:
+        return ExecuteRequest("p.json", data, throttle=2 * MB, max_moves=1, rate_loop=r, resume=resume)
+
+    def watch(s: Creating, run: Any) -> tuple[bool, Any]:  # the lease taken (ops/step.take_watching)
+        seen = s.read()
+        return True, s.replace(seen, dataclasses.replace(seen.plan, lease=run))
+
+    first = runner()
+    first.report = type("R", (), {"info": lambda self, line: None})()
+    keeper = keep_paced(store, req(first, False), None, watch)
+    kept = sr.stored_loop(store.plan)  # type: ignore[arg-type]
+    assert kept is not None and kept[0].settings == SETTINGS and kept[0].auto == at.State()
+    # a tick of the foreground's loop: t-0 into 3 from 1, both start at R1, written, then kept
+    t = Topic("t", {0: [3, 1]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1]}, leader={0: 1})
+    state = ClusterState([Broker(1), Broker(3)], {"t": t})
+    obs = at.Observation(5.0, (at.Receiver(3, 0, 1, (1,)),))
+    first._apply(FakeBackend(Fakes(state)), state, datetime(2026, 1, 1, 12, tzinfo=UTC), first.loop.tick, obs)
+    kept = sr.stored_loop(store.plan)  # type: ignore[arg-type]
+    assert kept is not None
+    assert kept[0].auto.rates == {(3, "follower"): 2 * MB, (1, "leader"): 2 * MB}
+    assert kept[0].auto.why == {(3, "follower"): at.START, (1, "leader"): at.START}
+    assert kept[1].at_time is None  # a step taking over measures from its own first reading
+    assert store.plan is not None and store.plan.lease is not None  # the keeper's own write
+    del keeper
+    # a foreground --resume of the same bytes: the kept state, reasons included (not read back from brokers)
+    again = runner()
+    keep_paced(store, req(again, True), None, watch)
+    assert again.loop.auto.why == {(3, "follower"): at.START, (1, "leader"): at.START}
