@@ -277,3 +277,29 @@ def test_a_foreground_paced_run_keeps_its_loop_where_a_stored_plan_does_and_a_re
     again = runner()
     keep_paced(store, req(again, True), None, watch)
     assert again.loop.auto.why == {(3, "follower"): at.START, (1, "leader"): at.START}
+
+
+def test_the_rates_the_loop_holds_are_a_per_broker_gauge_of_the_stored_plan() -> None:
+    """Item 2: verify --metrics-file's stored-plan gauges (a detached plan's steps, a foreground paced run's
+    stored plan) carry the loop's rate per broker and role, read back by prometheus_client's own parser."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from reassign_cli.render.metrics import VerifyMetrics, registry
+
+    rates = {(3, "follower"): 2_500_000, (1, "leader"): 2_500_000, (1, "log-dir"): 375_000}
+    plan = stored(RateLoop(settings=SETTINGS, auto=at.State(rates, dict.fromkeys(rates, at.BOUND))))
+    labels = {"plan": "/p.json", "plan_sha256": plan.plan_sha256[:12]}
+    m = VerifyMetrics(labels, exit_code=4, timestamp=1_796_086_800.0, stored_plan=plan)
+    text = generate_latest(registry(m)).decode()
+    got = {
+        (s.labels["broker"], s.labels["role"]): s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "kafka_reassign_plan_throttle_rate_bytes"
+        for s in f.samples
+    }
+    assert got == {("3", "follower"): 2_500_000, ("1", "leader"): 2_500_000, ("1", "log_dir"): 375_000}
+    # a plan without a loop (a fixed rate) writes no such series
+    fixed = dataclasses.replace(plan, schedule={"hours": None})
+    m = VerifyMetrics(labels, exit_code=4, timestamp=1_796_086_800.0, stored_plan=fixed)
+    assert "kafka_reassign_plan_throttle_rate_bytes" not in generate_latest(registry(m)).decode()
