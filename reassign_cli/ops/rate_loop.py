@@ -22,6 +22,7 @@ whose rate keys the record names as this tool's (`resumed_state`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,6 +152,17 @@ def running_moves(state: ClusterState, targets: Mapping[TopicPartition, Sequence
             continue
         out.append(Running((t, p), topic.leader.get(p, -1), tuple(sorted(topic.adding[p]))))
     return out
+
+
+def every_partition(backend: Backend, state: ClusterState) -> ClusterState:
+    """Every topic's partitions with leader and ISR, for the ISR signal (a follower that is not moving
+    leaves the ISR of ANY partition led by a source or receiver of ours, not only the plan's): one read
+    per interval, the plan's topics as `state` shows them; `state` alone when that read fails."""
+    try:
+        wide = backend.read_state(None, partition_state=True)
+    except OperationalError:
+        return state
+    return dataclasses.replace(wide, topics={**wide.topics, **state.topics})
 
 
 def out_of_isr(state: ClusterState, ours: set[int]) -> set[tuple[str, int, int]]:
@@ -315,7 +327,7 @@ class Runner:
         self.last_tick = mono
         sizes, _ = self.sizer.replica_sizes(replica_keys(moves)) if moves else ({}, [])
         ours = {b for m in moves for b in (m.source, *m.receivers)}
-        out = out_of_isr(state, ours)
+        out = out_of_isr(every_partition(backend, state), ours) if ours else set()
         measured = self.meter.observe(mono, moves, sizes, out)
         if measured is not None:
             self._apply(backend, state, now, self.loop.tick, measured)

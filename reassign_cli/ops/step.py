@@ -294,7 +294,12 @@ def _tick(
     tripped = None
     if verdict is not None and verdict.held:
         tripped = "health: " + ", ".join(dict.fromkeys(h.check for h in verdict.holds))
-    return stored_rates.tick(plan, state, now, env.sizer, tripped)
+    from reassign_cli.ops.rate_loop import every_partition
+
+    # the ISR signal watches every partition led by a broker of ours, not only the plan's
+    return stored_rates.tick(
+        plan, state, now, env.sizer, tripped, lambda: every_partition(env.backend, state)
+    )
 
 
 def _write_rates(

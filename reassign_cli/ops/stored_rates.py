@@ -20,7 +20,7 @@ and gives the one-line changes. New moves are throttled at the rate in force, th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,14 @@ from reassign_cli.core import autothrottle as at
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState
 from reassign_cli.errors import OperationalError
-from reassign_cli.ops.rate_loop import Meter, RateLoop, out_of_isr, replica_keys, running_moves, write_rates
+from reassign_cli.ops.rate_loop import (
+    Meter,
+    RateLoop,
+    out_of_isr,
+    replica_keys,
+    running_moves,
+    write_rates,
+)
 
 if TYPE_CHECKING:
     from reassign_cli.backends.plan_store import PlanStore, Versioned
@@ -100,9 +107,18 @@ class Ticked:
     before: Mapping[str, Any] | None = None  # the loop as kept before the tick (None: no loop kept)
 
 
-def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripped: str | None) -> Ticked:
+def tick(
+    plan: sp.StoredPlan,
+    state: ClusterState,
+    now: float,
+    sizer: Any,
+    tripped: str | None,
+    everything: Callable[[], ClusterState] | None = None,
+) -> Ticked:
     """The loop's tick at a step (`state`: the plan's topics read with partition state; `sizer`: replica
-    sizes through the brokers, for the adaptive loop). No loop kept, or its interval not passed: no change."""
+    sizes through the brokers, for the adaptive loop; `everything`: every topic read with partition state,
+    for the ISR signal, called only when the loop measures). No loop kept, or its interval not passed: no
+    change."""
     kept = stored_loop(plan)
     if kept is None:
         return Ticked(plan)
@@ -122,7 +138,8 @@ def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripp
         if sizer is None:
             raise OperationalError("the adaptive throttle measures the copies through the brokers")
         sizes = sizer.replica_sizes(replica_keys(moves))[0] if moves else {}
-        out = out_of_isr(state, {b for m in moves for b in (m.source, *m.receivers)})
+        ours = {b for m in moves for b in (m.source, *m.receivers)}
+        out = out_of_isr(everything() if everything is not None and ours else state, ours)
         obs = meter.observe(now, moves, sizes, out)
         if obs is not None:
             obs = replace(obs, tripped=tripped)
