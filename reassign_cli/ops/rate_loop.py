@@ -301,7 +301,7 @@ class Runner:
         self.last_tick: float | None = None
         self.history: list[dict[str, Any]] = []
         self.boundary: datetime | None = None
-        self.on_change: Callable[[], None] | None = None  # after a change was written (ops/stored.Keeper)
+        self.on_change: Callable[[], None] | None = None  # once a change is written (ops/stored.Keeper)
 
     def overrides(self) -> dict[int, dict[str, str]]:
         return self.loop.overrides()
@@ -357,14 +357,14 @@ class Runner:
             self.loop.auto = before
             self.report.warn(f"{e}; the throttle rates are decided again at the next interval")
             return
+        if self.on_change is not None:  # kept before the lines: a line said is a state kept
+            self.on_change()
         for c in changes:
             self.report.info(c.line())
             self.history.append({"time": now.isoformat(timespec="seconds"), **c.to_dict()})
         keep = getattr(self.report, "throttle_changes", None)
         if keep is not None:
             keep(self.history, self.rates())
-        if self.on_change is not None:
-            self.on_change()
 
     def schedule_line(self, now: datetime) -> str | None:
         """`Throttle schedule (UTC): 22:00-06:00 UTC 200 MB/s, otherwise 40 MB/s; 40 MB/s now, until 22:00`."""
