@@ -201,28 +201,34 @@ class Meter:
         self.at_time, self.sizes, self.out = now, dict(sizes), set(out)
         if seconds is None or seconds <= 0:
             return None
-        copied: dict[int, int] = {}
-        count: dict[int, int] = {}
-        sources: dict[int, set[int]] = {}
+        copies: list[tuple[int, int, int]] = []  # (source, receiver, bytes copied); source -1: no leader
         feeds = []
         for m in moves:
             t, p = m.tp
             for b in m.receivers:
                 got, had = sizes.get((t, p, b)), last.get((t, p, b))
-                copied[b] = copied.get(b, 0) + (
-                    max(got - had, 0) if got is not None and had is not None else 0
-                )
-                count[b] = count.get(b, 0) + 1
-                if m.source >= 0:
-                    sources.setdefault(b, set()).add(m.source)
+                copies.append((m.source, b, max(got - had, 0) if got is not None and had is not None else 0))
             lead, led = sizes.get((t, p, m.source)), last.get((t, p, m.source))
             if m.source >= 0 and lead is not None and led is not None:
                 feeds.append(at.Feed(m.source, m.receivers, max(lead - led, 0) / seconds))
-        receivers = tuple(
-            at.Receiver(b, copied[b], count[b], tuple(sorted(sources.get(b, ())))) for b in sorted(copied)
-        )
+        receivers = _sums(copies, by_source=False)
+        senders = _sums([c for c in copies if c[0] >= 0], by_source=True)
         isr = ", ".join(f"broker {b} left the ISR of {tp_str((t, p))}" for t, p, b in left) or None
-        return at.Observation(seconds, receivers, isr_left=isr, floors=at.floors(feeds))
+        return at.Observation(seconds, receivers, isr_left=isr, floors=at.floors(feeds), senders=senders)
+
+
+def _sums(copies: Sequence[tuple[int, int, int]], by_source: bool) -> tuple[at.Receiver, ...]:
+    """Per receiver (or per source): the bytes copied, the copies, the brokers at the other end."""
+    copied: dict[int, int] = {}
+    count: dict[int, int] = {}
+    other: dict[int, set[int]] = {}
+    for source, receiver, n in copies:
+        b, o = (source, receiver) if by_source else (receiver, source)
+        copied[b] = copied.get(b, 0) + n
+        count[b] = count.get(b, 0) + 1
+        if o >= 0:
+            other.setdefault(b, set()).add(o)
+    return tuple(at.Receiver(b, copied[b], count[b], tuple(sorted(other.get(b, ())))) for b in sorted(copied))
 
 
 def replica_keys(moves: Sequence[Running]) -> list[ReplicaKey]:
