@@ -33,6 +33,10 @@ def test_kill9_of_a_foreground_auto_run_then_cron_verify_goes_on_at_its_last_rat
     child = _paced(cluster, mover, plan, *AUTO)
     child.wait_for_line("throttle on broker 3 (follower): 2.0 -> 2.5 MB/s", timeout=180)
     child.kill9()
+    # item 6: the source's leader rate rose with its receiver's, in the foreground too (read back)
+    rise = "throttle on broker 1 (leader): 2.0 -> 2.5 MB/s (feeds broker 3, throttle-bound, guards green)\n"
+    assert rise in child.err, "".join(child.err)
+    assert (config(mover.zk, "brokers", 1) or {}).get(th.LEADER_RATE) == "2500000"
     assert (config(mover.zk, "brokers", 3) or {}).get(th.FOLLOWER_RATE) == "2500000"
     errs: list[str] = []
 
