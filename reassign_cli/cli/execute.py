@@ -15,7 +15,7 @@ from reassign_cli.cli.common import (
 )
 from reassign_cli.cli.inputs import read_input_file
 from reassign_cli.cli.options import wait_timeout_option
-from reassign_cli.cli.rate_type import POSITIVE_RATE, RATE, RATE_HELP
+from reassign_cli.cli.rate_type import POSITIVE_RATE, RATE_HELP
 from reassign_cli.cli.schedule_types import HOURS, HOURS_HELP, NOT_BEFORE, NOT_BEFORE_HELP
 from reassign_cli.cli.throttle_types import RATE_OR_AUTO, SECONDS, THROTTLE_SCHEDULE, THROTTLE_SCHEDULE_HELP
 from reassign_cli.errors import UsageError
@@ -99,10 +99,26 @@ def _rate(value: int | None) -> int | None:
 @click.option(
     "--replica-alter-log-dirs-throttle",
     "log_dir_throttle",
-    type=RATE,
+    type=RATE_OR_AUTO,
+    default=None,
+    metavar="RATE|auto",
+    help=f"Throttle for moves between log dirs of one broker: {RATE_HELP} (negative: none); auto (with "
+    "--min-log-dir-throttle, --max-log-dir-throttle and --max-moves-per-disk): a rate per broker that follows "
+    "the log-dir moves (docs/execute-verify.md, Adaptive throttle).",
+)
+@click.option(
+    "--min-log-dir-throttle",
+    type=POSITIVE_RATE,
     default=None,
     metavar="RATE",
-    help=f"Throttle for moves between log dirs of one broker: {RATE_HELP} (negative: none).",
+    help="With --replica-alter-log-dirs-throttle auto: the adaptive log-dir throttle's start and least rate.",
+)
+@click.option(
+    "--max-log-dir-throttle",
+    type=POSITIVE_RATE,
+    default=None,
+    metavar="RATE",
+    help="With --replica-alter-log-dirs-throttle auto or a rate: the adaptive log-dir throttle's highest rate.",
 )
 @click.option(
     "--dry-run",
@@ -231,6 +247,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)
     loop = rate_loop(kw)
+    dir_loop = log_dir_loop(kw)
     req = _request(opts, reassignment_file, kw)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
@@ -242,6 +259,8 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
             _start_loop(loop, req, backend, mover, report)
         pacer = _pacer(req, kw["order"], report, mover)
         dir_pacer = _dir_pacer(kw, mover)
+        if dir_loop is not None and dir_pacer is not None:
+            dir_pacer.rates = _log_dir_runner(dir_loop, report, req)
         try:
             with foreground(backend, req, kw["order"], pacer, dir_pacer):
                 code = execute(backend, req, report, log_dirs=mover, pacer=pacer, dir_pacer=dir_pacer)
@@ -314,6 +333,36 @@ def rate_loop(kw: dict[str, Any]) -> Any:
     return loop
 
 
+def log_dir_loop(kw: dict[str, Any]) -> Any:
+    """The adaptive log-dir throttle's settings (core.autothrottle.Settings), or None: a fixed rate, as
+    always. Usage errors (exit 2) on a combination that makes no loop; sets kw["log_dir_throttle"] to the
+    rate the first log-dir moves start at."""
+    from reassign_cli.core import autothrottle as at
+
+    names = ("--replica-alter-log-dirs-throttle", "--min-log-dir-throttle", "--max-log-dir-throttle")
+    low, high = kw.pop("min_log_dir_throttle"), kw.pop("max_log_dir_throttle")
+    bounds = at.bounds_from_options(kw["log_dir_throttle"], low, high, names)
+    if bounds is None:
+        if kw["log_dir_throttle"] == at.AUTO:
+            raise UsageError(f"{names[0]} auto needs both {names[1]} and {names[2]}")
+        return None
+    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+        raise UsageError(
+            f"the adaptive log-dir throttle ({names[0]} auto or {names[2]}) follows the paced log-dir moves: "
+            "it needs --max-moves-per-disk or --one-broker-at-a-time"
+        )
+    kw["log_dir_throttle"] = bounds.start
+    return at.Settings(None, bounds, kw["throttle_interval"])
+
+
+def _log_dir_runner(settings: Any, report: ExecuteReport, req: ExecuteRequest) -> Any:
+    from reassign_cli.ops.logdir_rates import LogDirLoop
+
+    runner = LogDirLoop(settings, report)
+    runner.joined = req.rate_loop
+    return runner
+
+
 def _start_loop(loop: Any, req: ExecuteRequest, backend: Any, mover: Any, report: ExecuteReport) -> None:
     """The loop's runner on the request; a resumed adaptive run starts at the rates last written."""
     from datetime import UTC, datetime
@@ -348,6 +397,11 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
         return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
     if kw["max_moves"] is None:
         raise UsageError("--detach needs --max-moves-per-broker N")
+    if kw["log_dir_throttle"] == "auto" or kw["min_log_dir_throttle"] or kw["max_log_dir_throttle"]:
+        raise UsageError(
+            "--detach: the adaptive log-dir throttle runs with --max-moves-per-disk, in the foreground"
+        )
+    kw.pop("min_log_dir_throttle"), kw.pop("max_log_dir_throttle")
     if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
         raise UsageError(
             "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"

@@ -16,7 +16,11 @@ The rules (docs/execute-verify.md, "Adaptive throttle"):
   on each broker with log-dir moves (with its own bounds).
 - Start at the bounds' start (R1, or R), never below the floor.
 - Raise by 25% (never above the maximum) a receiver that is throttle-bound while the guards are green, and
-  the leader rate of every source feeding it (the source's throttle would cap the copy otherwise).
+  the leader rate of every source feeding it (the source's throttle would cap the copy otherwise). A source
+  is judged on its own too (`Observation.senders`): the bytes it sent against its leader rate (or its
+  receivers' follower rates, when less); bound, its leader rate rises 25%. A source feeding several
+  receivers shares one leader rate among them, so none of them looks bound against its own follower rate:
+  without this judgement nothing would ever rise (issue 28 item 6).
 - Halve every rate (never below the minimum nor the floor) when a guard trips, or when a follower that is
   not moving leaves the ISR of a partition led by one of our sources or receivers.
 - The floor (`floors`) is core.pacing's catch-up rule: twice the leader's ingest per move sharing the
@@ -203,7 +207,8 @@ class Receiver:
 @dataclass(frozen=True, slots=True)
 class Observation:
     """One interval: its length, the receivers of inter-broker moves (follower rates; their sources get
-    leader rates), the brokers with log-dir moves (log-dir rates), the guards (`tripped`: why one tripped,
+    leader rates), the same copies seen from their sources (`senders`: Receiver(source, bytes it sent,
+    copies it sends, the receivers it feeds); judged against the source's leader rate), the brokers with log-dir moves (log-dir rates), the guards (`tripped`: why one tripped,
     None while green), the ISR signal (`isr_left`: which non-moving follower left the ISR of a partition
     led by a source or receiver of ours, None if none did), and the floors (`floors`)."""
 
@@ -213,6 +218,7 @@ class Observation:
     tripped: str | None = None
     isr_left: str | None = None
     floors: Mapping[Key, int] = field(default_factory=dict)
+    senders: tuple[Receiver, ...] = ()  # per source: the bytes it sent, its copies, the receivers it feeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,20 +474,29 @@ def _allowed_rate(r: Receiver, role: Role, rates: Mapping[Key, int]) -> int:
     return min(own, sum(leaders)) if leaders else own
 
 
+def _sent_rate(s: Receiver, rates: Mapping[Key, int]) -> int:
+    """The most a source could send per second: its leader rate, and what its receivers' follower rates let in."""
+    own = rates[(s.broker, "leader")]
+    followers = [rates[(r, "follower")] for r in s.sources if (r, "follower") in rates]
+    return min(own, sum(followers)) if followers else own
+
+
 def _judge(
     state: State, obs: Observation, rates: Mapping[Key, int], fresh: set[Key]
 ) -> tuple[dict[Key, Pending], list[tuple[Receiver, Role]]]:
-    """Accumulate each receiver's interval; the judgements still open, and the receivers found bound. A
-    rate first set in this decision is not judged (its bytes were copied under another rate)."""
+    """Accumulate each receiver's (and each source's) interval; the judgements still open, and the brokers
+    found bound. A rate first set in this decision is not judged (its bytes were copied under another rate)."""
     pending: dict[Key, Pending] = {}
     bound: list[tuple[Receiver, Role]] = []
     roles: list[tuple[Receiver, Role]] = [(r, "follower") for r in obs.receivers]
     roles += [(d, "log-dir") for d in obs.disks]
+    roles += [(s, "leader") for s in obs.senders if (s.broker, "leader") in rates]
     for r, role in roles:
         key = (r.broker, role)
         if r.moves <= 0 or key in fresh:
             continue
-        got = Pending(r.copied, _allowed_rate(r, role, rates) * obs.seconds, obs.seconds, r.moves)
+        cap = _sent_rate(r, rates) if role == "leader" else _allowed_rate(r, role, rates)
+        got = Pending(r.copied, cap * obs.seconds, obs.seconds, r.moves)
         p = state.pending[key].add(got) if key in state.pending else got
         if not p.judged:
             pending[key] = p
@@ -498,11 +513,11 @@ def _raise_targets(
     for r, role in bound:
         key = (r.broker, role)
         targets[key] = (_raised(rates[key], settings.bounds(role).high), BOUND)
-        for s in r.sources:
+        for s in r.sources if role != "leader" else ():
             feeds.setdefault(s, []).append(r.broker)
     high = settings.bounds("leader").high if feeds else 0
     for s, into in sorted(feeds.items()):
-        key = (s, "leader")
+        key = (s, "leader")  # bound on its own leader rate too: raised once, by 25%, said as feeding
         brokers = ", ".join(str(b) for b in sorted(set(into)))
         noun = "broker" if len(set(into)) == 1 else "brokers"
         targets[key] = (_raised(rates[key], high), f"feeds {noun} {brokers}, {BOUND}")

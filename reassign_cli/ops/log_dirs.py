@@ -91,6 +91,7 @@ class LogDirPacer:
     # ops/stored.Keeper: the plan stored in the cluster (a foreground paced execute's), when kept there: each
     # move recorded started before it starts, done when seen done; the lease renewed from the polls
     stored: Any = None
+    rates: Any = None  # --replica-alter-log-dirs-throttle auto: ops.logdir_rates.LogDirLoop
 
     def defer(self, entries: list[PlanEntry], state: ClusterState) -> list[PlanEntry]:
         """The entries without their intra-broker log dirs (kept in `held`, for `run`)."""
@@ -244,6 +245,8 @@ class _Run:
             self._stop()
         else:
             self._start(self.queue.take(self.running.values(), self.p.cap, self.p.one_broker))
+        if self.p.rates is not None:  # after the starts: a move just started counts from its empty future
+            self.p.rates.poll(self.backend, self._running_sizes(), sorted({k[0] for k in self.p.held}))
         self._show(clock.elapsed())
         self._warn_stalls(now)
 
@@ -269,7 +272,10 @@ class _Run:
         if self.req.log_dir_throttle is not None:
             entries = [PlanEntry(m.key[0], m.key[1], [m.broker], [m.target]) for m in new]
             state = self.backend.read_state([])  # the brokers registered: a rate is set through its broker
-            writes = apply_throttles(self.backend, state, entries, None, self.req.log_dir_throttle)
+            held = None if self.p.rates is None else self.p.rates.overrides()  # the loop's rates win
+            writes = apply_throttles(
+                self.backend, state, entries, None, self.req.log_dir_throttle, overrides=held
+            )
             if writes.changes:
                 time.sleep(THROTTLE_SETTLE_SECONDS)  # brokers apply configs asynchronously
         if self.p.stored is not None:  # recorded (fenced) before they start
@@ -280,6 +286,10 @@ class _Run:
             self.sizes[m.key] = (0, self.queued_bytes.pop(m.key, 0))
         self.p.peak_per_disk = max(self.p.peak_per_disk, *lp.per_disk(self.running.values()).values())
         self.p.peak_brokers = max(self.p.peak_brokers, len({m.broker for m in self.running.values()}))
+
+    def _running_sizes(self) -> dict[ReplicaKey, tuple[int, int]]:
+        """(bytes copied, bytes to copy) of each running move, as last read."""
+        return {k: self.sizes[k] for k in self.running if k in self.sizes}
 
     def _progress(self) -> lp.DirProgress:
         copied = self.bytes_done + sum(c for c, _ in self.sizes.values())

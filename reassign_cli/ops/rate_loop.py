@@ -22,6 +22,7 @@ whose rate keys the record names as this tool's (`resumed_state`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,6 +154,17 @@ def running_moves(state: ClusterState, targets: Mapping[TopicPartition, Sequence
     return out
 
 
+def every_partition(backend: Backend, state: ClusterState) -> ClusterState:
+    """Every topic's partitions with leader and ISR, for the ISR signal (a follower that is not moving
+    leaves the ISR of ANY partition led by a source or receiver of ours, not only the plan's): one read
+    per interval, the plan's topics as `state` shows them; `state` alone when that read fails."""
+    try:
+        wide = backend.read_state(None, partition_state=True)
+    except OperationalError:
+        return state
+    return dataclasses.replace(wide, topics={**wide.topics, **state.topics})
+
+
 def out_of_isr(state: ClusterState, ours: set[int]) -> set[tuple[str, int, int]]:
     """(topic, partition, broker): a follower that is not moving, out of the ISR of a partition of the
     topics read whose leader is one of `ours` (the brokers the running moves use)."""
@@ -189,28 +201,34 @@ class Meter:
         self.at_time, self.sizes, self.out = now, dict(sizes), set(out)
         if seconds is None or seconds <= 0:
             return None
-        copied: dict[int, int] = {}
-        count: dict[int, int] = {}
-        sources: dict[int, set[int]] = {}
+        copies: list[tuple[int, int, int]] = []  # (source, receiver, bytes copied); source -1: no leader
         feeds = []
         for m in moves:
             t, p = m.tp
             for b in m.receivers:
                 got, had = sizes.get((t, p, b)), last.get((t, p, b))
-                copied[b] = copied.get(b, 0) + (
-                    max(got - had, 0) if got is not None and had is not None else 0
-                )
-                count[b] = count.get(b, 0) + 1
-                if m.source >= 0:
-                    sources.setdefault(b, set()).add(m.source)
+                copies.append((m.source, b, max(got - had, 0) if got is not None and had is not None else 0))
             lead, led = sizes.get((t, p, m.source)), last.get((t, p, m.source))
             if m.source >= 0 and lead is not None and led is not None:
                 feeds.append(at.Feed(m.source, m.receivers, max(lead - led, 0) / seconds))
-        receivers = tuple(
-            at.Receiver(b, copied[b], count[b], tuple(sorted(sources.get(b, ())))) for b in sorted(copied)
-        )
+        receivers = _sums(copies, by_source=False)
+        senders = _sums([c for c in copies if c[0] >= 0], by_source=True)
         isr = ", ".join(f"broker {b} left the ISR of {tp_str((t, p))}" for t, p, b in left) or None
-        return at.Observation(seconds, receivers, isr_left=isr, floors=at.floors(feeds))
+        return at.Observation(seconds, receivers, isr_left=isr, floors=at.floors(feeds), senders=senders)
+
+
+def _sums(copies: Sequence[tuple[int, int, int]], by_source: bool) -> tuple[at.Receiver, ...]:
+    """Per receiver (or per source): the bytes copied, the copies, the brokers at the other end."""
+    copied: dict[int, int] = {}
+    count: dict[int, int] = {}
+    other: dict[int, set[int]] = {}
+    for source, receiver, n in copies:
+        b, o = (source, receiver) if by_source else (receiver, source)
+        copied[b] = copied.get(b, 0) + n
+        count[b] = count.get(b, 0) + 1
+        if o >= 0:
+            other.setdefault(b, set()).add(o)
+    return tuple(at.Receiver(b, copied[b], count[b], tuple(sorted(other.get(b, ())))) for b in sorted(copied))
 
 
 def replica_keys(moves: Sequence[Running]) -> list[ReplicaKey]:
@@ -289,6 +307,7 @@ class Runner:
         self.last_tick: float | None = None
         self.history: list[dict[str, Any]] = []
         self.boundary: datetime | None = None
+        self.on_change: Callable[[], None] | None = None  # once a change is written (ops/stored.Keeper)
 
     def overrides(self) -> dict[int, dict[str, str]]:
         return self.loop.overrides()
@@ -314,7 +333,7 @@ class Runner:
         self.last_tick = mono
         sizes, _ = self.sizer.replica_sizes(replica_keys(moves)) if moves else ({}, [])
         ours = {b for m in moves for b in (m.source, *m.receivers)}
-        out = out_of_isr(state, ours)
+        out = out_of_isr(every_partition(backend, state), ours) if ours else set()
         measured = self.meter.observe(mono, moves, sizes, out)
         if measured is not None:
             self._apply(backend, state, now, self.loop.tick, measured)
@@ -344,6 +363,8 @@ class Runner:
             self.loop.auto = before
             self.report.warn(f"{e}; the throttle rates are decided again at the next interval")
             return
+        if self.on_change is not None:  # kept before the lines: a line said is a state kept
+            self.on_change()
         for c in changes:
             self.report.info(c.line())
             self.history.append({"time": now.isoformat(timespec="seconds"), **c.to_dict()})

@@ -282,8 +282,7 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
         result.lost_fence = True
         counts(seen.plan, result, now)
         return result
-    plan = ticked.plan
-    result.rate_lines, result.rate_changes = _write_rates(env, state, ticked, now)
+    plan, result.rate_lines, result.rate_changes = _write_rates(env, written, state, ticked, now)
     _submit(env, state, plan, [*resubmit, *new], heads, now)
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
@@ -328,25 +327,26 @@ def _tick(
     tripped = None
     if verdict is not None and verdict.held:
         tripped = "health: " + ", ".join(dict.fromkeys(h.check for h in verdict.holds))
-    return stored_rates.tick(plan, state, now, env.sizer, tripped)
+    from reassign_cli.ops.rate_loop import every_partition
+
+    # the ISR signal watches every partition led by a broker of ours, not only the plan's
+    return stored_rates.tick(
+        plan, state, now, env.sizer, tripped, lambda: every_partition(env.backend, state)
+    )
 
 
 def _write_rates(
-    env: StepEnv, state: ClusterState, ticked: Any, now: float
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """The loop's changes written after the compare-and-set (fenced throttle commit): its lines, and the
-    changes written as --format json lists them."""
+    env: StepEnv, written: ps.Versioned, state: ClusterState, ticked: Any, now: float
+) -> tuple[sp.StoredPlan, list[str], list[dict[str, Any]]]:
+    """The loop's changes written after the compare-and-set (fenced throttle commit), the loop put back
+    when that write fails (ops/stored_rates.settle): the plan as kept, its lines, and the changes written
+    as --format json lists them."""
     from reassign_cli.ops import stored_rates
 
-    try:
-        lines = stored_rates.write(env.backend, state, ticked.changes)
-    except OperationalError as e:
-        return [
-            *ticked.warnings,
-            f"{e}; the throttle rates were not written, the next step decides again",
-        ], []
+    plan, lines, ok = stored_rates.settle(env.store, written, env.backend, state, ticked)
     when = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
-    return [*ticked.warnings, *lines], [{"time": when, **c.to_dict()} for c in ticked.changes]
+    changes = [{"time": when, **c.to_dict()} for c in ticked.changes] if ok else []
+    return plan, [*ticked.warnings, *lines], changes
 
 
 def _cancel_under_min_isr(

@@ -20,6 +20,7 @@ from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import TopicPartition, tp_str
 from reassign_cli.errors import ExitCode, UsageError
 from reassign_cli.ops import step as st
+from reassign_cli.ops import stored_rates
 from reassign_cli.ops.execute import ExecuteRequest, prepare, rollback_json, sorted_entries
 
 if TYPE_CHECKING:
@@ -226,11 +227,14 @@ class Keeper:
     with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
     or stopped with an error or Ctrl-C, as today) deletes it."""
 
-    def __init__(self, store: Any, run: sp.Lease, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, store: Any, run: sp.Lease, clock: Callable[[], float] = time.monotonic, loop: Any = None
+    ) -> None:
         self.store, self.run, self.clock = store, run, clock
         self.renewed = clock()
         self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
         self.dirs_ended_since: list[tuple[str, int, int]] = []  # log-dir moves, the same
+        self.loop = loop  # the run's rate loop (ops.rate_loop.Runner): its state kept with every write
 
     def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
         from reassign_cli.backends import plan_store as ps
@@ -243,7 +247,8 @@ class Keeper:
         def change(p: sp.StoredPlan) -> sp.StoredPlan:
             p = sp.renew_lease(p, self.run.run)
             p = sld.mark_done(p, dirs_ended) if dirs_ended else p
-            return fn(sp.mark_done(p, ended, time.time()) if ended else p)
+            p = fn(sp.mark_done(p, ended, time.time()) if ended else p)
+            return p if self.loop is None else stored_rates.kept_from(p, self.loop)
 
         _, written = ps.update(self.store, change)
         if written is None:
@@ -275,6 +280,10 @@ class Keeper:
         if self.clock() - self.renewed >= sp.RENEW_SECONDS - 1:
             self._update(lambda p: p)
 
+    def keep_loop(self) -> None:
+        """The rate loop's state kept now (its changes were just written): a takeover goes on from it."""
+        self._update(lambda p: p)
+
     def forget(self) -> None:
         """Delete the stored plan, if this run still drives it (never another run's that took it over)."""
         seen = self.store.read()
@@ -296,6 +305,9 @@ def keep_paced(
     entries = sorted_entries(parse_reassignment(req.data))
     pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
     stored = sp.new_plan(req.data, entries, pace, origin(time.time()), schedule=schedule)
+    loop = req.rate_loop
+    if loop is not None:  # where a detached plan keeps it: a cron step taking over goes on with it
+        stored = stored_rates.kept_from(stored, loop)
     store.create(stored, req.connection)
     run = me()
     taken, seen = watch(store, run)
@@ -304,4 +316,9 @@ def keep_paced(
 
         lease = None if seen is None else seen.plan.lease
         raise BusyError(f"Another run drives the stored plan of this file: {st.driver_text(lease)}")
-    return Keeper(store, run)
+    if loop is not None and req.resume and seen is not None:
+        stored_rates.resume_from(seen.plan, loop)
+    keeper = Keeper(store, run, loop=loop)
+    if loop is not None:
+        loop.on_change = keeper.keep_loop
+    return keeper

@@ -20,7 +20,7 @@ and gives the one-line changes. New moves are throttled at the rate in force, th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,9 +29,17 @@ from reassign_cli.core import autothrottle as at
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState
 from reassign_cli.errors import OperationalError
-from reassign_cli.ops.rate_loop import Meter, RateLoop, out_of_isr, replica_keys, running_moves, write_rates
+from reassign_cli.ops.rate_loop import (
+    Meter,
+    RateLoop,
+    out_of_isr,
+    replica_keys,
+    running_moves,
+    write_rates,
+)
 
 if TYPE_CHECKING:
+    from reassign_cli.backends.plan_store import PlanStore, Versioned
     from reassign_cli.backends.protocol import Backend, ReplicaKey
 
 KEY = "throttle_loop"
@@ -96,11 +104,21 @@ class Ticked:
     plan: sp.StoredPlan
     changes: list[at.Change] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    before: Mapping[str, Any] | None = None  # the loop as kept before the tick (None: no loop kept)
 
 
-def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripped: str | None) -> Ticked:
+def tick(
+    plan: sp.StoredPlan,
+    state: ClusterState,
+    now: float,
+    sizer: Any,
+    tripped: str | None,
+    everything: Callable[[], ClusterState] | None = None,
+) -> Ticked:
     """The loop's tick at a step (`state`: the plan's topics read with partition state; `sizer`: replica
-    sizes through the brokers, for the adaptive loop). No loop kept, or its interval not passed: no change."""
+    sizes through the brokers, for the adaptive loop; `everything`: every topic read with partition state,
+    for the ISR signal, called only when the loop measures). No loop kept, or its interval not passed: no
+    change."""
     kept = stored_loop(plan)
     if kept is None:
         return Ticked(plan)
@@ -120,13 +138,14 @@ def tick(plan: sp.StoredPlan, state: ClusterState, now: float, sizer: Any, tripp
         if sizer is None:
             raise OperationalError("the adaptive throttle measures the copies through the brokers")
         sizes = sizer.replica_sizes(replica_keys(moves))[0] if moves else {}
-        out = out_of_isr(state, {b for m in moves for b in (m.source, *m.receivers)})
+        ours = {b for m in moves for b in (m.source, *m.receivers)}
+        out = out_of_isr(everything() if everything is not None and ours else state, ours)
         obs = meter.observe(now, moves, sizes, out)
         if obs is not None:
             obs = replace(obs, tripped=tripped)
             changes = loop.tick(when, obs)
     kept_plan = replace(plan, schedule=with_loop(plan.schedule, loop, meter))
-    return Ticked(kept_plan, changes, list(loop.warnings))
+    return Ticked(kept_plan, changes, list(loop.warnings), plan.schedule.get(KEY))
 
 
 def write(backend: Backend, state: ClusterState, changes: Sequence[at.Change]) -> list[str]:
@@ -137,3 +156,46 @@ def write(backend: Backend, state: ClusterState, changes: Sequence[at.Change]) -
     live = None if backend.offline_broker_configs else set(state.broker_ids)
     write_rates(backend, {(c.broker, c.role): c.new for c in changes if live is None or c.broker in live})
     return [c.line() for c in changes]
+
+
+def unwritten(plan: sp.StoredPlan, ticked: Ticked) -> sp.StoredPlan:
+    """`plan` with the loop kept as it was before the tick: the rates of a write that did not land are not
+    the rates the brokers hold (the meter's baseline goes back too: the next step judges the longer span)."""
+    schedule = {k: v for k, v in plan.schedule.items() if k != KEY}
+    if ticked.before is not None:
+        schedule[KEY] = ticked.before
+    return replace(plan, schedule=schedule)
+
+
+def settle(
+    store: PlanStore, written: Versioned, backend: Backend, state: ClusterState, ticked: Ticked
+) -> tuple[sp.StoredPlan, list[str], bool]:
+    """After the step's compare-and-set (`written`, the tick's state in it): the changes written; on a write
+    that fails, the loop as it was put back through one more compare-and-set, so the stored rates are the
+    rates the brokers hold (lost to another writer: that writer's state stands). (The plan as now kept, the
+    lines, whether the changes were written.)"""
+    try:
+        return written.plan, write(backend, state, ticked.changes), True
+    except OperationalError as e:
+        line = f"{e}; the throttle rates were not written, the next step decides again"
+        back = store.replace(written, unwritten(written.plan, ticked))
+        return (written.plan if back is None else back.plan), [line], False
+
+
+def kept_from(plan: sp.StoredPlan, runner: Any) -> sp.StoredPlan:
+    """A foreground paced execute's stored plan with its rate loop (`runner`: ops.rate_loop.Runner) kept
+    under KEY, as a detached plan keeps it: settings or schedule, the rates held and why, the open
+    judgements. The meter's baseline is not kept (the foreground's clock is its own process's): a step
+    taking over measures from its own first reading."""
+    return replace(plan, schedule=with_loop(plan.schedule, runner.loop))
+
+
+def resume_from(plan: sp.StoredPlan, runner: Any) -> None:
+    """A foreground `--resume` of a stored plan that kept a loop of the same mode: its state, reasons and
+    open judgements included, instead of the rates read back from the brokers."""
+    kept = stored_loop(plan)
+    if kept is None:
+        return
+    loop = kept[0]
+    if (loop.settings is None) == (runner.loop.settings is None):
+        runner.loop.auto = loop.auto

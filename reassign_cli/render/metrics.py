@@ -44,7 +44,7 @@ from reassign_cli.render.plan_metrics import SHA_DIGITS, add_plan_gauges, summar
 PREFIX = "kafka_reassign_verify_"
 RATE_KINDS = {LEADER_RATE: "leader", FOLLOWER_RATE: "follower", LOG_DIR_RATE: "log_dir"}
 ReplicaKey = tuple[str, int, int]
-RESERVED_LABELS = ("plan", "plan_sha256", "status", "broker", "kind", "state", "reason")
+RESERVED_LABELS = ("plan", "plan_sha256", "status", "broker", "kind", "state", "reason", "role")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 

@@ -12,6 +12,9 @@ Every series carries the labels verify's series carry (`plan`, `plan_sha256`, th
 - kafka_reassign_plan_held{reason}: 1 for each reason that holds new moves back now, 0 for the others (every
   reason the step checked is written, so a series does not vanish when its hold ends)
 - kafka_reassign_plan_last_step_timestamp_seconds: Unix time of the plan's last step (only once one ran)
+- kafka_reassign_plan_throttle_rate_bytes{broker,role}: the rate the plan's adaptive throttle or schedule
+  holds per broker and role (leader, follower, log_dir), B/s, as kept with the plan (issue 28: a detached
+  plan's steps and a foreground paced execute both keep it there); none without such a loop
 
 Label values are escaped by prometheus_client's exposition (backslash, double quote, newline).
 """
@@ -25,6 +28,7 @@ from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
+from reassign_cli.core import autothrottle as at
 from reassign_cli.core import plan_view as pv
 from reassign_cli.core import schedule as sch
 from reassign_cli.core import stored_plan as sp
@@ -32,7 +36,7 @@ from reassign_cli.core import stored_plan as sp
 PREFIX = "kafka_reassign_plan_"
 SHA_DIGITS = 12  # hex digits of a plan's SHA-256 in the plan_sha256 label (render/metrics.py's too)
 MOVE_STATES = ("running", "queued", "done")
-OWN_LABELS = ("state", "reason")  # the labels these gauges add: not for --metrics-label
+OWN_LABELS = ("state", "reason", "broker", "role")  # the labels these gauges add: not for --metrics-label
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ class PlanSummary:
     bytes_remaining: int | None = None  # None: not known (sizes not at hand)
     eta_seconds: float | None = None  # None: not known (no rate measured yet)
     last_step_timestamp: float | None = None  # None: no step has run
+    rates: Mapping[tuple[int, str], int] = field(default_factory=dict)  # (broker, role) -> B/s, the loop's
 
     def __post_init__(self) -> None:
         counts = {"running": self.running, "queued": self.queued, "done": self.done}
@@ -108,6 +113,15 @@ def add_plan_gauges(reg: CollectorRegistry, labels: Mapping[str, str], s: PlanSu
         )
         for reason in sorted(s.held):
             held.labels(**plan, reason=reason).set(int(s.held[reason]))
+    if s.rates:
+        rates = Gauge(
+            PREFIX + "throttle_rate_bytes",
+            "The throttle rate the stored plan's rate loop holds per broker and role, in bytes per second.",
+            [*plan, "broker", "role"],
+            registry=reg,
+        )
+        for (broker, role), rate in sorted(s.rates.items()):
+            rates.labels(**plan, broker=str(broker), role=role.replace("-", "_")).set(rate)
     if s.last_step_timestamp is not None:
         _gauge(
             reg,
@@ -138,4 +152,19 @@ def summary(plan: sp.StoredPlan, now: datetime, held: Mapping[str, bool] | None 
         bytes_remaining=pv.bytes_remaining(pr),
         eta_seconds=pv.eta_seconds(plan, pr),
         last_step_timestamp=None if plan.last_step is None else plan.last_step.at,
+        rates=loop_rates(plan),
     )
+
+
+LOOP_KEY = "throttle_loop"  # where the plan's schedule keeps its rate loop (ops/stored_rates.KEY)
+
+
+def loop_rates(plan: sp.StoredPlan) -> dict[tuple[int, str], int]:
+    """The rates the plan's rate loop holds, per (broker, role); none without a loop, or with one that
+    does not parse (the step reports that; the gauges leave it out)."""
+    doc = plan.schedule.get(LOOP_KEY)
+    try:
+        rates = at.State.from_dict(doc["loop"]["state"]).rates if doc is not None else {}
+    except (KeyError, TypeError, ValueError):
+        return {}
+    return {(b, str(role)): v for (b, role), v in rates.items()}

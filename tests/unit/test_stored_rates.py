@@ -163,3 +163,143 @@ def test_a_held_health_check_is_the_loops_tripped_guard_and_halves_its_rates() -
     kept = sr.stored_loop(ticked.plan)
     assert kept is not None and kept[0].auto.rates == {(3, "follower"): 4 * MB, (2, "leader"): 4 * MB}
     assert kept[1].at_time == 210.0
+
+
+class Failing(Cluster):
+    """A cluster whose fenced throttle commit fails while `fail` is set (a broker gone, a lost session)."""
+
+    fail = False
+
+    def commit_throttles(self, plan: Any) -> None:
+        if self.fail:
+            from reassign_cli.errors import OperationalError
+
+            raise OperationalError("the throttle commit failed")
+        super().commit_throttles(plan)
+
+
+def test_a_failed_rate_write_leaves_the_stored_rates_as_the_brokers_hold_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Item 4: the step's compare-and-set keeps the tick's rates, then the write fails: the loop is put back
+    (the rates the brokers hold, 2 MB/s), so the next step decides from them, not from 2.5 MB/s never written."""
+    monkeypatch.setattr(ex, "apply_throttles", lambda *a, **k: ex.ThrottleWrites([], {}, [], []))
+    store = FakeStore(stored(RateLoop(settings=SETTINGS)))
+    cluster = Failing(store)
+    clock = [200.0]
+    env = _env(cluster, store, clock)
+    one(env)  # t-0 starts; the meter's baseline
+    cluster.sizes = {("t", 0, 3): 1 * MB, ("t", 0, 2): 100 * MB}
+    clock[0] = 206.0
+    assert len(one(env).rate_lines) == 2  # both start at 2 MB/s, written
+    before = store.plan.schedule[sr.KEY]  # type: ignore[union-attr]
+    cluster.sizes = {("t", 0, 3): 13 * MB, ("t", 0, 2): 100 * MB}  # throttle-bound: 2.5 MB/s decided
+    clock[0] = 212.0
+    cluster.fail = True
+    r = one(env)
+    assert r.rate_lines == [
+        "the throttle commit failed; the throttle rates were not written, the next step decides again"
+    ]
+    assert r.rate_changes == []
+    assert cluster.configs[("brokers", "3")] == {"follower.replication.throttled.rate": "2000000"}
+    assert _kept(store).auto.rates == {(3, "follower"): 2 * MB, (2, "leader"): 2 * MB}
+    assert store.plan.schedule[sr.KEY] == before  # type: ignore[union-attr]
+    # the next step (the write lands): the longer span since the kept baseline is judged, 2 -> 2.5 again
+    cluster.fail = False
+    cluster.sizes = {("t", 0, 3): 25 * MB, ("t", 0, 2): 100 * MB}
+    clock[0] = 218.0
+    assert (
+        one(env).rate_lines[1]
+        == "throttle on broker 3 (follower): 2.0 -> 2.5 MB/s (throttle-bound, guards green)"
+    )
+    assert _kept(store).auto.rates == {(3, "follower"): 2_500_000, (2, "leader"): 2_500_000}
+
+
+class Creating(FakeStore):
+    """A store where the foreground's plan is created (the same bytes stored already: kept, a resume)."""
+
+    def __init__(self) -> None:
+        self.plan = None  # type: ignore[assignment]
+        self.version = 0
+        self.lose_next = False
+
+    def create(self, plan: sp.StoredPlan, connection: Any = ()) -> tuple[Any, bool]:
+        if self.plan is None:
+            self.plan, self.version = plan, 1
+            return self.read(), True
+        return self.read(), False
+
+
+def test_a_foreground_paced_run_keeps_its_loop_where_a_stored_plan_does_and_a_resume_takes_it_back() -> None:
+    """Item 3: the foreground's loop state (rates, why, open judgements) goes with its stored plan, written
+    after each change; a cron step taking over reads the same loop back; a foreground --resume adopts it."""
+    from datetime import UTC, datetime
+
+    from reassign_cli.core.model import Broker, ClusterState, Topic
+    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.rate_loop import Runner
+    from reassign_cli.ops.stored import keep_paced
+    from tests.fakes import FakeBackend
+    from tests.fakes import FakeCluster as Fakes
+
+    data = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[3]}]}'
+    store = Creating()
+
+    def runner() -> Runner:
+        wall = datetime(2026, 1, 1, 12, tzinfo=UTC)
+        return Runner(RateLoop(settings=SETTINGS), None, None, clock=lambda: 0.0, wall=lambda: wall)
+
+    def req(r: Runner, resume: bool) -> ExecuteRequest:
+        return ExecuteRequest("p.json", data, throttle=2 * MB, max_moves=1, rate_loop=r, resume=resume)
+
+    def watch(s: Creating, run: Any) -> tuple[bool, Any]:  # the lease taken (ops/step.take_watching)
+        seen = s.read()
+        return True, s.replace(seen, dataclasses.replace(seen.plan, lease=run))
+
+    first = runner()
+    first.report = type("R", (), {"info": lambda self, line: None})()
+    keeper = keep_paced(store, req(first, False), None, watch)
+    kept = sr.stored_loop(store.plan)  # type: ignore[arg-type]
+    assert kept is not None and kept[0].settings == SETTINGS and kept[0].auto == at.State()
+    # a tick of the foreground's loop: t-0 into 3 from 1, both start at R1, written, then kept
+    t = Topic("t", {0: [3, 1]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1]}, leader={0: 1})
+    state = ClusterState([Broker(1), Broker(3)], {"t": t})
+    obs = at.Observation(5.0, (at.Receiver(3, 0, 1, (1,)),))
+    first._apply(FakeBackend(Fakes(state)), state, datetime(2026, 1, 1, 12, tzinfo=UTC), first.loop.tick, obs)
+    kept = sr.stored_loop(store.plan)  # type: ignore[arg-type]
+    assert kept is not None
+    assert kept[0].auto.rates == {(3, "follower"): 2 * MB, (1, "leader"): 2 * MB}
+    assert kept[0].auto.why == {(3, "follower"): at.START, (1, "leader"): at.START}
+    assert kept[1].at_time is None  # a step taking over measures from its own first reading
+    assert store.plan is not None and store.plan.lease is not None  # the keeper's own write
+    del keeper
+    # a foreground --resume of the same bytes: the kept state, reasons included (not read back from brokers)
+    again = runner()
+    keep_paced(store, req(again, True), None, watch)
+    assert again.loop.auto.why == {(3, "follower"): at.START, (1, "leader"): at.START}
+
+
+def test_the_rates_the_loop_holds_are_a_per_broker_gauge_of_the_stored_plan() -> None:
+    """Item 2: verify --metrics-file's stored-plan gauges (a detached plan's steps, a foreground paced run's
+    stored plan) carry the loop's rate per broker and role, read back by prometheus_client's own parser."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from reassign_cli.render.metrics import VerifyMetrics, registry
+
+    rates = {(3, "follower"): 2_500_000, (1, "leader"): 2_500_000, (1, "log-dir"): 375_000}
+    plan = stored(RateLoop(settings=SETTINGS, auto=at.State(rates, dict.fromkeys(rates, at.BOUND))))
+    labels = {"plan": "/p.json", "plan_sha256": plan.plan_sha256[:12]}
+    m = VerifyMetrics(labels, exit_code=4, timestamp=1_796_086_800.0, stored_plan=plan)
+    text = generate_latest(registry(m)).decode()
+    got = {
+        (s.labels["broker"], s.labels["role"]): s.value
+        for f in text_string_to_metric_families(text)
+        if f.name == "kafka_reassign_plan_throttle_rate_bytes"
+        for s in f.samples
+    }
+    assert got == {("3", "follower"): 2_500_000, ("1", "leader"): 2_500_000, ("1", "log_dir"): 375_000}
+    # a plan without a loop (a fixed rate) writes no such series
+    fixed = dataclasses.replace(plan, schedule={"hours": None})
+    m = VerifyMetrics(labels, exit_code=4, timestamp=1_796_086_800.0, stored_plan=fixed)
+    assert "kafka_reassign_plan_throttle_rate_bytes" not in generate_latest(registry(m)).decode()
