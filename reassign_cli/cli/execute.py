@@ -55,8 +55,9 @@ def _rate(value: int | None) -> int | None:
 @click.option(
     "--detach",
     is_flag=True,
-    help="With --max-moves-per-broker: store the plan in the cluster, start the first moves and exit 0; "
-    "each later `kafka-reassign verify` (e.g. from cron) carries it on. See docs/execute-verify.md.",
+    help="With --max-moves-per-broker or --batch-size: store the plan in the cluster, start the first moves "
+    "and exit 0; each later `kafka-reassign verify` (e.g. from cron) carries it on (ZooKeeper alone: one "
+    "batch at a time). See docs/execute-verify.md.",
 )
 @click.option(
     "--throttle",
@@ -346,8 +347,8 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
                 "Missing option '--reassignment-json-file' (only --resume alone goes without it)"
             )
         return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
-    if kw["max_moves"] is None:
-        raise UsageError("--detach needs --max-moves-per-broker N")
+    if (kw["max_moves"] is None) == (kw["batch_size"] is None):
+        raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N (one of them)")
     _refuse_with_detach(kw)
     if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
         raise UsageError(

@@ -25,21 +25,24 @@ def step_env(backend: Backend) -> Iterator[StepEnv]:
     from reassign_cli.backends.plan_stores import open_store
     from reassign_cli.backends.zookeeper.backend import ZkBackend
     from reassign_cli.ops.step import StepEnv
+    from reassign_cli.ops.stored_batches import gate
 
     cache: dict[str, int] = {}
-    if isinstance(backend, ZkBackend) and backend.admin is None:
-        from reassign_cli.errors import UsageError
-
-        raise UsageError(
-            "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
-            "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
-        )
+    # ZooKeeper alone cannot add moves beside running ones: its steps run batches (ops/stored_batches.py)
+    alone = isinstance(backend, ZkBackend) and backend.admin is None
     from reassign_cli.cli.common import log_dir_mover
 
     mover = log_dir_mover(backend)  # the adaptive throttle's measure (ops/stored_rates.py)
     try:
         with open_store(backend) as store:
-            yield StepEnv(backend, store, health=_health(backend, cache), sizer=mover)
+            yield StepEnv(
+                backend,
+                store,
+                health=_health(backend, cache),
+                sizer=mover,
+                gate=gate(backend),
+                additional=not alone,
+            )
     finally:
         if mover is not None:
             mover.close()
@@ -173,6 +176,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
         log_dir_throttle=kw["log_dir_throttle"],
         rollback_file=kw["rollback_file"],
         max_moves=kw["max_moves"],
+        batch_size=kw["batch_size"],
         connection=opts.typed,
         disallow_rf_change=kw["disallow_rf_change"],
     )

@@ -68,6 +68,9 @@ class StepEnv:
     sizer: Any = (
         None  # replica sizes through the brokers (the adaptive throttle's measure: ops/stored_rates.py)
     )
+    # batches (ops/stored_batches.gate): what is submitted when moves start together, after the last batch
+    gate: Callable[..., Any] | None = None
+    additional: bool = True  # False through ZooKeeper alone: a batch is the trigger znode, created alone
 
 
 @dataclass(slots=True)
@@ -259,8 +262,12 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     resubmit = sorted(view.vanished - set(result.cancelled))
     new: list[TopicPartition] = []
     heads: list[TopicPartition] = []
-    if wait is None and (verdict is None or not verdict.held):
+    may_start = wait is None and (verdict is None or not verdict.held)
+    if may_start:
         new, heads = decide(plan, state, verdict.may_start if verdict else lambda tp: True)
+    picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start)
+    if picked is not None:  # batches (ops/stored_batches.py): nothing while the last batch runs
+        resubmit, new, heads = picked.resubmit, picked.new, picked.heads
     if len(plan.done) == len(plan.entries):
         return _finish(env, seen, plan, result, now)
     plan = sp.mark_started(plan, new, now) if new else plan
@@ -374,7 +381,7 @@ def _submit(
         if writes.changes:
             time.sleep(env.throttle_settle)
     batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
-    if not env.backend.create_reassignment(batch, additional=True):
+    if not env.backend.create_reassignment(batch, additional=env.additional):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
 
 
