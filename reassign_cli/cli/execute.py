@@ -53,6 +53,15 @@ def _rate(value: int | None) -> int | None:
     "rollback file). Stored with the plan.",
 )
 @click.option(
+    "--ignore-health",
+    "ignore_health",
+    multiple=True,
+    metavar="CHECK",
+    help="With --detach (or --max-moves-per-broker through the brokers alone, whose plan is stored): every "
+    "step of the stored plan starts moves although this health check holds (repeatable; 'all' for every "
+    "check; stored with the plan). See docs/health.md.",
+)
+@click.option(
     "--detach",
     is_flag=True,
     help="With --max-moves-per-broker or --batch-size: store the plan in the cluster, start the first moves "
@@ -223,16 +232,19 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     from reassign_cli.render.progress import ExecuteReport
 
     detach = kw.pop("detach")
+    kw["ignore_health"] = _ignored(kw["ignore_health"])
     if kw["on_under_min_isr"] != "hold" and not detach:
         raise UsageError("--on-under-min-isr cancel needs --detach")
     if reassignment_file is None or detach:
         return _stored(opts, reassignment_file, detach, kw)
     kw.pop("on_under_min_isr")
+    ignore = kw.pop("ignore_health")
     if kw.pop("hours") is not None or kw.pop("not_before") is not None:
         raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)
     loop = rate_loop(kw)
     req = _request(opts, reassignment_file, kw)
+    req.ignore_health = ignore
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         _check_additional(backend, req)
@@ -252,6 +264,15 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+def _ignored(names: tuple[str, ...]) -> frozenset[str]:
+    from reassign_cli.core.health import parse_ignore
+
+    try:
+        return parse_ignore(names)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> ExecuteRequest:
@@ -346,7 +367,7 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
             raise UsageError(
                 "Missing option '--reassignment-json-file' (only --resume alone goes without it)"
             )
-        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
+        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=kw["ignore_health"])
     if (kw["max_moves"] is None) == (kw["batch_size"] is None):
         raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N (one of them)")
     _refuse_with_detach(kw)

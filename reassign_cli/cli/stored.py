@@ -166,6 +166,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
     from reassign_cli.core.schedule import Schedule
     from reassign_cli.ops import stored
     from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.stored_health import with_ignore
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
@@ -195,6 +196,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
                 from reassign_cli.ops.stored_rates import with_loop
 
                 schedule = with_loop(schedule, kw["rate_loop"])
+            schedule = with_ignore(schedule, kw["ignore_health"])
             return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:
             if mover is not None:
@@ -212,7 +214,15 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[N
     from reassign_cli.ops.stored import places_dirs
 
     # a plan that names log dirs is not stored: the stored plan's steps would not place them (ops/stored.py)
-    if req.dry_run or req.max_moves is None or not usable or places_dirs(req.data):
+    unstored = req.max_moves is None or not usable or places_dirs(req.data)
+    if req.ignore_health and unstored:
+        from reassign_cli.errors import UsageError
+
+        raise UsageError(
+            "--ignore-health is kept with a stored plan: it needs --detach, or --max-moves-per-broker through "
+            "the brokers alone (a plan without log dirs)"
+        )
+    if req.dry_run or unstored:
         yield
         return
     from reassign_cli.core import stored_plan as sp

@@ -176,6 +176,9 @@ class ExecuteRequest:
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
     additional: bool = False  # --additional: add to the reassignments running (KIP-455) instead of refusing
     disallow_rf_change: bool = False  # --disallow-replication-factor-change: refuse a plan that changes one
+    ignore_health: frozenset[str] = (
+        frozenset()
+    )  # --ignore-health: stored with the plan (ops/stored_health.py)
     rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
 
 

@@ -351,6 +351,9 @@ def _health(env: StepEnv, plan: sp.StoredPlan, now: float, ignore: Iterable[str]
     brokers = {b for e in plan.entries for b in e.replicas}
     previous = plan.last_step.controller_epoch if plan.last_step is not None else None
     queued = [tp for tp in plan.moves if tp not in plan.started]
+    from reassign_cli.ops.stored_health import stored_ignore
+
+    ignore = {*ignore, *stored_ignore(plan.schedule)}  # execute --ignore-health, kept with the plan
     verdict = hc.check(signals, plan_brokers=brokers, queued=queued, previous_epoch=previous, ignore=ignore)
     env.first_seen = hc.seen_since(verdict, env.first_seen, now)
     return verdict

@@ -286,7 +286,10 @@ def keep_paced(store: Any, req: ExecuteRequest, order: pc.Order | None, watch: C
     from reassign_cli.core.model import parse_reassignment
 
     entries = sorted_entries(parse_reassignment(req.data))
-    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(time.time()))
+    from reassign_cli.ops.stored_health import with_ignore
+
+    schedule = with_ignore({}, req.ignore_health)  # --ignore-health: the cron steps after a kill -9 honour it
+    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(time.time()), schedule=schedule)
     store.create(stored, req.connection)
     run = me()
     taken, seen = watch(store, run)

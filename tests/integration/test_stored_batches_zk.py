@@ -63,8 +63,13 @@ def _detach(cluster: Any, zk: Any, make_topic: Any, mover: Mover, run_cli: Any, 
 def test_detach_batches_through_zookeeper_alone_then_verify_only_with_a_kill_between_mark_and_trigger(
     cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any
 ) -> None:
-    topic, sent, words, first = _detach(cluster, zk, make_topic, mover, run_cli, "--batch-size", "1")
+    topic, sent, words, first = _detach(
+        cluster, zk, make_topic, mover, run_cli, "--batch-size", "1", "--ignore-health", "under-replicated"
+    )
     assert "batches of 1" in first
+    # --ignore-health is stored with the plan: list shows it (and every step reads it from there)
+    listed = run_cli("list", "--zookeeper", cluster.zookeeper, env=ENV, cwd=mover.tmp)
+    assert "  ignores health checks: under-replicated" in listed.stdout, listed.stdout + listed.stderr
     elsewhere = mover.tmp / "elsewhere"
     elsewhere.mkdir()
     submitted = [f"{topic}-0"]  # the detach created the first batch

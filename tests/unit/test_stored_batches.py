@@ -111,3 +111,27 @@ def test_steps_run_one_batch_after_the_other() -> None:
     assert one(env).started == tps(4)
     assert store.plan is not None and store.plan.started == frozenset(tps(0, 1, 2, 3, 4))
     assert cluster.submits == [tps(0, 1), tps(2, 3), tps(4)] and all(cluster.marked_at_submit)
+
+
+def test_a_stored_ignore_health_is_honoured_by_every_step_and_keeps_the_other_keys() -> None:
+    from reassign_cli.core import health as hc
+    from reassign_cli.ops.stored_health import stored_ignore, with_ignore
+    from tests.unit.test_step import make
+
+    schedule = with_ignore({"on_under_min_isr": "cancel", "hours": "01:00-05:00"}, ["broker-missing"])
+    assert schedule == {
+        "on_under_min_isr": "cancel",
+        "hours": "01:00-05:00",
+        "ignore_health": ["broker-missing"],
+    }
+    assert with_ignore({"x": 1}, []) == {"x": 1} and stored_ignore({"ignore_health": "bad"}) == frozenset()
+    signals = hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    _, held, env = make()  # broker 3 (a target) not registered: held, as test_step's hold
+    env.health = lambda: signals
+    assert one(env).started == [] and held.submits == []
+    _, cluster, env = make(schedule={"ignore_health": ["broker-missing"]})  # the same, ignored as stored
+    env.health = lambda: signals
+    r = one(env)
+    assert r.started == tps(0) and cluster.submits == [tps(0)]
