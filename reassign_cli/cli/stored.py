@@ -205,22 +205,28 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
 
 @contextlib.contextmanager
 def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[None]:
-    """A foreground paced execute through the admin API (the window; ZooKeeper mode runs batches): its plan
-    stored in the cluster before the first move (ops/stored.Keeper, set on the window's `pacer`) and
-    deleted at its end, whatever the end (a kill -9 leaves it for cron). Not for a dry run, nor through
-    ZooKeeper alone (batches there)."""
-    # the window (ops/pacing._Window) runs where moves are added beside running ones; elsewhere batches
+    """A foreground paced execute (the window through the admin API; batches in ZooKeeper mode, --batch-size
+    there too): its plan stored in the cluster before the first move (ops/stored.Keeper, set on the window's
+    `pacer`, or on the request for the batches) and deleted at its end, whatever the end (a kill -9 leaves
+    it for cron). Not for a dry run."""
+    # the window (ops/pacing._Window) runs where moves are added beside running ones; in ZooKeeper mode
+    # batches (--max-moves-per-broker, --batch-size), each marked in the stored plan before its submit
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
     usable = callable(getattr(backend, "add_reassignment", None))
+    batches = not usable and isinstance(backend, ZkBackend)
+    batches = batches and (req.max_moves is not None or req.batch_size is not None)
     from reassign_cli.ops.stored import places_dirs
 
     # a plan that names log dirs is not stored: the stored plan's steps would not place them (ops/stored.py)
-    unstored = req.max_moves is None or not usable or places_dirs(req.data)
+    unstored = not batches and (req.max_moves is None or not usable)
+    unstored = unstored or places_dirs(req.data)
     if req.ignore_health and unstored:
         from reassign_cli.errors import UsageError
 
         raise UsageError(
-            "--ignore-health is kept with a stored plan: it needs --detach, or --max-moves-per-broker through "
-            "the brokers alone (a plan without log dirs)"
+            "--ignore-health is kept with a stored plan: it needs --detach, or --max-moves-per-broker (or, in "
+            "ZooKeeper mode, --batch-size) and a plan without log dirs"
         )
     if req.dry_run or unstored:
         yield
@@ -233,7 +239,10 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any) -> Iterator[N
         keeper = stored.keep_paced(
             env.store, req, order, lambda store, run: take_watching(store, run, sp.watch())
         )
-        pacer.stored = keeper
+        if batches:
+            req.stored = keeper  # ops/execute._run_batches marks each batch, wait_for renews the lease
+        else:
+            pacer.stored = keeper
         try:
             yield
         finally:

@@ -13,12 +13,13 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 from typing import Any
 
 import pytest
 
 from tests.faults.test_step_faults import _killing
-from tests.helpers import wait_until
+from tests.helpers import PYTHON, wait_until
 from tests.integration.reassign_support import Mover, await_idle, produce
 from tests.integration.test_step_zk import (
     HEAD,
@@ -101,4 +102,49 @@ def test_detach_batches_through_zookeeper_alone_then_verify_only_with_a_kill_bet
     wait_until(carried_on, timeout=600, interval=1, message=lambda: f"the stored plan done: {last[0].stderr}")
     assert "The stored plan is done: 3 moves" in last[0].stderr
     assert sorted(submitted) == every, submitted  # each batch created once; the killed step's by the next
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "pace", [["--batch-size", "1"], ["--max-moves-per-broker", "1"]], ids=["batch", "paced"]
+)
+def test_kill_9_of_a_foreground_zookeeper_execute_then_verify_carries_on(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, pace: list[str]
+) -> None:
+    """A foreground `execute --batch-size 1` (and `--max-moves-per-broker 1`, batches in ZooKeeper mode)
+    through ZooKeeper alone stores its plan before its first batch; killed -9 while its first batch runs,
+    the plan is left stored (its lease unrenewed), and `verify` alone (no file) carries it on to the end."""
+    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
+    sent = produce(cluster.bootstrap, topic, 0, 1000)
+    plan = mover.plan("fg.json", {(topic, p): [3] for p in range(3)})
+    mover.plans.append((plan, [topic]))
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+    args = ["--reassignment-json-file", plan, "--zookeeper", cluster.zookeeper, *pace, "--throttle", RATE]
+    child = subprocess.Popen(
+        [PYTHON, "-m", "reassign_cli", "execute", *args, "--rollback-file", str(mover.tmp / "rb.json")],
+        env=env, cwd=mover.tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: zk.exists(TRIGGER) is not None, timeout=120, message="the first batch started")
+        assert zk.exists(HEAD)  # stored before the first batch
+    finally:
+        child.kill()  # SIGKILL
+        child.wait()
+    elsewhere = mover.tmp / "elsewhere"
+    elsewhere.mkdir()
+    words = ["verify", "--zookeeper", cluster.zookeeper]
+    last: list[Any] = []
+
+    def carried_on() -> bool:
+        r = run_cli(*words, env=ENV, cwd=elsewhere)
+        last[:] = [r]
+        assert r.returncode in (0, 4), r.stderr
+        assert not re.search(r"[2-9] moving", r.stderr), r.stderr
+        return r.returncode == 0
+
+    wait_until(carried_on, timeout=600, interval=1, message=lambda: f"the stored plan done: {last[0].stderr}")
+    assert "The stored plan is done: 3 moves" in last[0].stderr
     _as_planned_and_clean(zk, topic, sent, consume_all)
