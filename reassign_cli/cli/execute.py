@@ -57,9 +57,9 @@ def _rate(value: int | None) -> int | None:
     "ignore_health",
     multiple=True,
     metavar="CHECK",
-    help="With --detach (or --max-moves-per-broker through the brokers alone, whose plan is stored): every "
-    "step of the stored plan starts moves although this health check holds (repeatable; 'all' for every "
-    "check; stored with the plan). See docs/health.md.",
+    help="With --detach, --max-moves-per-broker, or --batch-size in ZooKeeper mode (a plan stored in the "
+    "cluster): every step of the stored plan starts moves although this health check holds (repeatable; "
+    "'all' for every check; stored with the plan). See docs/health.md.",
 )
 @click.option(
     "--detach",
