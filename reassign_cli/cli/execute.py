@@ -245,6 +245,9 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     loop = rate_loop(kw)
     req = _request(opts, reassignment_file, kw)
     req.ignore_health = ignore
+    if _oversize(opts, req, kw) and not (req.wait or req.dry_run):  # stored, stepped by later verifies
+        detached = {"hours": None, "not_before": None, "on_under_min_isr": "hold", "ignore_health": ignore}
+        return _stored_batches(opts, reassignment_file, {**kw, **detached}, req, loop)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         _check_additional(backend, req)
@@ -264,6 +267,38 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+def _oversize(opts: Options, req: ExecuteRequest, kw: dict[str, Any]) -> bool:
+    """A plan whose trigger exceeds one znode (ZooKeeper mode, no --batch-size nor --max-moves-per-broker)
+    runs as batches by itself (ops/stored_batches.oversize): one line says so, and the batch size is set
+    to the whole plan (the bytes cut it). Waiting (or a dry run): in the foreground; else stored."""
+    if opts.zookeeper is None or req.batch_size is not None or req.max_moves is not None or req.additional:
+        return False
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops import stored_batches as sb
+    from reassign_cli.ops.execute import sorted_entries
+    from reassign_cli.render import Output
+
+    entries = sorted_entries(parse_reassignment(req.data))
+    found = sb.oversize(entries, sb.zookeeper_limit())
+    if found is None:
+        return False
+    Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose).info(
+        found.line(len(entries), req.wait or req.dry_run)
+    )
+    req.batch_size = kw["batch_size"] = len(entries)
+    return True
+
+
+def _stored_batches(
+    opts: Options, reassignment_file: str, kw: dict[str, Any], req: ExecuteRequest, loop: Any
+) -> int:
+    """An oversize plan without --wait: stored as --detach --batch-size stores it (cli/stored.detach)."""
+    from reassign_cli.cli import stored
+
+    rates = {"throttle": req.throttle, "log_dir_throttle": req.log_dir_throttle, "rate_loop": loop}
+    return stored.detach(opts, reassignment_file, {**kw, **rates})
 
 
 def _ignored(names: tuple[str, ...]) -> frozenset[str]:

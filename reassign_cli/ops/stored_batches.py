@@ -133,3 +133,42 @@ def gate(backend: Backend) -> Callable[..., Pick | None]:
         return pick(plan, busy, resubmit, new, heads, may_start=may_start, limit=limit)
 
     return check
+
+
+# -- a plan larger than one trigger znode (issue 25 item 9) ------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A plan whose trigger needs `need` bytes, more than one znode's `limit`: it runs as `batches`."""
+
+    need: int
+    limit: int
+    batches: int
+
+    def line(self, partitions: int, waiting: bool) -> str:
+        how = "waiting for each" if waiting else "stored in the cluster; later `verify` steps start the rest"
+        return (
+            f"The reassignment of {partitions} partitions needs {self.need} bytes in /admin/reassign_partitions, "
+            f"more than one znode holds ({self.limit} bytes): it runs as {self.batches} batches, each started "
+            f"once the previous one is complete ({how})"
+        )
+
+
+def oversize(entries: Sequence[PlanEntry], limit: int | None) -> Oversize | None:
+    """The plan's trigger against one znode's `limit` (None: no limit, the admin API): None when it fits
+    (pure, bar the encoding). Entries in execute's order (topic, partition)."""
+    from reassign_cli.core.validate import split_batches
+    from reassign_cli.core.znodes import encode_reassignment
+
+    if limit is None or not entries:
+        return None
+    need = len(encode_reassignment(list(entries)))
+    if need <= limit:
+        return None
+    return Oversize(need, limit, len(split_batches(list(entries), None, limit)))
+
+
+def zookeeper_limit() -> int:
+    """One trigger znode's limit as a ZooKeeper-mode execute uses it (ZkBackend.reassignment_bytes_limit)."""
+    from reassign_cli.backends.zookeeper import backend as zb
+
+    return zb.max_trigger_bytes() - zb.TRIGGER_COMPANIONS

@@ -135,3 +135,17 @@ def test_a_stored_ignore_health_is_honoured_by_every_step_and_keeps_the_other_ke
     env.health = lambda: signals
     r = one(env)
     assert r.started == tps(0) and cluster.submits == [tps(0)]
+
+
+def test_a_plan_larger_than_one_znode_runs_as_batches() -> None:
+    entries = [PlanEntry("t", p, [1, 2, 3], None) for p in range(3)]
+    one_entry = len('{"topic":"t","partition":0,"replicas":[1,2,3]}')  # 46 bytes each
+    whole = len('{"version":1,"partitions":[]}') + 3 * one_entry + 2  # 29 + 138 + two commas = 169
+    assert len(encode_reassignment(entries)) == whole == 169
+    assert sb.oversize(entries, whole) is None and sb.oversize(entries, None) is None
+    got = sb.oversize(entries, whole - 1)
+    assert got is not None and (got.need, got.limit, got.batches) == (169, 168, 2)  # 2 fit in 168 (122 bytes), then 1
+    assert sb.oversize(entries, 29 + one_entry) == sb.Oversize(169, 75, 3)  # one per znode
+    line = got.line(3, waiting=False)
+    assert line.startswith("The reassignment of 3 partitions needs 169 bytes in /admin/reassign_partitions")
+    assert "it runs as 2 batches" in line
