@@ -144,7 +144,11 @@ def test_a_plan_larger_than_one_znode_runs_as_batches() -> None:
     assert len(encode_reassignment(entries)) == whole == 169
     assert sb.oversize(entries, whole) is None and sb.oversize(entries, None) is None
     got = sb.oversize(entries, whole - 1)
-    assert got is not None and (got.need, got.limit, got.batches) == (169, 168, 2)  # 2 fit in 168 (122 bytes), then 1
+    assert got is not None and (got.need, got.limit, got.batches) == (
+        169,
+        168,
+        2,
+    )  # 2 fit in 168 (122 bytes), then 1
     assert sb.oversize(entries, 29 + one_entry) == sb.Oversize(169, 75, 3)  # one per znode
     line = got.line(3, waiting=False)
     assert line.startswith("The reassignment of 3 partitions needs 169 bytes in /admin/reassign_partitions")
