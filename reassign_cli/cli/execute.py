@@ -53,10 +53,20 @@ def _rate(value: int | None) -> int | None:
     "rollback file). Stored with the plan.",
 )
 @click.option(
+    "--ignore-health",
+    "ignore_health",
+    multiple=True,
+    metavar="CHECK",
+    help="With --detach, --max-moves-per-broker, or --batch-size in ZooKeeper mode (a plan stored in the "
+    "cluster): every step of the stored plan starts moves although this health check holds (repeatable; "
+    "'all' for every check; stored with the plan). See docs/health.md.",
+)
+@click.option(
     "--detach",
     is_flag=True,
-    help="With --max-moves-per-broker: store the plan in the cluster, start the first moves and exit 0; "
-    "each later `kafka-reassign verify` (e.g. from cron) carries it on. See docs/execute-verify.md.",
+    help="With --max-moves-per-broker or --batch-size: store the plan in the cluster, start the first moves "
+    "and exit 0; each later `kafka-reassign verify` (e.g. from cron) carries it on (ZooKeeper alone: one "
+    "batch at a time). See docs/execute-verify.md.",
 )
 @click.option(
     "--throttle",
@@ -238,17 +248,23 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     from reassign_cli.render.progress import ExecuteReport
 
     detach = kw.pop("detach")
+    kw["ignore_health"] = _ignored(kw["ignore_health"])
     if kw["on_under_min_isr"] != "hold" and not detach:
         raise UsageError("--on-under-min-isr cancel needs --detach")
     if reassignment_file is None or detach:
         return _stored(opts, reassignment_file, detach, kw)
     kw.pop("on_under_min_isr")
+    ignore = kw.pop("ignore_health")
     if kw.pop("hours") is not None or kw.pop("not_before") is not None:
         raise UsageError("--hours and --not-before need --detach")
     _check_options(kw)
     loop = rate_loop(kw)
     dir_loop = log_dir_loop(kw)
     req = _request(opts, reassignment_file, kw)
+    req.ignore_health = ignore
+    if _oversize(opts, req, kw) and not (req.wait or req.dry_run):  # stored, stepped by later verifies
+        detached = {"hours": None, "not_before": None, "on_under_min_isr": "hold", "ignore_health": ignore}
+        return _stored_batches(opts, reassignment_file, {**kw, **detached}, req, loop)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         _check_additional(backend, req)
@@ -270,6 +286,47 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         finally:
             if mover is not None:
                 mover.close()
+
+
+def _oversize(opts: Options, req: ExecuteRequest, kw: dict[str, Any]) -> bool:
+    """A plan whose trigger exceeds one znode (ZooKeeper mode, no --batch-size nor --max-moves-per-broker)
+    runs as batches by itself (ops/stored_batches.oversize): one line says so, and the batch size is set
+    to the whole plan (the bytes cut it). Waiting (or a dry run): in the foreground; else stored."""
+    if opts.zookeeper is None or req.batch_size is not None or req.max_moves is not None or req.additional:
+        return False
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.ops import stored_batches as sb
+    from reassign_cli.ops.execute import sorted_entries
+    from reassign_cli.render import Output
+
+    entries = sorted_entries(parse_reassignment(req.data))
+    found = sb.oversize(entries, sb.zookeeper_limit())
+    if found is None:
+        return False
+    Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose).info(
+        found.line(len(entries), req.wait or req.dry_run)
+    )
+    req.batch_size = kw["batch_size"] = len(entries)
+    return True
+
+
+def _stored_batches(
+    opts: Options, reassignment_file: str, kw: dict[str, Any], req: ExecuteRequest, loop: Any
+) -> int:
+    """An oversize plan without --wait: stored as --detach --batch-size stores it (cli/stored.detach)."""
+    from reassign_cli.cli import stored
+
+    rates = {"throttle": req.throttle, "log_dir_throttle": req.log_dir_throttle, "rate_loop": loop}
+    return stored.detach(opts, reassignment_file, {**kw, **rates})
+
+
+def _ignored(names: tuple[str, ...]) -> frozenset[str]:
+    from reassign_cli.core.health import parse_ignore
+
+    try:
+        return parse_ignore(names)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> ExecuteRequest:
@@ -394,9 +451,9 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
             raise UsageError(
                 "Missing option '--reassignment-json-file' (only --resume alone goes without it)"
             )
-        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=frozenset())
-    if kw["max_moves"] is None:
-        raise UsageError("--detach needs --max-moves-per-broker N")
+        return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=kw["ignore_health"])
+    if (kw["max_moves"] is None) == (kw["batch_size"] is None):
+        raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N (one of them)")
     if kw["log_dir_throttle"] == "auto" or kw["min_log_dir_throttle"] or kw["max_log_dir_throttle"]:
         raise UsageError(
             "--detach: the adaptive log-dir throttle runs with --max-moves-per-disk, in the foreground"

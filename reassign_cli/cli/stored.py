@@ -25,21 +25,24 @@ def step_env(backend: Backend) -> Iterator[StepEnv]:
     from reassign_cli.backends.plan_stores import open_store
     from reassign_cli.backends.zookeeper.backend import ZkBackend
     from reassign_cli.ops.step import StepEnv
+    from reassign_cli.ops.stored_batches import gate
 
     cache: dict[str, int] = {}
-    if isinstance(backend, ZkBackend) and backend.admin is None:
-        from reassign_cli.errors import UsageError
-
-        raise UsageError(
-            "a stored plan in ZooKeeper mode needs the brokers too (--bootstrap-server beside "
-            "--zookeeper): through ZooKeeper alone it cannot add moves beside running ones"
-        )
+    # ZooKeeper alone cannot add moves beside running ones: its steps run batches (ops/stored_batches.py)
+    alone = isinstance(backend, ZkBackend) and backend.admin is None
     from reassign_cli.cli.common import log_dir_mover
 
     mover = log_dir_mover(backend)  # the adaptive throttle's measure (ops/stored_rates.py)
     try:
         with open_store(backend) as store:
-            yield StepEnv(backend, store, health=_health(backend, cache), sizer=mover)
+            yield StepEnv(
+                backend,
+                store,
+                health=_health(backend, cache),
+                sizer=mover,
+                gate=gate(backend),
+                additional=not alone,
+            )
     finally:
         if mover is not None:
             mover.close()
@@ -163,6 +166,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
     from reassign_cli.core.schedule import Schedule
     from reassign_cli.ops import stored
     from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.stored_health import with_ignore
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
 
@@ -173,6 +177,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
         log_dir_throttle=kw["log_dir_throttle"],
         rollback_file=kw["rollback_file"],
         max_moves=kw["max_moves"],
+        batch_size=kw["batch_size"],
         connection=opts.typed,
         disallow_rf_change=kw["disallow_rf_change"],
     )
@@ -197,6 +202,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
                 from reassign_cli.ops.stored_rates import with_loop
 
                 schedule = with_loop(schedule, kw["rate_loop"])
+            schedule = with_ignore(schedule, kw["ignore_health"])
             return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:
             if mover is not None:
@@ -205,18 +211,32 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
 
 @contextlib.contextmanager
 def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: Any = None) -> Iterator[None]:
-    """A foreground paced execute through the admin API (the window; ZooKeeper mode runs batches): its plan
-    stored in the cluster before the first move (ops/stored.Keeper, set on the window's `pacer`) and
-    deleted at its end, whatever the end (a kill -9 leaves it for cron). Not for a dry run, nor through
-    ZooKeeper alone (batches there)."""
-    # the window (ops/pacing._Window) runs where moves are added beside running ones; elsewhere batches
+    """A foreground paced execute (the window through the admin API; batches in ZooKeeper mode, --batch-size
+    there too): its plan stored in the cluster before the first move (ops/stored.Keeper, set on the window's
+    `pacer`, or on the request for the batches) and deleted at its end, whatever the end (a kill -9 leaves
+    it for cron). Not for a dry run."""
+    # the window (ops/pacing._Window) runs where moves are added beside running ones; in ZooKeeper mode
+    # batches (--max-moves-per-broker, --batch-size), each marked in the stored plan before its submit
+    from reassign_cli.backends.zookeeper.backend import ZkBackend
+
     usable = callable(getattr(backend, "add_reassignment", None))
+    batches = not usable and isinstance(backend, ZkBackend)
+    batches = batches and (req.max_moves is not None or req.batch_size is not None)
     from reassign_cli.ops.stored import places_dirs
 
-    # a plan that names log dirs is stored when its log-dir moves are paced (--max-moves-per-disk: their
-    # queue kept with it, ops/stored_log_dirs.py); without, they all start at once, and it is not stored
+    # a plan that names log dirs is stored when its log-dir moves are paced by the window (--max-moves-per-disk:
+    # their queue kept with it, ops/stored_log_dirs.py); without, or in batches, it is not stored
     dirs = places_dirs(req.data)
-    if req.dry_run or req.max_moves is None or not usable or (dirs and dir_pacer is None):
+    unstored = not batches and (req.max_moves is None or not usable)
+    unstored = unstored or bool(dirs and (batches or dir_pacer is None))
+    if req.ignore_health and unstored:
+        from reassign_cli.errors import UsageError
+
+        raise UsageError(
+            "--ignore-health is kept with a stored plan: it needs --detach, or --max-moves-per-broker (or, in "
+            "ZooKeeper mode, --batch-size); a plan that names log dirs, --max-moves-per-disk too"
+        )
+    if req.dry_run or unstored:
         yield
         return
     schedule = None
@@ -232,9 +252,12 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
         keeper = stored.keep_paced(
             env.store, req, order, lambda store, run: take_watching(store, run, sp.watch()), schedule
         )
-        pacer.stored = keeper
-        if dirs:
-            dir_pacer.stored = keeper
+        if batches:
+            req.stored = keeper  # ops/execute._run_batches marks each batch, wait_for renews the lease
+        else:
+            pacer.stored = keeper
+            if dirs:
+                dir_pacer.stored = keeper
         try:
             yield
         finally:

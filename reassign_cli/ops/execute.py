@@ -176,6 +176,12 @@ class ExecuteRequest:
     max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
     additional: bool = False  # --additional: add to the reassignments running (KIP-455) instead of refusing
     disallow_rf_change: bool = False  # --disallow-replication-factor-change: refuse a plan that changes one
+    ignore_health: frozenset[str] = (
+        frozenset()
+    )  # --ignore-health: stored with the plan (ops/stored_health.py)
+    stored: Any = (
+        None  # ops/stored.Keeper: ZooKeeper mode's batches marked in the stored plan (cli/stored.py)
+    )
     rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
 
 
@@ -888,12 +894,16 @@ def _run_batches(
                     f"{where}; batches 1-{i} are complete",
                     hint=f"Once it has finished, continue with: {request_resume_command(req)}",
                 )
+        if req.stored is not None and not req.dry_run:  # marked (fenced) in the stored plan before its submit
+            req.stored.started([(e.topic, e.partition) for e in batch])
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
             try:
                 results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
             except WaitInterrupted as e:
                 raise _batches_left(e, batches, i, req) from None
+            if req.stored is not None:
+                req.stored.ended([(e.topic, e.partition) for e in batch])
     return results
 
 
@@ -1102,6 +1112,8 @@ def wait_for(
                 bar.update(results, clock.elapsed())
                 if req.rate_loop is not None:
                     req.rate_loop.poll(backend, state, targets)
+                if req.stored is not None:  # the stored plan's lease, renewed while this run drives
+                    req.stored.renew()
                 for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
                     report.warn(stuck_line(p.name, broker, gone, req))
                 moving = [r for r in results if r.status is Status.IN_PROGRESS]

@@ -89,6 +89,8 @@ def continue_stored(store: PlanStore, now: datetime, hours: Any = KEEP) -> sch.C
 # -- what the plan reports: list and the metrics ----------------------------------------------------
 def report(seen: Versioned, now: datetime) -> dict[str, Any]:
     """`list --format json`'s `stored_plan`: the plan's state, moves, bytes, ETA, origin, driver, last step."""
+    from reassign_cli.ops.stored_health import stored_ignore
+
     plan = seen.plan
     pr = sp.progress(plan)
     state, why = pv.state_line(plan, now)
@@ -115,6 +117,8 @@ def report(seen: Versioned, now: datetime) -> dict[str, Any]:
         if plan.last_step is None
         else {"at": sch.iso(_at(plan.last_step.at)), "controller_epoch": plan.last_step.controller_epoch},
         "cap": plan.pace.cap,
+        "batch_size": plan.pace.batch_size,
+        "ignore_health": sorted(stored_ignore(plan.schedule)),
     }
 
 

@@ -73,6 +73,9 @@ class StepEnv:
     sizer: Any = (
         None  # replica sizes through the brokers (the adaptive throttle's measure: ops/stored_rates.py)
     )
+    # batches (ops/stored_batches.gate): what is submitted when moves start together, after the last batch
+    gate: Callable[..., Any] | None = None
+    additional: bool = True  # False through ZooKeeper alone: a batch is the trigger znode, created alone
 
 
 @dataclass(slots=True)
@@ -267,8 +270,12 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     resubmit = sorted(view.vanished - set(result.cancelled))
     new: list[TopicPartition] = []
     heads: list[TopicPartition] = []
-    if wait is None and (verdict is None or not verdict.held):
+    may_start = wait is None and (verdict is None or not verdict.held)
+    if may_start:
         new, heads = decide(plan, state, verdict.may_start if verdict else lambda tp: True)
+    picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start)
+    if picked is not None:  # batches (ops/stored_batches.py): nothing while the last batch runs
+        resubmit, new, heads = picked.resubmit, picked.new, picked.heads
     if len(plan.done) == len(plan.entries):
         if _dirs_phase(env, seen, plan, me, wait is None, now, result):
             return result
@@ -377,6 +384,9 @@ def _health(env: StepEnv, plan: sp.StoredPlan, now: float, ignore: Iterable[str]
     brokers = {b for e in plan.entries for b in e.replicas}
     previous = plan.last_step.controller_epoch if plan.last_step is not None else None
     queued = [tp for tp in plan.moves if tp not in plan.started]
+    from reassign_cli.ops.stored_health import stored_ignore
+
+    ignore = {*ignore, *stored_ignore(plan.schedule)}  # execute --ignore-health, kept with the plan
     verdict = hc.check(signals, plan_brokers=brokers, queued=queued, previous_epoch=previous, ignore=ignore)
     env.first_seen = hc.seen_since(verdict, env.first_seen, now)
     return verdict
@@ -408,7 +418,7 @@ def _submit(
             time.sleep(env.throttle_settle)
     batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
     stored_log_dirs.tell(env, plan, state, batch)  # the arriving replicas' log dirs, before the submit
-    if not env.backend.create_reassignment(batch, additional=True):
+    if not env.backend.create_reassignment(batch, additional=env.additional):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
 
 

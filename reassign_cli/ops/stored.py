@@ -55,16 +55,29 @@ def plan_to_store(
     sizes), the pace. Also the rollback JSON (the current assignment)."""
     from reassign_cli.ops.pacing import leader_sizes
 
-    if req.max_moves is None:
-        raise UsageError("--detach needs --max-moves-per-broker N")
+    if req.max_moves is None and req.batch_size is None:
+        raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N")
+    if req.batch_size is not None and places_dirs(req.data):  # batches tell no broker a log dir
+        raise UsageError("--batch-size: a plan that names log dirs is stored with --max-moves-per-broker N")
     plan, state, _ = prepare(backend, req)
     entries = sorted_entries(plan)
     full = backend.read_state(sorted({e.topic for e in entries}), partition_state=True)
     moves = pc.make_moves(entries, full, leader_sizes(sizer, full, entries))
     sizes = [None if m.size is None else m.total_bytes for m in moves]
-    pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
-    stored = sp.new_plan(req.data, entries, pace, origin(now), sizes, schedule)
+    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(now), sizes, schedule)
     return stored, rollback_json(entries, state)
+
+
+def pace_of(req: ExecuteRequest, order: pc.Order | None) -> pc.Pace:
+    """The pace stored with the plan: the cap and order, or the batch size (ops/stored_batches.py)."""
+    batch = req.batch_size if req.max_moves is None else None
+    return pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle, batch_size=batch)
+
+
+def pace_text(pace: pc.Pace) -> str:
+    if pace.cap is not None:
+        return f"at most {pace.cap} moves per broker"
+    return f"batches of {pace.batch_size}"
 
 
 def places_dirs(data: bytes) -> bool:
@@ -94,8 +107,8 @@ def detach(
     _save_rollback(rollback, req, report)
     _, created = env.store.create(stored, req.connection)
     report.info(
-        f"Stored the plan in the cluster ({len(stored.entries)} partitions, at most {req.max_moves} moves per "
-        "broker)" + ("" if created else ": it was stored already (the same plan's bytes), carrying it on")
+        f"Stored the plan in the cluster ({len(stored.entries)} partitions, {pace_text(stored.pace)})"
+        + ("" if created else ": it was stored already (the same plan's bytes), carrying it on")
     )
     result = st.step(env, me(), sp.watch())
     if req.throttle is not None and (result.started or result.resubmitted):
@@ -303,8 +316,12 @@ def keep_paced(
     from reassign_cli.core.model import parse_reassignment
 
     entries = sorted_entries(parse_reassignment(req.data))
-    pace = pc.Pace(req.max_moves, order, req.throttle, req.log_dir_throttle)
-    stored = sp.new_plan(req.data, entries, pace, origin(time.time()), schedule=schedule)
+    from reassign_cli.ops.stored_health import with_ignore
+
+    schedule = with_ignore(
+        schedule, req.ignore_health
+    )  # --ignore-health: the cron steps after a kill -9 honour it
+    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(time.time()), schedule=schedule)
     loop = req.rate_loop
     if loop is not None:  # where a detached plan keeps it: a cron step taking over goes on with it
         stored = stored_rates.kept_from(stored, loop)

@@ -39,6 +39,8 @@ def stored_plan_lines(doc: dict[str, Any]) -> list[str]:
             f"  bytes: {human_bytes(b['done'])} of {human_bytes(b['total'])} done, "
             f"{human_bytes(b['remaining'])} left; {eta_text(doc['eta_seconds'])}"
         )
+    if doc.get("ignore_health"):
+        lines.append(f"  ignores health checks: {', '.join(doc['ignore_health'])} (execute --ignore-health)")
     lease = doc["driver"]
     if lease is None:
         lines.append("  driver: none (no step running)")

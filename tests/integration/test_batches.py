@@ -1,6 +1,6 @@
 """Batches: --batch-size N submits the plan N partitions at a time, each batch complete before the next
-trigger is created; a plan too large for one znode without --batch-size is refused (exit 3, nothing
-written). The znode limit (~1 MB) is lowered in-process for the oversize cases, so a handful of real
+trigger is created; a plan too large for one znode without --batch-size runs as batches by itself (stored
+in the cluster, carried on by verify steps). The znode limit (~1 MB) is lowered in-process for the oversize cases, so a handful of real
 partitions exceed it."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from tests.integration.reassign_support import (
     await_idle,
     config,
     get_json,
-    relevant_diff,
 )
 
 
@@ -106,7 +105,7 @@ def test_batches_run_one_after_another(
     assert len(consume_all(topic)) == 300
 
 
-def test_oversize_plan_needs_batch_size(
+def test_oversize_plan_runs_as_batches_by_itself(
     cluster: Any,
     make_topic: Any,
     zk: Any,
@@ -115,32 +114,22 @@ def test_oversize_plan_needs_batch_size(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Issue 25 item 9: without --batch-size (and without --wait) a plan larger than one znode is stored
+    and runs as batches (was: exit 3); one line says so; `verify` steps carry it on to the end."""
     import reassign_cli.backends.zookeeper.backend as zk_backend
+    from tests.integration.test_step_zk import _forget
 
     topic = make_topic({0: [1, 2], 1: [2, 3], 2: [3, 1]})
     plan = mover.plan("move.json", {(topic, p): [1, 2, 3] for p in range(3)})
+    mover.plans.append((plan, [topic]))
+    mover.finally_do.append(lambda: _forget(zk))
     entry = len(f'{{"topic":"{topic}","partition":0,"replicas":[1,2,3]}}')
     # two entries fit, not three (beside the trigger: the room for the mark's delete and the record's head)
     monkeypatch.setattr(
         zk_backend, "max_trigger_bytes", lambda: 30 + 2 * entry + zk_backend.TRIGGER_COMPANIONS
     )
     await_idle(zk)
-    before = zk_dump(zk)
-    code = _run(
-        ["execute", "--reassignment-json-file", str(plan), "--throttle", "1000"],
-        cluster,
-        mover.tmp,
-        monkeypatch,
-    )
-    out, err = capsys.readouterr()
-    assert code == 3
-    assert out == ""
-    assert err.splitlines()[0].startswith("Error: The reassignment of 3 partitions needs ")
-    assert "more than one znode holds" in err.splitlines()[0]
-    assert "Use --batch-size N" in err
-    assert relevant_diff(before, zk_dump(zk), [topic]) == {}
-
-    # With --batch-size larger than what fits, the byte limit still cuts the batches: 2 + 1.
+    # First a dry run: with --batch-size larger than what fits, the byte limit still cuts the batches: 2 + 1.
     code = _run(
         ["execute", "--reassignment-json-file", str(plan), "--batch-size", "10", "--dry-run"],
         cluster,
@@ -151,3 +140,27 @@ def test_oversize_plan_needs_batch_size(
     assert code == 0
     triggers = [line for line in out.splitlines() if line.startswith("create /admin/reassign_partitions ")]
     assert [len(json.loads(t.split(" ", 2)[2])["partitions"]) for t in triggers] == [2, 1]
+    # Then the real run, without --batch-size
+    code = _run(
+        ["execute", "--reassignment-json-file", str(plan), "--throttle", "1000000"],
+        cluster,
+        mover.tmp,
+        monkeypatch,
+    )
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "more than one znode holds" in line]
+    assert len(said) == 1 and said[0].startswith("The reassignment of 3 partitions needs "), err
+    assert "it runs as 2 batches" in said[0] and "Started 2 moves" in err, err
+    assert zk.exists("/reassign_cli/plan")
+    for _ in range(120):  # one step each, until done (a batch of two partitions of no data, then one)
+        code = _run(["verify"], cluster, mover.tmp, monkeypatch)
+        _, err = capsys.readouterr()
+        assert code in (0, 4), err
+        if code == 0:
+            break
+    assert code == 0 and "The stored plan is done: 3 moves" in err, err
+    assert not zk.exists("/reassign_cli/plan") and not zk.exists("/admin/reassign_partitions")
+    doc = get_json(zk, f"/brokers/topics/{topic}")
+    assert doc["partitions"] == {"0": [1, 2, 3], "1": [1, 2, 3], "2": [1, 2, 3]}
+    assert FOLLOWER_REPLICAS not in (config(zk, "topics", topic) or {})
