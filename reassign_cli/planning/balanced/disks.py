@@ -81,6 +81,7 @@ class DiskPlan:
     goal_utilization: float  # or the goal bytes per disk when not weighted
     # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
     explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    by_topic: dict[str, list[tuple[int, list[str]]]] | None = None  # `explicit` by topic (entries)
     moves_within: int = 0  # replicas moved from one disk of a broker to another
     bytes_within: int = 0
     unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
@@ -137,14 +138,20 @@ class DiskPlan:
         quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
         explicit = self.explicit
+        if self.by_topic is None:  # built once (entries runs once per slice of the document)
+            self.by_topic = {}
+            for (t, p), chosen in explicit.items():
+                self.by_topic.setdefault(t, []).append((p, chosen))
+        by_topic = self.by_topic
         for topic, parts in assignment.items():
-            if not any((topic, p) in explicit for p in parts):
+            mine = by_topic.get(topic)
+            if mine is None or not any(p in parts for p, _ in mine):
                 text = format_partition_entries({topic: parts})
                 if text:
                     out.append(text)
                 continue
             tq = json.dumps(topic, ensure_ascii=False)
-            regular = _regular_entries(tq, parts, topic, explicit, quoted)
+            regular = _regular_entries(tq, parts, mine, quoted)
             if regular is not None:
                 out.append(regular)
                 continue
@@ -178,8 +185,7 @@ def _quote(quoted: dict[str, str], d: str) -> str:
 def _regular_entries(
     tq: str,
     parts: Mapping[int, Sequence[int]],
-    topic: str,
-    explicit: Mapping[tuple[str, int], list[str]],
+    mine: Sequence[tuple[int, list[str]]],
     quoted: dict[str, str],
 ) -> str | None:
     """The entries of a topic of partitions 0..n-1 with rf replicas each (a snapshot's TopicReplicas),
@@ -190,12 +196,11 @@ def _regular_entries(
         return None
     n, rf = block.shape
     dirs = ['"any"'] * (n * rf)
-    for p in range(n):
-        given = explicit.get((topic, p))
-        if given:
+    for p, given in mine:  # the topic's partitions with log dirs (those of 0..n-1 count)
+        if given and 0 <= p < n:
             if len(given) != rf:
                 return None
-            dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
+            dirs[p * rf : (p + 1) * rf] = [quoted.get(d) or _quote(quoted, d) for d in given]
     template = _TEMPLATES.get((n, rf))
     if template is None:
         reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
@@ -528,14 +533,7 @@ def _place(
     mat = np.full((len(owners), width + 1), len(dl), dtype=np.int64)  # len(dl): no disk (a dummy)
     for i, b in enumerate(owners.tolist()):
         mat[i, : len(by_broker[b])] = by_broker[b]
-    after = np.array([d.after for d in dl] + [0], dtype=np.int64)
-    peak = np.array([d.peak for d in dl] + [0], dtype=np.int64)
-    sized = np.array([d.total is not None for d in dl] + [False])
-    total = np.array([d.total or 0 for d in dl] + [0], dtype=np.int64)
-    ok = np.array([d.eligible for d in dl] + [False])
-    wt = np.array([*weight, 1.0], dtype=np.float64)
-    cap = plan.limit * total.astype(np.float64)
-    dir_in = np.array([_dir_in(plan, d) for d in dl] + [-1], dtype=np.int64)
+    after, peak, sized, total, ok, wt, cap, dir_in = _disk_arrays(plan, weight)
     unplaced: list[int] = []
     for a, b in pairwise(cuts):
         idx = rounds[a:b]
@@ -558,6 +556,23 @@ def _place(
     for i in sorted(unplaced):
         r, _, b = arr[i].tolist()
         plan.unplaced.append((rows.names[int(rows.tix[r])], int(rows.pid[r]), b))
+
+
+def _disk_arrays(plan: DiskPlan, weight: list[float]) -> tuple[np.ndarray, ...]:
+    """The disks' (after, peak, size known, total, eligible, weight, peak limit in bytes, dir a replica
+    goes to), each with one dummy disk last (no disk: never eligible)."""
+    dl = plan.disks
+    total = np.array([d.total or 0 for d in dl] + [0], dtype=np.int64)
+    return (
+        np.array([d.after for d in dl] + [0], dtype=np.int64),
+        np.array([d.peak for d in dl] + [0], dtype=np.int64),
+        np.array([d.total is not None for d in dl] + [False]),
+        total,
+        np.array([d.eligible for d in dl] + [False]),
+        np.array([*weight, 1.0], dtype=np.float64),
+        plan.limit * total.astype(np.float64),
+        np.array([_dir_in(plan, d) for d in dl] + [-1], dtype=np.int64),
+    )
 
 
 def _dir_in(plan: DiskPlan, d: _Disk) -> int:
@@ -594,8 +609,10 @@ def _within_brokers(
     # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
     # (arrivals, which are placed anew at no cost, and staying ones); their sizes alongside (bisected).
     want = set(needy)
-    movable = _movable(plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want})
-    search = _Search(plan, movable)
+    movable, sizes = _movable(
+        plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}
+    )
+    search = _Search(plan, movable, sizes)
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         ks = by_broker[b]
@@ -620,9 +637,9 @@ def _within_brokers(
 
 def _movable(
     plan: DiskPlan, rows: _Rows, final: np.ndarray, on: dict[int, int]
-) -> dict[int, list[tuple[int, int, int]]]:
-    """Disk -> its replicas (size, row, column) in `final` sorted, for the disks of `on` (global dir ->
-    disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
+) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, list[int]]]:
+    """Disk -> its replicas (size, row, column) in `final` sorted, and disk -> their sizes, for the disks
+    of `on` (global dir -> disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
     n = len(plan.paths)
     which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any"), out of range or _PAD
     if on:
@@ -633,9 +650,11 @@ def _movable(
     size = rows.size[row]
     order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
     disk = disk[order]
-    items = list(zip(size[order].tolist(), row[order].tolist(), col[order].tolist(), strict=True))
+    sizes = size[order].tolist()
+    items = list(zip(sizes, row[order].tolist(), col[order].tolist(), strict=True))
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
-    return {int(disk[a]): items[a:b] for a, b in pairwise(cuts) if b > a}
+    spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
+    return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
 
 
 class _Search:
@@ -644,10 +663,11 @@ class _Search:
 
     __slots__ = ("hi", "lo", "movable", "plan", "sizes")
 
-    def __init__(self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]]) -> None:
+    def __init__(
+        self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]], sizes: dict[int, list[int]]
+    ) -> None:
         tol = plan.tolerance
-        self.plan, self.movable = plan, movable
-        self.sizes = {k: [x[0] for x in cands] for k, cands in movable.items()}
+        self.plan, self.movable, self.sizes = plan, movable, sizes
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
 
