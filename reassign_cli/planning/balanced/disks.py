@@ -81,6 +81,7 @@ class DiskPlan:
     goal_utilization: float  # or the goal bytes per disk when not weighted
     # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
     explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    by_topic: dict[str, list[tuple[int, list[str]]]] | None = None  # `explicit` by topic (entries)
     moves_within: int = 0  # replicas moved from one disk of a broker to another
     bytes_within: int = 0
     unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
@@ -137,14 +138,20 @@ class DiskPlan:
         quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
         explicit = self.explicit
+        if self.by_topic is None:  # built once (entries runs once per slice of the document)
+            self.by_topic = {}
+            for (t, p), chosen in explicit.items():
+                self.by_topic.setdefault(t, []).append((p, chosen))
+        by_topic = self.by_topic
         for topic, parts in assignment.items():
-            if not any((topic, p) in explicit for p in parts):
+            mine = by_topic.get(topic)
+            if mine is None or not any(p in parts for p, _ in mine):
                 text = format_partition_entries({topic: parts})
                 if text:
                     out.append(text)
                 continue
             tq = json.dumps(topic, ensure_ascii=False)
-            regular = _regular_entries(tq, parts, topic, explicit, quoted)
+            regular = _regular_entries(tq, parts, mine, quoted)
             if regular is not None:
                 out.append(regular)
                 continue
@@ -178,8 +185,7 @@ def _quote(quoted: dict[str, str], d: str) -> str:
 def _regular_entries(
     tq: str,
     parts: Mapping[int, Sequence[int]],
-    topic: str,
-    explicit: Mapping[tuple[str, int], list[str]],
+    mine: Sequence[tuple[int, list[str]]],
     quoted: dict[str, str],
 ) -> str | None:
     """The entries of a topic of partitions 0..n-1 with rf replicas each (a snapshot's TopicReplicas),
@@ -190,12 +196,11 @@ def _regular_entries(
         return None
     n, rf = block.shape
     dirs = ['"any"'] * (n * rf)
-    for p in range(n):
-        given = explicit.get((topic, p))
-        if given:
+    for p, given in mine:  # the topic's partitions with log dirs (those of 0..n-1 count)
+        if given and 0 <= p < n:
             if len(given) != rf:
                 return None
-            dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
+            dirs[p * rf : (p + 1) * rf] = [quoted.get(d) or _quote(quoted, d) for d in given]
     template = _TEMPLATES.get((n, rf))
     if template is None:
         reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
@@ -293,8 +298,9 @@ class _Rows:
     pid: np.ndarray  # (P,)
     new: np.ndarray  # (P, W) broker ids, -1 pad
     size: np.ndarray  # (P,) bytes (0 unknown)
-    old: list[list[int]]  # per row: current (target) replicas
-    old_dir: list[list[int]]  # per row: local dir index of each current replica, -1 unknown
+    old: np.ndarray  # (P, V) current (target) replicas, -1 pad
+    old_dir: np.ndarray  # (P, V) local dir index of each current replica, -1 unknown (and pad)
+    old_len: np.ndarray  # (P,) replica count of `old`
     sizes: list[int]  # `size` as Python ints (read row by row)
 
 
@@ -303,33 +309,50 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     counts = np.diff(result.starts)
     tix = np.repeat(np.arange(len(names), dtype=np.int64), counts)
     pids = result.pid.astype(np.int64)
-    held_bytes: list[int] = []
-    old: list[list[int]] = []
-    old_dir: list[list[int]] = []
     maps = [targets_of(topics[n]) for n in names]
     fpids, lens, flat = _flatten(maps)  # in bulk: one numpy read of a snapshot's replicas
     aligned = np.array_equal(fpids, pids)
-    ids, bounds = flat.tolist(), np.concatenate([[0], np.cumsum(lens)]).tolist()
+    if aligned:
+        old_lens, old_flat = lens, flat
+    else:
+        cur_rows = [list(maps[i][p]) for i, p in zip(tix.tolist(), pids.tolist(), strict=True)]
+        old_lens = np.fromiter(map(len, cur_rows), dtype=np.int64, count=len(cur_rows))
+        old_flat = np.fromiter(chain.from_iterable(cur_rows), dtype=np.int64, count=int(old_lens.sum()))
+    bounds = np.concatenate([[0], np.cumsum(old_lens)]).astype(np.int64)
+    held_bytes: list[int] = []
+    where_rows: list[Sequence[int | None]] = []  # per row: a dir (or None) for each current replica
+    starts, plist, llist = result.starts.tolist(), pids.tolist(), old_lens.tolist()
     for i, name in enumerate(names):
         t = topics[name]
-        lo, hi = int(result.starts[i]), int(result.starts[i + 1])
-        reps, sizes, dirs, plain = maps[i], t.sizes, t.dirs, not t.removing
-        for r, p in zip(range(lo, hi), pids[lo:hi].tolist(), strict=True):
-            cur = ids[bounds[r] : bounds[r + 1]] if aligned else list(reps[p])
-            old.append(cur)
-            held_bytes.append(sizes.get(p, 0))
-            where = dirs.get(p)
+        lo, hi = starts[i], starts[i + 1]
+        seg = plist[lo:hi]
+        held_bytes.extend(map(t.sizes.get, seg, [0] * len(seg)))
+        if not t.removing:  # the dirs index the current replicas, in order (read only: shared)
+            got = list(map(t.dirs.get, seg))
+            if None in got:
+                got = [[None] * llist[lo + j] if w is None else w for j, w in enumerate(got)]
+            where_rows.extend(got)  # type: ignore[arg-type]  # no None left
+            continue
+        for r, p in zip(range(lo, hi), seg, strict=True):
+            where = t.dirs.get(p)
+            cur = old_flat[bounds[r] : bounds[r + 1]].tolist()
             if where is None:
-                old_dir.append([-1] * len(cur))
-            elif plain:  # the dirs index the current replicas, in order (read only: shared)
-                known = where if None not in where else [-1 if x is None else x for x in where]
-                old_dir.append(known)  # type: ignore[arg-type]  # no None left
+                where_rows.append([None] * len(cur))
             else:
                 held = dict(zip(t.replicas[p], where, strict=False))
-                old_dir.append([-1 if held.get(b) is None else int(held[b]) for b in cur])  # type: ignore[arg-type]
+                where_rows.append([held.get(b) for b in cur])
+    dflat = np.array(list(chain.from_iterable(where_rows)), dtype=np.float64)  # None: nan
+    dflat = np.where(np.isnan(dflat), -1, dflat).astype(np.int64)
+    n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
+    row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
+    col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
+    old = np.full((n_rows, width), -1, dtype=np.int64)
+    old_dir = np.full((n_rows, width), -1, dtype=np.int64)
+    old[row, col] = old_flat
+    old_dir[row, col] = dflat
     new = result.rows.astype(np.int64)
     size = np.array(held_bytes, dtype=np.int64)
-    return _Rows(list(names), tix, pids, new, size, old, old_dir, size.tolist())
+    return _Rows(list(names), tix, pids, new, size, old, old_dir, old_lens, size.tolist())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,55 +376,98 @@ def plan_disks(
     rows = _rows(topics, result)
     weighted = bool(dl) and all(d.total for d in dl)
     plan = DiskPlan(paths, dl, tolerance, max_utilization, weighted, 0.0, cordoned=cordoned)
-    # final[r][c]: global dir of the c-th new replica of row r (-1: any); arrivals to place
-    final: list[list[int]] = []
-    arrivals: list[tuple[int, int, int]] = []  # (row, column, broker)
-    moved_rows: set[int] = set()
-    for r, (row, cur, cur_dir) in enumerate(zip(rows.new.tolist(), rows.old, rows.old_dir, strict=True)):
-        n = len(cur)
-        if row[:n] == cur and (len(row) == n or row[n] < 0):  # the same replicas
-            final.append(
-                [start[b] + d if d >= 0 and b in start else -1 for b, d in zip(cur, cur_dir, strict=True)]
-            )
-            continue
-        here = {b: (start[b] + d if d >= 0 and b in start else -1) for b, d in zip(cur, cur_dir, strict=True)}
-        out: list[int] = []
-        for c, b in enumerate(row):
-            if b < 0:
-                break
-            if b in here:
-                out.append(here[b])
-            else:
-                out.append(-1)
-                if b in start:
-                    arrivals.append((r, c, b))
-        final.append(out)
-        if any(b >= 0 and b not in here for b in row):
-            moved_rows.add(r)
-            for b, g in here.items():  # leaving replicas: their bytes leave their disk once the plan ends
-                if b not in row and g in disk_of:
-                    dl[disk_of[g]].after -= rows.sizes[r]
+    which = np.full(len(paths) + 1, -1, dtype=np.int64)  # global dir -> disk, -1 offline (index -1: none)
+    if disk_of:
+        which[list(disk_of)] = list(disk_of.values())
+    final, arrivals, moved = _start(rows, ids, [start[b] for b in ids], which, plan)
     by_broker: dict[int, list[int]] = {}
     for k, d in enumerate(dl):
         by_broker.setdefault(d.broker, []).append(k)
-    arriving = sum(rows.sizes[r] for r, _, b in arrivals if b in by_broker)
+    placed = np.isin(arrivals[:, 2], np.array(list(by_broker), dtype=np.int64))
+    arriving = int(rows.size[arrivals[placed, 0]].sum())
     weight = [float(d.total) if weighted and d.total else 1.0 for d in dl]
     plan.goal_utilization = (sum(d.after for d in dl) + arriving) / sum(weight) if dl else 0.0
     for d, w in zip(dl, weight, strict=True):
         d.goal = plan.goal_utilization * w
     _place(plan, rows, final, arrivals, by_broker, weight)
+    moved_rows = set(np.flatnonzero(moved).tolist())
     changed = set(moved_rows)
-    arrived = {(r, c) for r, c, _ in arrivals}
+    arrived = set(zip(arrivals[:, 0].tolist(), arrivals[:, 1].tolist(), strict=True))
     origin = _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
-    _largest(plan, rows, final, disk_of)
+    _largest(plan, rows, final, which)
     _explicit(plan, rows, final, (moved_rows, changed), origin, disk_of)
     return plan
+
+
+_PAD = -2  # final[r, c] beyond row r's replicas
+
+
+def _start(
+    rows: _Rows, ids: list[int], firsts: list[int], which: np.ndarray, plan: DiskPlan
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(final, arrivals, moved): final[r, c] the global dir of the c-th new replica of row r (-1: any,
+    _PAD beyond the row), where it stays (the dir it is in), arrivals (row, column, broker) the replicas
+    arriving on a broker of B (to place), moved the rows that gain a replica; the bytes of the replicas
+    leaving a disk taken off its `after`. In numpy over every row."""
+    new, old, old_len = rows.new, rows.old, rows.old_len
+    n_rows, width = new.shape
+    v = old.shape[1]
+    span = max(width, v)
+    oldp = np.full((n_rows, span), -1, dtype=np.int64)
+    oldp[:, :v] = old
+    cols = np.arange(span, dtype=np.int64)
+    valid = cols[None, :] < old_len[:, None]  # (P, span)
+    # global dir of each current replica: its broker's first dir + its local index, -1 unknown / not in B
+    key = np.array(ids, dtype=np.int64)
+    firsts_a = np.array(firsts, dtype=np.int64)
+    at = np.minimum(np.searchsorted(key, oldp), max(len(ids) - 1, 0))
+    in_b = (key[at] == oldp) & valid if len(ids) else np.zeros_like(valid)
+    dirp = np.full((n_rows, span), -1, dtype=np.int64)
+    dirp[:, :v] = rows.old_dir
+    gold = np.where(in_b & (dirp >= 0), firsts_a[at] + dirp if len(ids) else -1, -1)
+    newp = np.full((n_rows, span), -1, dtype=np.int64)
+    newp[:, :width] = new
+    # the same replicas: row[:n] == cur and (len(row) == n or row[n] < 0)
+    eq = (newp == oldp) | ~valid
+    nxt = newp[np.arange(n_rows), np.minimum(old_len, span - 1)]
+    same = (old_len <= width) & eq.all(axis=1) & ((old_len == width) | (nxt < 0))
+    final = np.full((n_rows, width), _PAD, dtype=np.int64)
+    # new replica c of a row: its match among the current replicas (the last, as a dict keeps it)
+    match = (new[:, :, None] == oldp[:, None, :]) & valid[:, None, :]  # (P, W, span)
+    found = match.any(axis=2)
+    last = span - 1 - np.argmax(match[:, :, ::-1], axis=2)
+    stay = np.take_along_axis(gold, last, axis=1)
+    neg = new < 0
+    nlen = np.where(neg.any(axis=1), np.argmax(neg, axis=1), width)
+    live = np.arange(width)[None, :] < nlen[:, None]
+    final = np.where(live, np.where(found, stay, -1), _PAD)
+    same_cols = np.arange(width)[None, :] < old_len[:, None]
+    final = np.where(same[:, None], np.where(same_cols, gold[:, :width], _PAD), final)
+    gains = ~same & ((new >= 0) & ~found).any(axis=1)
+    at_new = np.minimum(np.searchsorted(key, new), max(len(ids) - 1, 0))
+    new_in_b = (key[at_new] == new) if len(ids) else np.zeros_like(neg)
+    arr = ~same[:, None] & live & ~found & new_in_b
+    r_a, c_a = np.nonzero(arr)
+    arrivals = np.stack([r_a, c_a, new[r_a, c_a]], axis=1).astype(np.int64).reshape(-1, 3)
+    # leaving replicas of the rows that gain one: their bytes leave their disk once the plan ends
+    dup_later = np.zeros((n_rows, span), dtype=bool)  # a broker listed again later (the dict's last)
+    for j in range(span - 1):
+        dup_later[:, j] = ((oldp[:, j + 1 :] == oldp[:, j : j + 1]) & valid[:, j + 1 :]).any(axis=1)
+    in_new = (oldp[:, :, None] == new[:, None, :]).any(axis=2)
+    gdisk = which[np.where(gold >= 0, gold, len(which) - 1)]
+    leave = gains[:, None] & valid & ~dup_later & ~in_new & (gold >= 0) & (gdisk >= 0)
+    r_l, c_l = np.nonzero(leave)
+    delta = np.zeros(len(plan.disks), dtype=np.int64)
+    np.add.at(delta, gdisk[r_l, c_l], rows.size[r_l])
+    for k in np.flatnonzero(delta).tolist():
+        plan.disks[k].after -= int(delta[k])
+    return final, arrivals, gains
 
 
 def _explicit(
     plan: DiskPlan,
     rows: _Rows,
-    final: list[list[int]],
+    final: np.ndarray,
     moved: tuple[set[int], set[int]],
     origin: dict[tuple[int, int], int],
     disk_of: dict[int, int],
@@ -410,15 +476,26 @@ def _explicit(
     replica set changes)."""
     moved_rows, changed = moved
     paths = plan.paths
-    for r in sorted(moved_rows):
-        if r in changed:  # every replica: where it goes, or the dir it stays in
-            dirs = ["any" if g < 0 else paths[g][1] for g in final[r]]
-        else:  # the same replicas: only those moved to another disk of their broker
-            cols = {c for c, g in enumerate(final[r]) if (r, c) in origin and disk_of[g] != origin[(r, c)]}
-            dirs = [paths[g][1] if c in cols else "any" for c, g in enumerate(final[r])]
+    order = sorted(moved_rows)
+    ch = np.array(sorted(changed), dtype=np.int64)
+    label = np.array([p for _, p in paths] + ["any"], dtype=object)  # "any": no dir (and _PAD, cut)
+    got = final[ch]
+    every = label[np.where(got >= 0, got, len(paths))].tolist()  # the changed rows: every replica
+    short = np.flatnonzero((got == _PAD).any(axis=1)).tolist() if got.size else []
+    for i in short:
+        every[i] = every[i][: int((got[i] != _PAD).sum())]
+    bulk = dict(zip(ch.tolist(), every, strict=True))
+    at = np.array(order, dtype=np.int64)
+    keys = zip([rows.names[t] for t in rows.tix[at].tolist()], rows.pid[at].tolist(), strict=True)
+    for r, key in zip(order, keys, strict=True):
+        dirs = bulk.get(r)
+        if dirs is None:  # the same replicas: only those moved to another disk of their broker
+            row = [g for g in final[r].tolist() if g != _PAD]
+            cols = {c for c, g in enumerate(row) if (r, c) in origin and disk_of[g] != origin[(r, c)]}
             if not cols:
                 continue
-        plan.explicit[(rows.names[int(rows.tix[r])], int(rows.pid[r]))] = dirs
+            dirs = [paths[g][1] if c in cols else "any" for c, g in enumerate(row)]
+        plan.explicit[key] = dirs
 
 
 def _fits(d: _Disk, s: int, limit: float) -> bool:
@@ -428,33 +505,74 @@ def _fits(d: _Disk, s: int, limit: float) -> bool:
 def _place(
     plan: DiskPlan,
     rows: _Rows,
-    final: list[list[int]],
-    arrivals: list[tuple[int, int, int]],
+    final: np.ndarray,
+    arrivals: np.ndarray,
     by_broker: dict[int, list[int]],
     weight: list[float],
 ) -> None:
-    """Step 1: each arriving replica, largest first, on its broker's disk (see the module docstring)."""
+    """Step 1: each arriving replica, largest first, on its broker's disk (see the module docstring).
+    The brokers' disks are apart, so the i-th arrival of every broker is placed at once (numpy over
+    the brokers), i = 0, 1, ...: the same choices as one replica after the other."""
     dl = plan.disks
-    order = sorted(arrivals, key=lambda a: (-rows.sizes[a[0]], a[0], a[1]))
-    for r, c, b in order:
-        s = rows.sizes[r]
-        best, key = -1, (0.0, 0.0)
-        for k in by_broker.get(b, ()):
-            d = dl[k]
-            if not d.eligible or not _fits(d, s, plan.limit):
-                continue
-            room = (d.total - d.peak) if d.total is not None else 0
-            cand = ((d.after + s) / weight[k], -float(room))
-            if best < 0 or cand < key:
-                best, key = k, cand
-        if best < 0:
-            if by_broker.get(b):
-                plan.unplaced.append((rows.names[int(rows.tix[r])], int(rows.pid[r]), b))
-            continue
-        d = dl[best]
-        d.after += s
-        d.peak += s
-        final[r][c] = _dir_in(plan, d)
+    if not len(arrivals) or not dl:
+        return
+    owners = np.array(sorted(by_broker), dtype=np.int64)
+    at = np.minimum(np.searchsorted(owners, arrivals[:, 2]), len(owners) - 1)
+    keep = owners[at] == arrivals[:, 2]  # brokers without a live disk: nothing to place, nothing said
+    arr, bix = arrivals[keep], at[keep]
+    size = rows.size[arr[:, 0]]
+    order = np.lexsort((arr[:, 1], arr[:, 0], -size))  # largest first, then plan order
+    arr, bix, size = arr[order], bix[order], size[order]
+    by = np.argsort(bix, kind="stable")  # each broker's arrivals in that order
+    firsts = np.searchsorted(bix[by], bix[by])
+    rank = np.empty(len(by), dtype=np.int64)
+    rank[by] = np.arange(len(by)) - firsts
+    rounds = np.argsort(rank, kind="stable")
+    cuts = np.concatenate([[0], np.cumsum(np.bincount(rank))]).tolist()
+    width = max(len(by_broker[int(b)]) for b in owners.tolist())
+    mat = np.full((len(owners), width + 1), len(dl), dtype=np.int64)  # len(dl): no disk (a dummy)
+    for i, b in enumerate(owners.tolist()):
+        mat[i, : len(by_broker[b])] = by_broker[b]
+    after, peak, sized, total, ok, wt, cap, dir_in = _disk_arrays(plan, weight)
+    unplaced: list[int] = []
+    for a, b in pairwise(cuts):
+        idx = rounds[a:b]
+        disks, s = mat[bix[idx]], size[idx][:, None]
+        valid = ok[disks] & (~sized[disks] | (peak[disks] + s <= cap[disks]))
+        k1 = np.where(valid, (after[disks] + s) / wt[disks], np.inf)
+        k2 = np.where(sized[disks], -(total[disks] - peak[disks]).astype(np.float64), -0.0)
+        tie = valid & (k1 == k1.min(axis=1, keepdims=True))
+        k2 = np.where(tie, k2, np.inf)
+        best = np.argmax(tie & (k2 == k2.min(axis=1, keepdims=True)), axis=1)
+        chosen = disks[np.arange(len(idx)), best]
+        placed = valid.any(axis=1)
+        unplaced.extend(idx[~placed].tolist())
+        got, k = idx[placed], chosen[placed]
+        after[k] += size[got]
+        peak[k] += size[got]
+        final[arr[got, 0], arr[got, 1]] = dir_in[k]
+    for d, x, y in zip(dl, after.tolist(), peak.tolist(), strict=False):
+        d.after, d.peak = x, y
+    for i in sorted(unplaced):
+        r, _, b = arr[i].tolist()
+        plan.unplaced.append((rows.names[int(rows.tix[r])], int(rows.pid[r]), b))
+
+
+def _disk_arrays(plan: DiskPlan, weight: list[float]) -> tuple[np.ndarray, ...]:
+    """The disks' (after, peak, size known, total, eligible, weight, peak limit in bytes, dir a replica
+    goes to), each with one dummy disk last (no disk: never eligible)."""
+    dl = plan.disks
+    total = np.array([d.total or 0 for d in dl] + [0], dtype=np.int64)
+    return (
+        np.array([d.after for d in dl] + [0], dtype=np.int64),
+        np.array([d.peak for d in dl] + [0], dtype=np.int64),
+        np.array([d.total is not None for d in dl] + [False]),
+        total,
+        np.array([d.eligible for d in dl] + [False]),
+        np.array([*weight, 1.0], dtype=np.float64),
+        plan.limit * total.astype(np.float64),
+        np.array([_dir_in(plan, d) for d in dl] + [-1], dtype=np.int64),
+    )
 
 
 def _dir_in(plan: DiskPlan, d: _Disk) -> int:
@@ -474,7 +592,7 @@ def _out(x: float, d: _Disk, tol: float) -> float:
 def _within_brokers(
     plan: DiskPlan,
     rows: _Rows,
-    final: list[list[int]],
+    final: np.ndarray,
     by_broker: dict[int, list[int]],
     disk_of: dict[int, int],
     moved_rows: set[int],
@@ -491,8 +609,10 @@ def _within_brokers(
     # Movable replicas per disk, sorted by (size, row, column): the replicas of planned partitions
     # (arrivals, which are placed anew at no cost, and staying ones); their sizes alongside (bisected).
     want = set(needy)
-    movable = _movable(plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want})
-    search = _Search(plan, movable)
+    movable, sizes = _movable(
+        plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}
+    )
+    search = _Search(plan, movable, sizes)
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         ks = by_broker[b]
@@ -509,34 +629,32 @@ def _within_brokers(
             search.shift(final, (p, q), x, (arrived, origin, moved_rows))
             search.shift(final, (q, p), y, (arrived, origin, moved_rows))
     for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
-        if disk_of[final[r][c]] != src:
+        if disk_of[int(final[r, c])] != src:
             plan.moves_within += 1
             plan.bytes_within += rows.sizes[r]
     return origin
 
 
 def _movable(
-    plan: DiskPlan, rows: _Rows, final: list[list[int]], on: dict[int, int]
-) -> dict[int, list[tuple[int, int, int]]]:
-    """Disk -> its replicas (size, row, column) in `final` sorted, for the disks of `on` (global dir ->
-    disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
+    plan: DiskPlan, rows: _Rows, final: np.ndarray, on: dict[int, int]
+) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, list[int]]]:
+    """Disk -> its replicas (size, row, column) in `final` sorted, and disk -> their sizes, for the disks
+    of `on` (global dir -> disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
     n = len(plan.paths)
-    which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any") or out of range
+    which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any"), out of range or _PAD
     if on:
         which[list(on)] = list(on.values())
-    lens = np.fromiter(map(len, final), dtype=np.int64, count=len(final))
-    flat = np.fromiter(chain.from_iterable(final), dtype=np.int64, count=int(lens.sum()))
-    disk = which[np.where((flat >= 0) & (flat < n), flat, n)]
-    row = np.repeat(np.arange(len(final), dtype=np.int64), lens)
-    col = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-    keep = disk >= 0
-    disk, row, col = disk[keep], row[keep], col[keep]
+    where = which[np.where((final >= 0) & (final < n), final, n)]
+    row, col = np.nonzero(where >= 0)  # row by row, column by column: the plan's order
+    disk = where[row, col]
     size = rows.size[row]
     order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
     disk = disk[order]
-    items = list(zip(size[order].tolist(), row[order].tolist(), col[order].tolist(), strict=True))
+    sizes = size[order].tolist()
+    items = list(zip(sizes, row[order].tolist(), col[order].tolist(), strict=True))
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
-    return {int(disk[a]): items[a:b] for a, b in pairwise(cuts) if b > a}
+    spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
+    return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
 
 
 class _Search:
@@ -545,10 +663,11 @@ class _Search:
 
     __slots__ = ("hi", "lo", "movable", "plan", "sizes")
 
-    def __init__(self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]]) -> None:
+    def __init__(
+        self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]], sizes: dict[int, list[int]]
+    ) -> None:
         tol = plan.tolerance
-        self.plan, self.movable = plan, movable
-        self.sizes = {k: [x[0] for x in cands] for k, cands in movable.items()}
+        self.plan, self.movable, self.sizes = plan, movable, sizes
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
 
@@ -565,7 +684,7 @@ class _Search:
 
     def shift(
         self,
-        final: list[list[int]],
+        final: np.ndarray,
         pair: tuple[int, int],
         item: tuple[int, int, int],
         book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
@@ -708,15 +827,14 @@ def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) ->
     return out
 
 
-def _largest(plan: DiskPlan, rows: _Rows, final: list[list[int]], disk_of: dict[int, int]) -> None:
+def _largest(plan: DiskPlan, rows: _Rows, final: np.ndarray, which: np.ndarray) -> None:
+    """Each disk's largest planned partition as placed (which: global dir -> disk, -1 none, last: none)."""
     n = len(plan.paths)
-    which = [disk_of.get(g, -1) for g in range(n)]  # global dir -> disk, -1 offline
-    top = [0] * len(plan.disks)
-    for s, out in zip(rows.sizes, final, strict=True):
-        for g in out:
-            if 0 <= g < n and (k := which[g]) >= 0 and s > top[k]:
-                top[k] = s
-    for d, s in zip(plan.disks, top, strict=True):
+    where = which[np.where((final >= 0) & (final < n), final, n)]
+    row, col = np.nonzero(where >= 0)
+    top = np.zeros(len(plan.disks), dtype=np.int64)
+    np.maximum.at(top, where[row, col], rows.size[row])
+    for d, s in zip(plan.disks, top.tolist(), strict=True):
         d.largest = max(d.largest, s)
 
 
