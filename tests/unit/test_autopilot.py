@@ -516,3 +516,30 @@ def test_tick_metrics() -> None:
     assert ap.tick_metrics(ap.Decision("wait", ("x",))).decision == "held"
     assert ap.tick_metrics(ap.Decision("skipped", ("x",))).decision == "skipped"
     assert set(ap.METRIC_DECISIONS) >= {ap.tick_metrics(ap.Decision(k, ())).decision for k in ap.KINDS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The standing pause, kept in the ledger's document
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_standing_pause_rides_in_the_ledger_and_every_update_keeps_it() -> None:
+    pause = {"since": "2026-12-01T01:00:00Z", "user": "alice", "host": "ops1", "reason": "disk 91%"}
+    ledger = Ledger({1: None, 3: 100.0}, pause)
+    doc = ledger.to_dict()
+    assert doc == {"brokers": {"1": None, "3": 100.0}, "paused": pause}
+    assert Ledger.from_dict(json.loads(json.dumps(doc))) == ledger
+    assert Ledger({1: None}).to_dict() == {"brokers": {"1": None}}  # none stands: the document as before
+    assert ap.update(ledger, [1, 2], [1, 2], 200.0) == Ledger({1: None, 2: None}, pause)
+
+
+def test_the_pause_comes_before_a_foreign_reassignment_and_a_missing_broker() -> None:
+    line = "paused since 2026-12-01T01:00:00Z by alice@ops1: disk 91%"
+    d = ap.decide(
+        [BrokerState(1, 10, 5), BrokerState(2, 0, 0)],
+        paused=line,
+        foreign="1 partition(s) reassigning",
+        ledger=Ledger({3: 0.0}),
+        now=10.0,
+    )
+    assert (d.kind, d.line()) == ("skipped", f"skipped: {line}")
