@@ -406,6 +406,7 @@ def start(
     report: Any,
     heal: bool,
     rollback_file: str | None,
+    dead: frozenset[int] = frozenset(),
 ) -> int:
     """Store the plan and start it exactly as `execute --max-moves-per-broker N --detach` does (a heal in
     its order of damage: as-planned; a rebalance largest-first when sizes are known). Exit 4: work left."""
@@ -421,7 +422,13 @@ def start(
         connection=connection,
         rollback_file=rollback_file,
     )
-    schedule = Schedule(hours=req.hours, not_before=None).to_dict()
+    from reassign_cli.ops.autopilot_end import marker
+
+    # marked as the autopilot's (ops/autopilot_end.py): a broker dying while it runs ends it early
+    schedule = {
+        **Schedule(hours=req.hours, not_before=None).to_dict(),
+        **marker("heal" if heal else "rebalance", dead),
+    }
     stored.detach(env, ereq, report, "as-planned" if heal else None, mover, schedule)
     return BUSY
 

@@ -198,3 +198,50 @@ def test_a_broker_stopped_for_good_is_healed_after_dead_after(
         _no_throttles(zk, [topic])
         values = consume_all(topic)
         assert sorted(values) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
+
+
+@pytest.mark.timeout(900)
+def test_a_broker_dying_while_the_autopilots_plan_runs_ends_it_and_heals(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    """Broker 3 holds one replica of the topic: the first tick plans replicas onto it, slowly (10 kB/s,
+    at most one move per broker), and starts them. Broker 3 then stops for good. Once it is dead, a tick
+    ends the autopilot's plan early: the running moves onto 3 (which can never complete) cancelled, the
+    queued ones dropped; the same tick stores the heal (the partition on 3 re-placed on 1 and 2) and
+    its first step starts it (the dead broker's own damage exempt there too, not held). Ticks then end
+    the heal: every partition on 1 and 2, in sync, every message read back."""
+    layout = {0: [1, 2], 1: [2, 1], 2: [1, 2], 3: [2, 1], 4: [3, 1]}
+    topic = make_topic(layout)
+    sent = [v for p in range(4) for v in produce(cluster.bootstrap, topic, p, 2000)]  # 2 MB each
+    sent += produce(cluster.bootstrap, topic, 4, 10)
+    first = mover.cli(
+        "rebalance", *_flags(cluster, topic), "--throttle", "10000", "--max-moves-per-broker", "1"
+    )
+    assert first.returncode == 4 and "rebalance:" in first.stdout, first.stdout + first.stderr
+    assert "Started" in first.stderr, first.stderr
+    assert zk.exists(HEAD)
+    flags = [*_flags(cluster, topic), "--dead-after", "5", "--throttle", "50000000"]
+    with cluster.broker_stopped(3):
+        seen: list[str] = []
+
+        def healed() -> bool:
+            r = mover.cli("rebalance", *flags)
+            assert r.returncode in (0, 4), r.stdout + r.stderr
+            seen.append(r.stdout + r.stderr)
+            done = "plan: nothing to move" in r.stdout or r.stdout.startswith("balanced:")
+            return r.returncode == 0 and done and not zk.exists(HEAD)
+
+        wait_until(healed, timeout=600, interval=1, message=lambda: f"healed: {seen[-3:]}")
+        ended = [s for s in seen if "dead while the autopilot's plan runs: it ends early" in s]
+        assert len(ended) == 1, seen
+        print(f"\nthe tick that ended the plan:\n{ended[0]}")
+        assert "running move(s) onto a dead broker cancelled" in ended[0], ended
+        assert "heal: broker 3 has been missing for" in ended[0], ended  # the same tick plans the heal
+        assert re.search(r"Started 1 move: " + re.escape(f"{topic}-4"), ended[0]), ended[0]  # not held
+        after = _replicas(zk, topic)
+        assert all(set(row) == {1, 2} for row in after.values()), after
+        for p, row in after.items():
+            state = get_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")
+            assert sorted(state["isr"]) == sorted(row), state
+        _no_throttles(zk, [topic])
+        assert sorted(consume_all(topic)) == sorted(sent)
