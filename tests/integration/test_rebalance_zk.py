@@ -9,6 +9,7 @@ throttle of ours, no stored plan, every message read back."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -245,3 +246,67 @@ def test_a_broker_dying_while_the_autopilots_plan_runs_ends_it_and_heals(
             assert sorted(state["isr"]) == sorted(row), state
         _no_throttles(zk, [topic])
         assert sorted(consume_all(topic)) == sorted(sent)
+
+
+def _plan_of(stdout: str) -> dict[int, list[int]]:
+    """The reassignment JSON a dry run prints (its last line): partition -> target replicas."""
+    doc = json.loads(stdout.strip().splitlines()[-1])
+    return {e["partition"]: e["replicas"] for e in doc["partitions"]}
+
+
+@pytest.mark.timeout(900)
+def test_trigger_tolerance_exclude_brokers_and_max_moves(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    """One topic of 30 single-replica partitions, ten on each broker (counts and leaders even), holding
+    140, 100 and 60 records of 100 bytes on brokers 1, 2 and 3: bytes about 1.4 : 1.0 : 0.6 of the goal.
+    The default trigger (10%, and no partition is above 1.4% of the total) rebalances; --trigger 0.5 (a
+    band of 50% to 150% of the goal) does not. --tolerance 0.5 gives a plan with nothing to move; the
+    default tolerance moves partitions off 1 onto 3. --exclude-brokers 3 plans nothing onto 3 (and moves its
+    partitions away); --max-moves 1 cuts the plan to one move, and one real tick stores exactly that one,
+    which ticks then finish. Dry runs otherwise: nothing else is written."""
+    layout = {p: [1 + p % 3] for p in range(30)}
+    topic = make_topic(layout)
+    count = {1: 140, 2: 100, 3: 60}
+    sent = [v for p in range(30) for v in produce(cluster.bootstrap, topic, p, count[1 + p % 3], size=100)]
+    flags = _flags(cluster, topic)
+
+    def dry(*extra: str) -> Any:
+        r = mover.cli("rebalance", *flags, "--dry-run", *extra)
+        assert r.returncode in (0, 4), r.stdout + r.stderr
+        return r
+
+    r = dry()
+    assert r.returncode == 4 and r.stdout.startswith("rebalance: broker 1: "), r.stdout
+    assert "broker 3: " in r.stdout.splitlines()[0], r.stdout
+    whole = _plan_of(r.stdout)
+    assert whole and all(layout[p] != row for p, row in whole.items())
+    assert any(layout[p] == [1] and row == [3] for p, row in whole.items()), whole
+
+    r = dry("--trigger", "0.5")
+    assert (r.returncode, r.stdout.split(":")[0]) == (0, "balanced"), r.stdout
+
+    r = dry("--tolerance", "0.5")
+    assert r.returncode == 0 and "plan: nothing to move within the limits" in r.stdout, r.stdout
+
+    r = dry("--exclude-brokers", "3")
+    assert r.returncode == 4, r.stdout
+    off = _plan_of(r.stdout)
+    assert all(3 not in row for row in off.values()), off
+    assert {p for p in range(30) if layout[p] == [3]} <= set(off), off  # an excluded broker aims at 0
+
+    r = dry("--max-moves", "1")
+    one = _plan_of(r.stdout)
+    assert len(one) == 1 and "plan: 1 move(s), " in r.stdout and "more left for later ticks" in r.stdout
+    assert not zk.exists(HEAD) and not zk.exists("/admin/reassign_partitions")
+
+    t = mover.cli("rebalance", *flags, "--max-moves", "1", "--throttle", "50000000")
+    assert t.returncode == 4 and "Stored the plan in the cluster (1 partitions" in t.stderr, t.stderr
+    ((p, row),) = one.items()
+    while zk.exists(HEAD):
+        t = mover.cli("rebalance", *flags, "--max-moves", "1", "--throttle", "50000000")
+        assert t.returncode in (0, 4), t.stdout + t.stderr
+    after = _replicas(zk, topic)
+    assert after[str(p)] == row and all(after[str(q)] == layout[q] for q in range(30) if q != p), after
+    _no_throttles(zk, [topic])
+    assert sorted(consume_all(topic)) == sorted(sent)
