@@ -199,6 +199,21 @@ def test_a_broker_stopped_for_good_is_healed_after_dead_after(
         _no_throttles(zk, [topic])
         values = consume_all(topic)
         assert sorted(values) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
+    # broker 3 started again, empty of the topic: the next ticks refill it until balanced
+    again: list[str] = []
+
+    def refilled() -> bool:
+        r = mover.cli("rebalance", *flags)
+        assert r.returncode in (0, 4), r.stdout + r.stderr
+        again.append(r.stdout + r.stderr)
+        return r.returncode == 0 and r.stdout.startswith("balanced:") and not zk.exists(HEAD)
+
+    wait_until(refilled, timeout=300, interval=1, message=lambda: f"refilled: {again[-3:]}")
+    assert any("rebalance: broker 3 holds no replica" in x for x in again), again
+    after = _replicas(zk, topic)
+    assert 3 in {b for row in after.values() for b in row} and all(len(set(r)) == 2 for r in after.values())
+    _no_throttles(zk, [topic])
+    assert sorted(consume_all(topic)) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
 
 
 @pytest.mark.timeout(900)
