@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from reassign_cli.cli.common import Options, connection_options, open_backend
-from reassign_cli.cli.plan_ctl import list_stored, stored_plan_report
+from reassign_cli.cli.plan_ctl import list_standing, list_stored, standing_pause_report, stored_plan_report
 from reassign_cli.core.in_flight import Row, active_reassignments
 from reassign_cli.core.model import ClusterState
 from reassign_cli.core.progress import anything_reassigning
@@ -28,16 +28,19 @@ def command(opts: Options) -> int:
         state = backend.read_state()
         record = backend.read_priors()
         stored = stored_plan_report(backend)
+        standing = standing_pause_report(backend)
     rows = active_reassignments(state)
     orphans = None if anything_reassigning(state) else recorded_entities(record)
     if orphans is not None and not (orphans[0] or orphans[1]):
         orphans = None
     if opts.json:
         doc = _list_json(state, rows, orphans)
-        out.result_json(doc if stored is None else {**doc, "stored_plan": stored})
+        doc = doc if stored is None else {**doc, "stored_plan": stored}
+        out.result_json(doc if standing is None else {**doc, "standing_pause": standing})
         return 0
     _list_text(out, state, rows, orphans)
     list_stored(out, stored)
+    list_standing(out, standing)
     return 0
 
 

@@ -29,28 +29,45 @@ NOTHING_STORED = "No stored plan: nothing to {}."
 @connection_options
 def pause_command(opts: Options, reason: str | None) -> int:
     """Pause the plan stored in the cluster by a paced execute: no new move starts until `continue`; the
-    moves running finish. Records who paused it (user@host) and when. Nothing stored: one line, exit 0.
+    moves running finish. Records who paused it (user@host) and when. Nothing stored: the standing pause
+    (no rebalance tick starts a plan; a plan stored meanwhile is stored paused), exit 0.
     Already paused: says since when, keeps the first pause, exit 0."""
     from reassign_cli.backends.plan_stores import open_store
+    from reassign_cli.core.schedule import Paused
+    from reassign_cli.ops import standing_pause
     from reassign_cli.ops.plan_ctl import pause_stored, who
 
-    out, (user, host) = _out(opts), who()
+    out, (user, host), now = _out(opts), who(), datetime.now(UTC)
+    standing: tuple[Paused, bool] | None = None
     with open_backend(opts) as backend, open_store(backend) as store:
-        done = pause_stored(store, datetime.now(UTC), user, host, reason)
+        done = pause_stored(store, now, user, host, reason)
+        if done is None:  # nothing stored: the standing pause (ops/standing_pause.py)
+            standing = standing_pause.pause(backend, now, user, host, reason)
+            standing_pause.pause_new_plan(backend, store)  # a plan stored meanwhile: paused too
     if opts.json:
-        out.result_json(
-            None if done is None else {"paused": done.paused.to_dict(), "already_paused": done.already}
-        )
+        paused, already = (done.paused, done.already) if done is not None else _given(standing)
+        out.result_json({"paused": paused.to_dict(), "already_paused": already, "standing": done is None})
         return 0
-    if done is None:
-        out.result(NOTHING_STORED.format("pause"))
-    elif done.already:
-        out.result(f"Already {done.paused.line()}; nothing changed.")
-    else:
+    resume = command_line(["continue"], opts.typed)
+    if standing is not None:
+        line = standing[0].line()
         out.result(
-            f"The stored plan is {done.paused.line()}. Resume it with: {command_line(['continue'], opts.typed)}"
+            f"Already {line} (the standing pause); nothing changed."
+            if standing[1]
+            else f"No stored plan: the autopilot is {line}: no rebalance tick starts a plan, and a plan "
+            f"stored meanwhile is stored paused. Resume with: {resume}"
         )
+    elif done is not None and done.already:
+        out.result(f"Already {done.paused.line()}; nothing changed.")
+    elif done is not None:
+        out.result(f"The stored plan is {done.paused.line()}. Resume it with: {resume}")
     return 0
+
+
+def _given(standing: tuple[Any, bool] | None) -> tuple[Any, bool]:
+    if standing is None:  # pause_command records one whenever no plan is stored
+        raise AssertionError("no pause recorded")
+    return standing
 
 
 class _HoursOrNone(click.ParamType):
@@ -74,20 +91,33 @@ def continue_command(opts: Options, hours: Any) -> int:
     """Clear the stored plan's pause (the next step may start moves again) and, with --hours, replace the
     hours in which new moves may start. One line per change; nothing stored: one line, exit 0."""
     from reassign_cli.backends.plan_stores import open_store
+    from reassign_cli.ops import standing_pause
     from reassign_cli.ops.plan_ctl import KEEP, continue_stored
 
     out = _out(opts)
     given = KEEP if hours is None else (None if hours == "none" else hours)
     with open_backend(opts) as backend, open_store(backend) as store:
         done = continue_stored(store, datetime.now(UTC), given)
+        lifted = standing_pause.lift(backend)
     if opts.json:
+        removed = None if lifted is None else lifted.to_dict()
         out.result_json(
-            None if done is None else {"changes": list(done.changes), "schedule": done.schedule.to_dict()}
+            None
+            if done is None and lifted is None
+            else {
+                "changes": [] if done is None else list(done.changes),
+                "schedule": None if done is None else done.schedule.to_dict(),
+                "standing_pause_removed": removed,
+            }
         )
         return 0
-    if done is None:
+    if lifted is not None:
+        out.result(f"Standing pause removed (was: {lifted.line()}).")
+        if done is None and hours is not None:
+            out.warn("no stored plan: --hours changed nothing")
+    if done is None and lifted is None:
         out.result(NOTHING_STORED.format("continue"))
-    elif not done.changes:
+    elif done is not None and not done.changes and lifted is None:
         out.result("Not paused, hours as given: nothing changed.")
     for line in done.changes if done is not None else ():
         out.result(line[0].upper() + line[1:] + ".")
@@ -102,6 +132,23 @@ def stored_plan_report(backend: Any) -> dict[str, Any] | None:
     with open_store(backend) as store:
         seen = store.read()
     return None if seen is None else report(seen, datetime.now(UTC))
+
+
+def standing_pause_report(backend: Any) -> dict[str, Any] | None:
+    """list: the standing pause (ops/standing_pause.py) as Paused.to_dict, None when none stands."""
+    from reassign_cli.ops import standing_pause
+
+    found = standing_pause.read(backend)
+    return None if found is None else found.to_dict()
+
+
+def list_standing(out: Any, doc: dict[str, Any] | None) -> None:
+    """list's line on the standing pause (stdout), nothing when none stands."""
+    from reassign_cli.core.schedule import Paused
+
+    if doc is not None:
+        line = Paused.from_dict(doc).line()
+        out.result(f"Standing pause: the autopilot and any plan stored now are {line} (continue removes it)")
 
 
 def list_stored(out: Any, doc: dict[str, Any] | None) -> None:

@@ -162,12 +162,15 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
     with open_backend(opts, admin_too=True) as backend:
         if not req.dry_run:  # a dead broker's record entry only it could clear: named once, dropped
             ops.forget_dead_configs(backend, req.dead_after, time.time(), _warn(opts), _connection())
-        if stored.read_stored(backend) is not None:  # handsoff: step it as verify does (ops/step.step)
+        seen = stored.read_stored(backend)
+        if seen is not None:  # handsoff: step it as verify does (ops/step.step)
+            ending = _end_early(opts, backend, req, seen.plan)
             result = _step(backend, req)
             if result.stored:
                 facts["metrics"] = TickMetrics("stepping")
                 stored.say_result(opts, result)
-                return stored_ops.exit_code(result)
+                if not (ending and result.finished):  # ended early: the heal is planned now
+                    return stored_ops.exit_code(result)
         with stored.step_env(backend) as env:
             mover = log_dir_mover(backend)
             try:
@@ -175,6 +178,27 @@ def _tick(opts: Options, req: Any, facts: dict[str, Any]) -> int:
             finally:
                 if mover is not None:
                     mover.close()
+
+
+def _end_early(opts: Options, backend: Any, req: Any, plan: Any) -> bool:
+    """The ledger kept while a plan is stored, and the autopilot's own plan ended early when a broker it
+    was not made for is dead (ops/autopilot_end.py; not on a dry run). True: such a broker is dead."""
+    from reassign_cli.backends.plan_stores import open_store
+    from reassign_cli.core import autopilot as ap
+    from reassign_cli.ops import autopilot_end as end
+
+    mine = end.made_for(plan)
+    if req.dry_run or mine is None:
+        return False
+    now = time.time()
+    dead = ap.dead(end.note_missing(backend, now), now, req.dead_after) - mine
+    if not dead:
+        return False
+    with open_store(backend) as store:
+        ended = end.end_early(backend, store, dead | mine, now)
+    if ended is not None:
+        _warn(opts)(ended.line())
+    return True
 
 
 def _warn(opts: Options) -> Any:
@@ -234,8 +258,15 @@ def _decide(opts: Options, req: Any, facts: dict[str, Any], backend: Any, env: A
         out.info(f"Report: {paths[0]}, {paths[1]}")
         rollback = os.path.join(req.report_dir, os.path.basename(paths[0])[: -len(".md")] + "-rollback.json")
     report = ExecuteReport(out, json=opts.json)
-    heal = outcome.decision.kind == "heal"
-    return ops.start(env, mover, req, data, opts.typed, report, heal, rollback)
+    decision = outcome.decision
+    gather = env.health
+    if decision.kind == "heal" and gather is not None:  # its first step too: the dead brokers' damage exempt
+        from reassign_cli.core import autopilot as ap
+
+        env.health = lambda: ap.without_dead(gather(), decision.dead)
+    return ops.start(
+        env, mover, req, data, opts.typed, report, decision.kind == "heal", rollback, decision.dead
+    )
 
 
 def write_report(

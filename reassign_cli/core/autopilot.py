@@ -25,7 +25,8 @@ planning/balanced/bytes.py plans with):
 The goal counts every byte and replica of the brokers given, so replicas on an excluded or unregistered
 broker count towards B's goal, as they land on B in a plan.
 
-Order of the kinds: `skipped` (a reassignment not ours in progress, or paused), then `wait` (a broker
+Order of the kinds: `skipped` (paused: the standing pause, ops/standing_pause.py; or a reassignment not
+ours in progress), then `wait` (a broker
 that held replicas is missing and not yet dead: nothing starts, not even a heal of another broker, so a
 rolling restart never moves data), then `heal` (a dead broker), then `rebalance` or `balanced`.
 """
@@ -108,12 +109,20 @@ class Ledger:
     registered). Bounded: a broker is kept only while it is registered or holds a replica, so the
     ledger never outgrows the registered brokers plus those named in partitions' replica lists. A
     missing broker holding nothing has nothing to heal or wait for and is forgotten (its replicas moved
-    away, or an operator drained it); back, it is an empty broker, and the next tick fills it."""
+    away, or an operator drained it); back, it is an empty broker, and the next tick fills it.
+
+    `paused`: the standing pause (`kafka-reassign pause` with no plan stored; core/schedule.Paused's
+    to_dict), kept in the same document so both stores (a znode, a topic) carry it with one fenced write;
+    None when none stands. Every `update` keeps it as it is."""
 
     missing_since: Mapping[int, float | None] = field(default_factory=dict)
+    paused: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"brokers": {str(b): self.missing_since[b] for b in sorted(self.missing_since)}}
+        out: dict[str, Any] = {"brokers": {str(b): self.missing_since[b] for b in sorted(self.missing_since)}}
+        if self.paused:
+            out["paused"] = dict(self.paused)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Ledger:
@@ -125,7 +134,10 @@ class Ledger:
             if value is not None and not isinstance(value, int | float):
                 raise ValueError(f"ledger: broker {key}: missing-since is not a number")
             out[int(key)] = None if value is None else float(value)
-        return cls(out)
+        paused = data.get("paused")
+        if paused is not None and not isinstance(paused, Mapping):
+            raise ValueError("ledger: 'paused' is not an object")
+        return cls(out, dict(paused) if paused else None)
 
 
 def update(ledger: Ledger, registered: Iterable[int], holding: Iterable[int], now: float) -> Ledger:
@@ -140,7 +152,7 @@ def update(ledger: Ledger, registered: Iterable[int], holding: Iterable[int], no
         elif b in held:
             since = ledger.missing_since.get(b)
             out[b] = now if since is None else since
-    return Ledger(out)
+    return Ledger(out, ledger.paused)
 
 
 def dead(ledger: Ledger, now: float, dead_after: float = DEAD_AFTER) -> frozenset[int]:
@@ -179,10 +191,10 @@ def decide(
     is not ours (whose, which partitions); `paused`: the pause line; `leader_floor`: the least spread of
     preferred leaders the current replica sets allow, when the caller knows it (the planner's leader
     step on the current rows): the leader rule fires only beyond it."""
-    if foreign is not None:
-        return Decision("skipped", (f"a reassignment not ours is in progress: {foreign}",))
     if paused is not None:
         return Decision("skipped", (paused,))
+    if foreign is not None:
+        return Decision("skipped", (f"a reassignment not ours is in progress: {foreign}",))
     led = ledger if ledger is not None else Ledger()
     waiting = missing(led, now, dead_after)
     if waiting:

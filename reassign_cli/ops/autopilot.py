@@ -7,27 +7,24 @@ it plans with the balanced strategy (`--balance bytes` when every size is known,
 `--tolerance`, cuts the plan with core/autopilot.limit_plan; on `heal` it keeps only the moves of the
 partitions a dead broker held, in core/autopilot.heal_order. The plan is stored and started exactly as
 `execute --max-moves-per-broker N --detach` does (ops/stored.detach): one plan at a time, whoever ticks.
+The ledger's stores are in ops/ledger.py (LEDGER, LedgerStore, ledger_store).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reassign_cli.core import autopilot as ap
+from reassign_cli.core import schedule as sch
 from reassign_cli.core.model import Broker, ClusterState
 from reassign_cli.errors import ExitCode, OperationalError, UsageError
+from reassign_cli.ops.ledger import _read, ledger_store
 
-if TYPE_CHECKING:
-    from reassign_cli.backends.admin.ledger_topic import TopicLedgerStore
-    from reassign_cli.backends.zookeeper.session import ZkSession
-
-LEDGER = "/reassign_cli/autopilot-brokers"  # beside the stored plan's /reassign_cli/plan
 SEED = 0  # the same cluster gives the same plan
 CHUNK = 1 << 30
 
@@ -55,52 +52,6 @@ class TickOutcome:
     metrics: ap.TickMetrics
     plan: dict[str, Any] | None = None  # the reassignment JSON planned (None: nothing planned)
     lines: list[str] = field(default_factory=list)
-
-
-class LedgerStore:
-    """The known-broker ledger (core/autopilot.Ledger) in one znode beside the stored plan, written with
-    the version read (compare-and-set): of two ticks that read the same version one writes, the other
-    reads again and updates the newer ledger."""
-
-    def __init__(self, session: ZkSession) -> None:
-        self.session = session
-
-    def read(self) -> tuple[ap.Ledger, int | None]:
-        data, version = self.session.get(LEDGER)
-        if data is None:
-            return ap.Ledger(), None
-        try:
-            return ap.Ledger.from_dict(json.loads(data)), version
-        except (ValueError, TypeError) as e:
-            raise OperationalError(f"the autopilot's ledger {LEDGER} cannot be read: {e}") from None
-
-    def _set(self, data: bytes, version: int) -> None:
-        """One compare-and-set (a lost answer: InDoubt, which the caller's next read settles)."""
-        from reassign_cli.backends.zookeeper.session import InDoubt
-
-        client = self.session.client
-        with contextlib.suppress(InDoubt):  # not landed: the next tick writes it
-            self.session.write(LEDGER, lambda: client.set_async(LEDGER, data, version=version))
-
-    def update(self, fn: Callable[[ap.Ledger], ap.Ledger], attempts: int = 5) -> ap.Ledger:
-        from kazoo.exceptions import BadVersionError, NoNodeError
-
-        for _ in range(attempts):
-            ledger, version = self.read()
-            new = fn(ledger)
-            if new == ledger and version is not None:
-                return new
-            data = json.dumps(new.to_dict(), sort_keys=True).encode()
-            if version is None:
-                if self.session.create_once(LEDGER, data):
-                    return new
-                continue
-            try:
-                self._set(data, version)
-                return new
-            except (BadVersionError, NoNodeError):
-                continue
-        raise OperationalError(f"the autopilot's ledger {LEDGER} kept changing under this tick; try again")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,9 +263,11 @@ def look(full: ClusterState, req: TickRequest) -> Look:
 
 
 def decide(lk: Look, req: TickRequest, ledger: ap.Ledger, now: float) -> ap.Decision:
+    """The tick's decision; the standing pause (ops/standing_pause.py) comes first: `skipped: paused ...`."""
     states = broker_states(lk.state, lk.current, lk.sizes, lk.forced)
     return ap.decide(
         states,
+        paused=None if ledger.paused is None else sch.Paused.from_dict(ledger.paused).line(),
         trigger=req.trigger,
         exclude=req.exclude_brokers,
         ledger=ledger,
@@ -381,24 +334,6 @@ def read_cluster(backend: Any, mover: Any, warn: Callable[[str], None]) -> Clust
     return state
 
 
-@contextlib.contextmanager
-def ledger_store(backend: Any) -> Iterator[LedgerStore | TopicLedgerStore]:
-    """The ledger's store: the znode LEDGER in ZooKeeper mode, the topic __reassign_cli_autopilot through
-    the admin API alone (backends/admin/ledger_topic.py). Opening it writes nothing."""
-    from reassign_cli.backends.zookeeper.backend import ZkBackend
-
-    if isinstance(backend, ZkBackend):
-        yield LedgerStore(backend.session)
-        return
-    from reassign_cli.backends.admin.ledger_topic import LedgerLog, TopicLedgerStore
-
-    log = LedgerLog(backend.options, backend.admin)
-    try:
-        yield TopicLedgerStore(log)
-    finally:
-        log.close()
-
-
 def keep_ledger(backend: Any, state: ClusterState, now: float, dry_run: bool) -> ap.Ledger:
     """The ledger after this look, kept in its store (read only on a dry run). Registered means live: in
     ZooKeeper mode a broker's znode; through the admin API a broker DescribeCluster lists unfenced (a
@@ -420,10 +355,6 @@ def dead_now(backend: Any, dead_after: float, now: float) -> frozenset[int]:
     with ledger_store(backend) as store:
         ledger = _read(store)
     return ap.dead(ledger, now, dead_after)
-
-
-def _read(store: LedgerStore | TopicLedgerStore) -> ap.Ledger:
-    return store.read()[0] if isinstance(store, LedgerStore) else store.read()
 
 
 def tick(
@@ -475,6 +406,7 @@ def start(
     report: Any,
     heal: bool,
     rollback_file: str | None,
+    dead: frozenset[int] = frozenset(),
 ) -> int:
     """Store the plan and start it exactly as `execute --max-moves-per-broker N --detach` does (a heal in
     its order of damage: as-planned; a rebalance largest-first when sizes are known). Exit 4: work left."""
@@ -490,7 +422,13 @@ def start(
         connection=connection,
         rollback_file=rollback_file,
     )
-    schedule = Schedule(hours=req.hours, not_before=None).to_dict()
+    from reassign_cli.ops.autopilot_end import marker
+
+    # marked as the autopilot's (ops/autopilot_end.py): a broker dying while it runs ends it early
+    schedule = {
+        **Schedule(hours=req.hours, not_before=None).to_dict(),
+        **marker("heal" if heal else "rebalance", dead),
+    }
     stored.detach(env, ereq, report, "as-planned" if heal else None, mover, schedule)
     return BUSY
 

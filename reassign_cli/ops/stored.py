@@ -110,6 +110,7 @@ def detach(
         f"Stored the plan in the cluster ({len(stored.entries)} partitions, {pace_text(stored.pace)})"
         + ("" if created else ": it was stored already (the same plan's bytes), carrying it on")
     )
+    _paused_by_standing(env, req, report)
     result = st.step(env, me(), sp.watch())
     if req.throttle is not None and (result.started or result.resubmitted):
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
@@ -122,6 +123,18 @@ def detach(
         f"{carry_on_command(req.connection)}"
     )
     return ExitCode.OK
+
+
+def _paused_by_standing(env: st.StepEnv, req: ExecuteRequest, report: ExecuteReport) -> None:
+    """The standing pause (ops/standing_pause.py) stands: the plan just stored is paused with it."""
+    from reassign_cli.ops import standing_pause
+
+    paused = standing_pause.pause_new_plan(env.backend, env.store)
+    if paused is not None:
+        report.info(
+            f"Stored paused: the standing pause stands ({paused.line()}); no move starts until: "
+            f"{hints.command_line(['continue'], req.connection)}"
+        )
 
 
 def started_text(tps: list[TopicPartition], what: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.clusters import ExtraCluster
-from tests.helpers import consume_all, run_cli, wait_until
+from tests.helpers import REPO, consume_all, run_cli, wait_until
 from tests.integration.conftest import clear_ours, restore_baseline
 from tests.integration.kraft_support import (
     EMPTY,
@@ -34,11 +36,21 @@ from tests.integration.kraft_support import (
 from tests.integration.stored_plan_worker import topic_store
 
 
+def _tick_process(flags: list[str]) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "reassign_cli", "rebalance", *flags],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
 @pytest.mark.timeout(900)
 def test_ticks_alone_fill_an_empty_broker_on_kraft(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:
-    topic, values = ka.make_topic(
-        "pilot", {p: [1, 2] if p % 2 == 0 else [2, 1] for p in range(6)}, messages=60
-    )
+    """Two hosts tick at once first (one plan stored, never two); --max-bytes (1.5 partitions' bytes) splits
+    the fill into several plans; a second topic as unbalanced is excluded (--exclude-topics) and never moves."""
+    layout = {p: [1, 2] if p % 2 == 0 else [2, 1] for p in range(6)}
+    topic, values = ka.make_topic("pilot", layout, messages=60)  # 60 kB a partition
+    other, _ = ka.make_topic("other", layout)
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
     flags = [
         "--bootstrap-server",
@@ -47,15 +59,26 @@ def test_ticks_alone_fill_an_empty_broker_on_kraft(kc: ExtraCluster, ka: Admin, 
         f"(?!{topic}$).*",
         "--throttle",
         "50000000",
+        "--max-bytes",
+        str(int(60 * 1000 * 1.5)),
     ]
     try:
+        one, two = _tick_process(flags), _tick_process(flags)
+        outs = [p.communicate(timeout=300) for p in (one, two)]
+        assert {one.returncode, two.returncode} == {4}, outs
+        fresh = [o for o in outs if "Stored the plan in the cluster" in o[1] and "stored already" not in o[1]]
+        assert len(fresh) <= 1, outs
+        assert any("rebalance: broker 3 holds no replica" in o[0] for o in outs), outs
+        plans = 1
         last: Any = None
         for _ in range(60):
             last = run_cli("rebalance", *flags, env=env, cwd=tmp_path)
             assert last.returncode in (0, 4), last.stderr
+            plans += "Stored the plan in the cluster" in last.stderr
             if last.stdout.startswith("balanced:"):
                 break
         assert last is not None and last.stdout.startswith("balanced:"), last.stdout + last.stderr
+        assert plans >= 3, f"--max-bytes split the fill into {plans} plans"
         after = {p: r for p, (r, _, _) in ka.partitions(topic).items()}
         assert {b for r in after.values() for b in r} == {1, 2, 3} and all(
             len(set(r)) == 2 for r in after.values()
@@ -65,6 +88,7 @@ def test_ticks_alone_fill_an_empty_broker_on_kraft(kc: ExtraCluster, ka: Admin, 
             assert r.returncode == 0 and r.stdout.startswith("balanced:"), r.stdout + r.stderr
         assert not ka.reassignments()
         assert {p: r for p, (r, _, _) in ka.partitions(topic).items()} == after
+        assert {p: r for p, (r, _, _) in ka.partitions(other).items()} == layout
         with topic_store(kc.bootstrap) as store:
             assert store.read() is None
         assert not {k for k in ka.configs("topics", topic) if k in (LREP, FREP)}
@@ -74,6 +98,32 @@ def test_ticks_alone_fill_an_empty_broker_on_kraft(kc: ExtraCluster, ka: Admin, 
     finally:
         with topic_store(kc.bootstrap) as store, contextlib.suppress(Exception):
             store.delete()
+        _forget_ledger(kc.bootstrap)
+
+
+def test_an_operators_reassignment_running_is_skipped_on_kraft(
+    kc: ExtraCluster, ka: Admin, tmp_path: Path
+) -> None:
+    topic, _ = ka.make_topic("op", {0: [1], 1: [1]}, messages=2500)  # 2.5 MB at 10 kB/s: minutes
+    plan = tmp_path / "op.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [3]}]})
+    )
+    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", plan, "--throttle", "10000", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert set(ka.reassignments()) == {(topic, 0)}
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
+    t = run_cli(
+        "rebalance", "--bootstrap-server", kc.bootstrap, "--exclude-topics", f"(?!{topic}$).*", env=env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert t.returncode == 4, t.stderr
+    assert (
+        t.stdout.startswith("skipped: a reassignment not ours is in progress:") and f"{topic}-0" in t.stdout
+    )
+    with topic_store(kc.bootstrap) as store:
+        assert store.read() is None
+    # the ka fixture's finalizer cancels the reassignment and takes the throttles off
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ throttle of ours, no stored plan, every message read back."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -198,3 +199,129 @@ def test_a_broker_stopped_for_good_is_healed_after_dead_after(
         _no_throttles(zk, [topic])
         values = consume_all(topic)
         assert sorted(values) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
+    # broker 3 started again, empty of the topic: the next ticks refill it until balanced
+    again: list[str] = []
+
+    def refilled() -> bool:
+        r = mover.cli("rebalance", *flags)
+        assert r.returncode in (0, 4), r.stdout + r.stderr
+        again.append(r.stdout + r.stderr)
+        return r.returncode == 0 and r.stdout.startswith("balanced:") and not zk.exists(HEAD)
+
+    wait_until(refilled, timeout=300, interval=1, message=lambda: f"refilled: {again[-3:]}")
+    assert any("rebalance: broker 3 holds no replica" in x for x in again), again
+    after = _replicas(zk, topic)
+    assert 3 in {b for row in after.values() for b in row} and all(len(set(r)) == 2 for r in after.values())
+    _no_throttles(zk, [topic])
+    assert sorted(consume_all(topic)) == sorted(f"{topic}-value-{i}".encode() for i in range(80))
+
+
+@pytest.mark.timeout(900)
+def test_a_broker_dying_while_the_autopilots_plan_runs_ends_it_and_heals(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    """Broker 3 holds one replica of the topic: the first tick plans replicas onto it, slowly (10 kB/s,
+    at most one move per broker), and starts them. Broker 3 then stops for good. Once it is dead, a tick
+    ends the autopilot's plan early: the running moves onto 3 (which can never complete) cancelled, the
+    queued ones dropped; the same tick stores the heal (the partition on 3 re-placed on 1 and 2) and
+    its first step starts it (the dead broker's own damage exempt there too, not held). Ticks then end
+    the heal: every partition on 1 and 2, in sync, every message read back."""
+    layout = {0: [1, 2], 1: [2, 1], 2: [1, 2], 3: [2, 1], 4: [3, 1]}
+    topic = make_topic(layout)
+    sent = [v for p in range(4) for v in produce(cluster.bootstrap, topic, p, 2000)]  # 2 MB each
+    sent += produce(cluster.bootstrap, topic, 4, 10)
+    first = mover.cli(
+        "rebalance", *_flags(cluster, topic), "--throttle", "10000", "--max-moves-per-broker", "1"
+    )
+    assert first.returncode == 4 and "rebalance:" in first.stdout, first.stdout + first.stderr
+    assert "Started" in first.stderr, first.stderr
+    assert zk.exists(HEAD)
+    flags = [*_flags(cluster, topic), "--dead-after", "5", "--throttle", "50000000"]
+    with cluster.broker_stopped(3):
+        seen: list[str] = []
+
+        def healed() -> bool:
+            r = mover.cli("rebalance", *flags)
+            assert r.returncode in (0, 4), r.stdout + r.stderr
+            seen.append(r.stdout + r.stderr)
+            done = "plan: nothing to move" in r.stdout or r.stdout.startswith("balanced:")
+            return r.returncode == 0 and done and not zk.exists(HEAD)
+
+        wait_until(healed, timeout=600, interval=1, message=lambda: f"healed: {seen[-3:]}")
+        ended = [s for s in seen if "dead while the autopilot's plan runs: it ends early" in s]
+        assert len(ended) == 1, seen
+        print(f"\nthe tick that ended the plan:\n{ended[0]}")
+        assert "running move(s) onto a dead broker cancelled" in ended[0], ended
+        assert "heal: broker 3 has been missing for" in ended[0], ended  # the same tick plans the heal
+        assert re.search(r"Started 1 move: " + re.escape(f"{topic}-4"), ended[0]), ended[0]  # not held
+        after = _replicas(zk, topic)
+        assert all(set(row) == {1, 2} for row in after.values()), after
+        for p, row in after.items():
+            state = get_json(zk, f"/brokers/topics/{topic}/partitions/{p}/state")
+            assert sorted(state["isr"]) == sorted(row), state
+        _no_throttles(zk, [topic])
+        assert sorted(consume_all(topic)) == sorted(sent)
+
+
+def _plan_of(stdout: str) -> dict[int, list[int]]:
+    """The reassignment JSON a dry run prints (its last line): partition -> target replicas."""
+    doc = json.loads(stdout.strip().splitlines()[-1])
+    return {e["partition"]: e["replicas"] for e in doc["partitions"]}
+
+
+@pytest.mark.timeout(900)
+def test_trigger_tolerance_exclude_brokers_and_max_moves(
+    cluster: Any, zk: Any, make_topic: Any, consume_all: Any, clean: Any, mover: Mover
+) -> None:
+    """One topic of 30 single-replica partitions, ten on each broker (counts and leaders even), holding
+    140, 100 and 60 records of 100 bytes on brokers 1, 2 and 3: bytes about 1.4 : 1.0 : 0.6 of the goal.
+    The default trigger (10%, and no partition is above 1.4% of the total) rebalances; --trigger 0.5 (a
+    band of 50% to 150% of the goal) does not. --tolerance 0.5 gives a plan with nothing to move; the
+    default tolerance moves partitions off 1 onto 3. --exclude-brokers 3 plans nothing onto 3 (and moves its
+    partitions away); --max-moves 1 cuts the plan to one move, and one real tick stores exactly that one,
+    which ticks then finish. Dry runs otherwise: nothing else is written."""
+    layout = {p: [1 + p % 3] for p in range(30)}
+    topic = make_topic(layout)
+    count = {1: 140, 2: 100, 3: 60}
+    sent = [v for p in range(30) for v in produce(cluster.bootstrap, topic, p, count[1 + p % 3], size=100)]
+    flags = _flags(cluster, topic)
+
+    def dry(*extra: str) -> Any:
+        r = mover.cli("rebalance", *flags, "--dry-run", *extra)
+        assert r.returncode in (0, 4), r.stdout + r.stderr
+        return r
+
+    r = dry()
+    assert r.returncode == 4 and r.stdout.startswith("rebalance: broker 1: "), r.stdout
+    assert "broker 3: " in r.stdout.splitlines()[0], r.stdout
+    whole = _plan_of(r.stdout)
+    assert whole and all(layout[p] != row for p, row in whole.items())
+    assert any(layout[p] == [1] and row == [3] for p, row in whole.items()), whole
+
+    r = dry("--trigger", "0.5")
+    assert (r.returncode, r.stdout.split(":")[0]) == (0, "balanced"), r.stdout
+
+    r = dry("--tolerance", "0.5")
+    assert r.returncode == 0 and "plan: nothing to move within the limits" in r.stdout, r.stdout
+
+    r = dry("--exclude-brokers", "3")
+    assert r.returncode == 4, r.stdout
+    off = _plan_of(r.stdout)
+    assert all(3 not in row for row in off.values()), off
+    assert {p for p in range(30) if layout[p] == [3]} <= set(off), off  # an excluded broker aims at 0
+
+    r = dry("--max-moves", "1")
+    one = _plan_of(r.stdout)
+    assert len(one) == 1 and "plan: 1 move(s), " in r.stdout and "more left for later ticks" in r.stdout
+    assert not zk.exists(HEAD) and not zk.exists("/admin/reassign_partitions")
+
+    t = mover.cli("rebalance", *flags, "--max-moves", "1", "--throttle", "50000000")
+    assert t.returncode == 4 and "Stored the plan in the cluster (1 partitions" in t.stderr, t.stderr
+    ((p, row),) = one.items()
+    while zk.exists(HEAD):
+        t = mover.cli("rebalance", *flags, "--max-moves", "1", "--throttle", "50000000")
+        assert t.returncode in (0, 4), t.stdout + t.stderr
+    after = _replicas(zk, topic)
+    assert after[str(p)] == row and all(after[str(q)] == layout[q] for q in range(30) if q != p), after
+    _no_throttles(zk, [topic])
+    assert sorted(consume_all(topic)) == sorted(sent)

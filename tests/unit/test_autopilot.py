@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from reassign_cli.core import autopilot as ap
 from reassign_cli.core.autopilot import BrokerState, Ledger
-from reassign_cli.core.model import Assignment, Capacity
+from reassign_cli.core.model import Assignment, Broker, Capacity, Topic
 from reassign_cli.planning.balanced.planner import count_range
 from tests.unit.test_balance import Case, best_leader_spread, broker_counts, exact, specs_of
 from tests.unit.test_balance_bytes import Sized, loads, plan, sized
 from tests.unit.test_balance_capacity import _plan as plan_with_capacities
-from tests.unit.test_balance_capacity import roomy
+from tests.unit.test_balance_capacity import caps_allow, roomy
 
 GiB = 1 << 30
 SETTINGS = settings(
@@ -352,6 +352,33 @@ def states(case: Case, after: Assignment, capacity: dict[int, int] | None = None
     ]  # fmt: skip
 
 
+def largest_of(case: Case) -> int:
+    return max((max(t.sizes.values(), default=0) for t in case.topics.values()), default=0)
+
+
+def test_a_topic_cap_that_keeps_a_big_disk_from_its_goal_is_not_a_planner_miss() -> None:
+    """The example hypothesis found (derandomized, 2000 examples): nine 1 MiB partitions of t0, three on
+    each of brokers 1-3 (rack r0), RF 1 -> 2 over racks r0 {1,2,3} and r1 {4,5,6}, disks 54, 54, 108 MiB in
+    each rack. Each rack holds 9 replicas; broker 3's goal is 4.5 MiB (its disk is twice the others'), but
+    t0's cap (point 4: max(ceil(18 / 6), 3 held before) = 3 a broker) keeps it at 3 MiB, outside 3.5-5.5
+    MiB. The planner stops at the cap (3 replicas on every broker), the judge says rebalance, and the
+    property rules the case out as test_balance_capacity's does (caps_allow)."""
+    mib = 1 << 20
+    t0 = Topic("t0", {p: [1 + p // 3] for p in range(9)}, sizes=dict.fromkeys(range(9), mib))
+    brokers = [Broker(b, "r0" if b <= 3 else "r1") for b in range(1, 7)]
+    case = Case({"t0": t0}, brokers, ["t0"], 2, "equal", 0)
+    small, big = 54 * mib + 2, 108 * mib + 4
+    caps = {b: Capacity(big if b in (3, 6) else small, big if b in (3, 6) else small) for b in range(1, 7)}
+    after, _ = plan_with_capacities(case, caps, 1.0)
+    ids = list(range(1, 7))
+    assert broker_counts(case.topics, after, ids)[0] == dict.fromkeys(ids, 3)  # every broker at t0's cap
+    total = sum(c.total for c in caps.values())
+    goal = {b: 18 * mib * caps[b].total / total for b in ids}
+    assert not caps_allow(case, goal, {b: max(0.10 * goal[b], mib) for b in ids})
+    d = ap.decide(states(case, after, {b: caps[b].total for b in ids}), trigger=0.10)
+    assert d.kind == "rebalance" and d.reasons[0].startswith("broker 3: 2.8% used, outside 3.2-5.1%"), d
+
+
 def leader_floor(case: Case, after: Assignment) -> int:
     """The least spread of preferred leaders the rows of `after` allow (max-flow, test_balance's oracle)."""
     rows = [row for name, t in case.topics.items() for row in after.get(name, t.replicas).values()]
@@ -386,6 +413,12 @@ def test_a_planned_cluster_with_capacities_is_judged_balanced(x: tuple[Sized, di
     cap_total = sum(caps[b].total for b in ids)
     distinct = sum(sum(t.sizes.values()) for t in case.topics.values())
     assume(all(sum(size.values()) * caps[b].total / cap_total <= distinct / 2 for b in ids))
+    # Point 4 (no broker holds more of a topic than its cap) ranks before bytes: where it keeps a broker
+    # from its utilization band, the planner rightly stops short and the tick judges it out (then plans
+    # nothing to move). test_balance_capacity's property assumes the same. Regression:
+    # test_a_topic_cap_that_keeps_a_big_disk_from_its_goal_is_not_a_planner_miss.
+    goal = {b: sum(size.values()) * caps[b].total / cap_total for b in ids}
+    assume(caps_allow(case, goal, {b: max(0.10 * goal[b], largest_of(case)) for b in ids}))
     brokers = states(case, after, {b: caps[b].total for b in ids})
     d = ap.decide(brokers, trigger=0.10, leader_floor=leader_floor(case, after))
     assert d.kind == "balanced", d.reasons
@@ -516,3 +549,30 @@ def test_tick_metrics() -> None:
     assert ap.tick_metrics(ap.Decision("wait", ("x",))).decision == "held"
     assert ap.tick_metrics(ap.Decision("skipped", ("x",))).decision == "skipped"
     assert set(ap.METRIC_DECISIONS) >= {ap.tick_metrics(ap.Decision(k, ())).decision for k in ap.KINDS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The standing pause, kept in the ledger's document
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_standing_pause_rides_in_the_ledger_and_every_update_keeps_it() -> None:
+    pause = {"since": "2026-12-01T01:00:00Z", "user": "alice", "host": "ops1", "reason": "disk 91%"}
+    ledger = Ledger({1: None, 3: 100.0}, pause)
+    doc = ledger.to_dict()
+    assert doc == {"brokers": {"1": None, "3": 100.0}, "paused": pause}
+    assert Ledger.from_dict(json.loads(json.dumps(doc))) == ledger
+    assert Ledger({1: None}).to_dict() == {"brokers": {"1": None}}  # none stands: the document as before
+    assert ap.update(ledger, [1, 2], [1, 2], 200.0) == Ledger({1: None, 2: None}, pause)
+
+
+def test_the_pause_comes_before_a_foreign_reassignment_and_a_missing_broker() -> None:
+    line = "paused since 2026-12-01T01:00:00Z by alice@ops1: disk 91%"
+    d = ap.decide(
+        [BrokerState(1, 10, 5), BrokerState(2, 0, 0)],
+        paused=line,
+        foreign="1 partition(s) reassigning",
+        ledger=Ledger({3: 0.0}),
+        now=10.0,
+    )
+    assert (d.kind, d.line()) == ("skipped", f"skipped: {line}")

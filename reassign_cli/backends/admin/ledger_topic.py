@@ -2,7 +2,7 @@
 the admin-API backend (KRaft): a log of writes fenced as the prior-values record's and the stored plan's
 are (core/record_log.py, backends/admin/record_topic.py: the same messages, replay and compaction). Used by
 ops/autopilot.keep_ledger and dead_now (`kafka-reassign rebalance`); ZooKeeper mode keeps the same ledger
-in a znode (ops/autopilot.LedgerStore).
+in a znode (ops/ledger.LedgerStore).
 
 A topic of its own, beside __reassign_cli_plan rather than in it: the stored plan's version is the offset
 of the last write's end in its topic, so a ledger write there would fail the compare-and-set of a step
@@ -26,10 +26,11 @@ TOPIC = "__reassign_cli_autopilot"
 
 
 def _load(data: bytes) -> dict[str, Any]:
-    """A write's document, {"brokers": {...}} as Ledger.to_dict has it; OperationalError otherwise."""
+    """A write's document, {"brokers": {...}, "paused": {...}} as Ledger.to_dict has it (the standing
+    pause only while one stands); OperationalError otherwise."""
     try:
         doc = orjson.loads(data)
-        if not isinstance(doc, dict) or set(doc) - {"brokers"}:
+        if not isinstance(doc, dict) or set(doc) - {"brokers", "paused"}:
             raise ValueError("not a ledger")
         return ap.Ledger.from_dict(doc).to_dict()
     except (ValueError, TypeError) as e:  # orjson.JSONDecodeError is a ValueError
