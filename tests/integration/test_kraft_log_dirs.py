@@ -57,7 +57,13 @@ def _slow_dir_move(
     target = base / ("d1" if src[0].name == "d0" else "d0")
     p = plan(tmp / "dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [str(target), "any"]})
     r = cli(
-        kc.bootstrap, "execute", "--reassignment-json-file", p, "--replica-alter-log-dirs-throttle", "1000"
+        kc.bootstrap,
+        "execute",
+        "--reassignment-json-file",
+        p,
+        "--replica-alter-log-dirs-throttle",
+        "1000",
+        cwd=tmp,
     )
     assert r.returncode == 0, r.stderr
     theirs = kafka_tool(kc.bootstrap, "--verify", "--reassignment-json-file", p, "--preserve-throttles")
