@@ -142,6 +142,21 @@ def cluster() -> Iterator[Cluster]:
                 script("start-broker", str(broker_id), directory=directory, keep_settings=True)
 
 
+@pytest.fixture(autouse=True)
+def no_rollback_file_in_the_cwd() -> Iterator[None]:
+    """execute (and a rebalance tick) writes rollback-<time>.json into its working directory when no
+    --rollback-file is given: a test runs such a command in its tmp_path (cwd=), never in the repo (a CI
+    clone gathered a dozen at its root). A file a test leaves there is removed and fails the test."""
+    before = set(Path.cwd().glob("rollback-*.json"))
+    yield
+    left = sorted(set(Path.cwd().glob("rollback-*.json")) - before)
+    for f in left:
+        f.unlink(missing_ok=True)
+    assert not left, (
+        f"the test wrote {[f.name for f in left]} into {Path.cwd()}: run the CLI with cwd=tmp_path"
+    )
+
+
 @pytest.fixture
 def zk(cluster: Cluster) -> Iterator[Any]:
     """A started KazooClient on the cluster chroot."""

@@ -96,7 +96,7 @@ def move_with_broker_stopped(
     proposed = generate(topic, tmp, conn)
     assert {p: set(r) for p, r in proposed.items()} == {0: TARGET_BROKERS}
     plan = tmp / "proposed.json"
-    r = run_cli("execute", "--reassignment-json-file", str(plan), "--throttle", THROTTLE, env=conn)
+    r = run_cli("execute", "--reassignment-json-file", str(plan), "--throttle", THROTTLE, env=conn, cwd=tmp)
     assert r.returncode == 0, r.stderr
     stop()
     try:

@@ -1,5 +1,5 @@
-"""The fault suite runs on a cluster of its own ($CLUSTER_DIR-faults, ZooKeeper mode, started once per
-session): it stops ZooKeeper, the controller and target brokers, and kills the CLI with SIGKILL, none of
+"""The fault suite runs on a cluster of its own ($CLUSTER_DIR-faults, ZooKeeper mode, started once for
+tests/faults): it stops ZooKeeper, the controller and target brokers, and kills the CLI with SIGKILL, none of
 which other tests may see. Overriding `cluster` here points every shared fixture (zk, make_topic,
 run_cli, consume_all) at that cluster."""
 
@@ -25,8 +25,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(FAULT_TEST_TIMEOUT))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster() -> Iterator[Cluster]:
+    """The fault suite's ZooKeeper-mode cluster: started on first use, stopped when tests/faults ends (not
+    left idle through the rest of the session)."""
     extra = clusters.start_extra(Path(f"{cluster_dir().resolve()}-faults"))
     c = Cluster.from_env(extra.directory, extra.env)
     try:
@@ -41,3 +43,17 @@ def mover(run_cli: Any, zk: Any, tmp_path: Path) -> Iterator[Mover]:
     m = Mover(run_cli, zk, tmp_path)
     yield m
     m.close()
+
+
+@pytest.fixture(scope="package")
+def kc() -> Iterator[clusters.ExtraCluster]:
+    """The fault suite's KRaft cluster ($CLUSTER_DIR-faults-kraft, Kafka 4.x: three combined broker+controller
+    nodes), shared by test_kraft_faults.py and test_kraft_step_faults.py (one start, not one per module):
+    every test there leaves it idle and clean (their `ka` fixture and assert_clean)."""
+    c = clusters.start_extra(
+        Path(f"{cluster_dir().resolve()}-faults-kraft"), "--kraft", "--kafka-version", clusters.KAFKA4_VERSION
+    )
+    try:
+        yield c
+    finally:
+        clusters.stop_extra(c)

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests import clusters
-from tests.clusters import KAFKA4_VERSION, ExtraCluster
-from tests.conftest import cluster_dir
+from tests.clusters import ExtraCluster
 from tests.faults.kraft_support import (
     FAST,
     RATE,
@@ -50,17 +48,6 @@ from tests.integration.kraft_support import (
 
 OPERATOR_BROKER, OPERATOR_RATE = 2, "4242424"
 SLOWER = "400000"  # B/s: about 25 s for a move  # an operator's own leader rate, set before each test
-
-
-@pytest.fixture(scope="module")
-def kc() -> Iterator[ExtraCluster]:
-    c = clusters.start_extra(
-        Path(f"{cluster_dir().resolve()}-faults-kraft"), "--kraft", "--kafka-version", KAFKA4_VERSION
-    )
-    try:
-        yield c
-    finally:
-        clusters.stop_extra(c)
 
 
 @pytest.fixture

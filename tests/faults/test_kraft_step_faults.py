@@ -18,7 +18,7 @@ from tests.integration.kraft_support import Admin
 from tests.integration.reassign_support import produce, write_plan
 from tests.integration.stored_plan_worker import topic_store
 
-kc, ka = kf.kc, kf.ka  # the fault suite's KRaft cluster and its admin client (fixtures)
+ka = kf.ka  # the admin client of the fault suite's KRaft cluster (a fixture; kc: tests/faults/conftest.py)
 OPERATOR = kf.OPERATOR
 ENV: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
 

@@ -56,8 +56,16 @@ def _slow_dir_move(
     assert len(src) == 1, src
     target = base / ("d1" if src[0].name == "d0" else "d0")
     p = plan(tmp / "dirs.json", {(topic, 0): [1, 2]}, log_dirs={(topic, 0): [str(target), "any"]})
+    runs = tmp / "execute"  # its rollback file here, apart from what a cancel in tmp writes
+    runs.mkdir()
     r = cli(
-        kc.bootstrap, "execute", "--reassignment-json-file", p, "--replica-alter-log-dirs-throttle", "1000"
+        kc.bootstrap,
+        "execute",
+        "--reassignment-json-file",
+        p,
+        "--replica-alter-log-dirs-throttle",
+        "1000",
+        cwd=runs,
     )
     assert r.returncode == 0, r.stderr
     theirs = kafka_tool(kc.bootstrap, "--verify", "--reassignment-json-file", p, "--preserve-throttles")

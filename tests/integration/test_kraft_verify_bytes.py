@@ -22,7 +22,7 @@ FAST = "1000000000"
 def test_bytes_copied_in_progress_then_complete(kc: ExtraCluster, ka: Admin, tmp_path: Path) -> None:
     topic, values = ka.make_topic("vbytes", {0: [1]}, messages=RECORDS)
     p = plan(tmp_path / "move.json", {(topic, 0): [2]})
-    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", p, "--throttle", SLOW)
+    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", p, "--throttle", SLOW, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     wait_until(lambda: (topic, 0) in ka.reassignments(), timeout=30, message="the move is running")
 
@@ -56,7 +56,7 @@ def test_bytes_copied_in_progress_then_complete(kc: ExtraCluster, ka: Admin, tmp
     assert "Copied " in v.stderr and "in 1 partition in progress." in v.stderr
 
     # Complete: no bytes field for the partition, the throttles gone.
-    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", p, "--throttle", FAST)
+    r = cli(kc.bootstrap, "execute", "--reassignment-json-file", p, "--throttle", FAST, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     wait_until(lambda: not ka.reassignments(), timeout=240, interval=1, message="the move finished")
     v = cli(kc.bootstrap, "verify", "--reassignment-json-file", p, "--format", "json")

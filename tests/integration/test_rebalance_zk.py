@@ -14,11 +14,12 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import REPO, wait_until
+from tests.helpers import wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -72,11 +73,11 @@ def _no_throttles(zk: Any, topics: list[str]) -> None:
         assert LEADER_RATE not in bcfg and FOLLOWER_RATE not in bcfg
 
 
-def _tick_process(cluster: Any, topic: str, *extra: str) -> subprocess.Popen[str]:
+def _tick_process(cluster: Any, topic: str, *extra: str, cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
-    return subprocess.Popen(
+    return subprocess.Popen(  # in cwd: the tick's execute writes its rollback file there
         [sys.executable, "-m", "reassign_cli", "rebalance", *_flags(cluster, topic), *extra],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -93,7 +94,7 @@ def test_ticks_alone_fill_an_empty_broker_in_several_plans_then_start_nothing(
     metrics = tmp_path / "tick.prom"
 
     # the first tick from two hosts at once: one plan is stored, never two
-    a, b = _tick_process(cluster, topic, *limits), _tick_process(cluster, topic, *limits)
+    a, b = (_tick_process(cluster, topic, *limits, cwd=tmp_path) for _ in range(2))
     outs = [p.communicate(timeout=300) for p in (a, b)]
     assert {a.returncode, b.returncode} == {4}, outs
     fresh = [o for o in outs if "Stored the plan in the cluster" in o[1] and "stored already" not in o[1]]

@@ -92,7 +92,16 @@ def test_execute_killed_between_its_transactions(
     fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path, kill_after: int
 ) -> None:
     plan = setup(fake, tmp_path)
-    killed(zk_chroot, kill_after, "execute", "--reassignment-json-file", str(plan), "--throttle", "1000")
+    killed(
+        zk_chroot,
+        kill_after,
+        "execute",
+        "--reassignment-json-file",
+        str(plan),
+        "--throttle",
+        "1000",
+        cwd=tmp_path,
+    )
     assert fake.exists("/admin/reassign_partitions") is None
     assert_recorded(fake)
     r = run_cli("verify", "--reassignment-json-file", plan, env={"KAFKA_REASSIGN_ZOOKEEPER": zk_chroot})
