@@ -29,27 +29,28 @@ NOTHING_STORED = "No stored plan: nothing to {}."
 @connection_options
 def pause_command(opts: Options, reason: str | None) -> int:
     """Pause the plan stored in the cluster by a paced execute: no new move starts until `continue`; the
-    moves running finish. Records who paused it (user@host) and when. Nothing stored: the standing pause
-    (no rebalance tick starts a plan; a plan stored meanwhile is stored paused), exit 0.
-    Already paused: says since when, keeps the first pause, exit 0."""
+    moves running finish. Records who paused it (user@host) and when. Always the standing pause too (no
+    rebalance tick starts a plan, and a plan stored meanwhile is stored paused, until `continue`), so the
+    autopilot stays paused after the stored plan ends. Already paused: says since when, keeps the first
+    pause, exit 0."""
     from reassign_cli.backends.plan_stores import open_store
-    from reassign_cli.core.schedule import Paused
     from reassign_cli.ops import standing_pause
     from reassign_cli.ops.plan_ctl import pause_stored, who
 
     out, (user, host), now = _out(opts), who(), datetime.now(UTC)
-    standing: tuple[Paused, bool] | None = None
     with open_backend(opts) as backend, open_store(backend) as store:
         done = pause_stored(store, now, user, host, reason)
-        if done is None:  # nothing stored: the standing pause (ops/standing_pause.py)
-            standing = standing_pause.pause(backend, now, user, host, reason)
+        # the standing pause (ops/standing_pause.py) whatever is stored: the autopilot stays paused
+        # after the stored plan's end, until continue
+        standing = standing_pause.pause(backend, now, user, host, reason)
+        if done is None:
             standing_pause.pause_new_plan(backend, store)  # a plan stored meanwhile: paused too
     if opts.json:
-        paused, already = (done.paused, done.already) if done is not None else _given(standing)
+        paused, already = (done.paused, done.already) if done is not None else standing
         out.result_json({"paused": paused.to_dict(), "already_paused": already, "standing": done is None})
         return 0
     resume = command_line(["continue"], opts.typed)
-    if standing is not None:
+    if done is None:
         line = standing[0].line()
         out.result(
             f"Already {line} (the standing pause); nothing changed."
@@ -57,17 +58,14 @@ def pause_command(opts: Options, reason: str | None) -> int:
             else f"No stored plan: the autopilot is {line}: no rebalance tick starts a plan, and a plan "
             f"stored meanwhile is stored paused. Resume with: {resume}"
         )
-    elif done is not None and done.already:
+    elif done.already:
         out.result(f"Already {done.paused.line()}; nothing changed.")
-    elif done is not None:
-        out.result(f"The stored plan is {done.paused.line()}. Resume it with: {resume}")
+    else:
+        out.result(
+            f"The stored plan is {done.paused.line()}; the autopilot too (no rebalance tick starts a plan "
+            f"after it ends). Resume both with: {resume}"
+        )
     return 0
-
-
-def _given(standing: tuple[Any, bool] | None) -> tuple[Any, bool]:
-    if standing is None:  # pause_command records one whenever no plan is stored
-        raise AssertionError("no pause recorded")
-    return standing
 
 
 class _HoursOrNone(click.ParamType):

@@ -90,6 +90,27 @@ def _scenario(
     doc = json.loads(c.stdout)
     assert (doc["changes"], doc["standing_pause_removed"]) == ([], None), doc
 
+    # a pause while a plan is stored pauses the autopilot too: after the plan's end (here: cancelled)
+    # no tick starts a plan until continue
+    p = run("pause", "--reason", "night", "--format", "json", *conn)
+    assert p.returncode == 0, p.stderr
+    paused = json.loads(p.stdout)
+    assert (paused["already_paused"], paused["standing"]) == (False, False)
+    assert stored_pause() == paused["paused"] == ledger_pause()
+    x = run("cancel", *conn)
+    assert x.returncode == 0 and stored_pause() is None, x.stdout + x.stderr
+    night = _paused_line(paused["paused"])
+    t = run(*tick)
+    assert (t.returncode, t.stdout) == (4, f"skipped: {night}\n"), t.stderr
+    assert not moving()
+    c = run("continue", *conn)
+    assert c.stdout.splitlines() == [f"Standing pause removed (was: {night})."], c.stdout + c.stderr
+    assert ledger_pause() is None
+
+
+def _paused_line(p: dict[str, str]) -> str:
+    return f"paused since {p['since']} by {p['user']}@{p['host']}: {p['reason']}"
+
 
 def _after(run: Callable[..., Any], conn: list[str], topic: str) -> None:
     """No pause, no plan stored: the tick would rebalance (a dry run: nothing written)."""

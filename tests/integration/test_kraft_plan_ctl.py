@@ -21,6 +21,7 @@ from tests.integration.kraft_support import (
     EMPTY,
     LR,
     Admin,
+    admin,
     cli,
     eventually,
     plan,
@@ -43,8 +44,20 @@ def store(kc: ExtraCluster) -> Iterator[TopicPlanStore]:
             s.delete()
 
 
+@pytest.fixture
+def ledger_topic(kc: ExtraCluster) -> Iterator[None]:
+    """pause records the standing pause in the autopilot's topic: deleted after the test, whatever its end
+    (a pause left standing would store every later detached plan paused)."""
+    try:
+        yield
+    finally:
+        with admin(kc.bootstrap) as a:
+            if "__reassign_cli_autopilot" in a.client.list_topics():
+                a.client.delete_topics(["__reassign_cli_autopilot"])
+
+
 def test_pause_list_continue_and_metrics(
-    kc: ExtraCluster, ka: Admin, store: TopicPlanStore, tmp_path: Path
+    kc: ExtraCluster, ka: Admin, store: TopicPlanStore, tmp_path: Path, ledger_topic: None
 ) -> None:
     for command in ("continue", "cancel"):  # pause with nothing stored: test_autopilot_pause.py
         r = cli(kc.bootstrap, command, cwd=tmp_path)
@@ -100,7 +113,11 @@ def test_pause_list_continue_and_metrics(
 
     r = cli(kc.bootstrap, "continue", "--hours", "22:00-06:00")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"Pause cleared (was: {line}).", "Hours: any time -> 22:00-06:00 UTC."]
+    assert r.stdout.splitlines() == [
+        f"Standing pause removed (was: {line}).",  # pause paused the autopilot too
+        f"Pause cleared (was: {line}).",
+        "Hours: any time -> 22:00-06:00 UTC.",
+    ]
     seen = store.read()
     assert seen is not None and seen.plan.paused == {}
     assert seen.plan.schedule == {"hours": "22:00-06:00", "not_before": None}

@@ -58,8 +58,22 @@ def stored(path: Path, started: list[TopicPartition] = (), sizes: list[int] | No
     return sp.mark_started(plan, started, origin.at) if started else plan
 
 
+LEDGER = "/reassign_cli/autopilot-brokers"  # the autopilot's ledger: the standing pause is kept there
+
+
+@pytest.fixture
+def ledger(zk: Any) -> Iterator[None]:
+    """pause records the standing pause in the ledger: removed after the test, whatever its end (a pause
+    left standing would store every later detached plan paused)."""
+    try:
+        yield
+    finally:
+        if zk.exists(LEDGER):
+            zk.delete(LEDGER, recursive=True)
+
+
 def test_pause_list_continue(
-    cluster: Any, make_topic: Any, store: ZkPlanStore, run_cli: Any, tmp_path: Path
+    cluster: Any, make_topic: Any, store: ZkPlanStore, run_cli: Any, tmp_path: Path, zk: Any, ledger: None
 ) -> None:
     topic = make_topic({0: [1, 2]})
     plan = stored(write_plan(tmp_path / "p.json", {(topic, 0): [2, 3]}))
@@ -75,7 +89,12 @@ def test_pause_list_continue(
     assert seen.plan.paused == {"since": since, "user": USER, "host": HOST, "reason": "disk 91% on broker 3"}
     line = f"paused since {since} by {USER}@{HOST}: disk 91% on broker 3"
     hint = f"kafka-reassign continue --zookeeper {cluster.zookeeper}"
-    assert (p.returncode, p.stdout) == (0, f"The stored plan is {line}. Resume it with: {hint}\n")
+    assert (p.returncode, p.stdout) == (
+        0,
+        f"The stored plan is {line}; the autopilot too (no rebalance tick starts a plan after it ends). "
+        f"Resume both with: {hint}\n",
+    )
+    assert get_json(zk, LEDGER)["paused"] == seen.plan.paused  # the standing pause, the same pause
 
     again = run_cli("pause", "--reason", "other", *both)
     assert (again.returncode, again.stdout) == (0, f"Already {line}; nothing changed.\n")
@@ -103,7 +122,12 @@ def test_pause_list_continue(
 
     c = run_cli("continue", "--hours", "01:00-05:00", *both)
     assert c.returncode == 0, c.stderr
-    assert c.stdout.splitlines() == [f"Pause cleared (was: {line}).", "Hours: any time -> 01:00-05:00 UTC."]
+    assert c.stdout.splitlines() == [
+        f"Standing pause removed (was: {line}).",
+        f"Pause cleared (was: {line}).",
+        "Hours: any time -> 01:00-05:00 UTC.",
+    ]
+    assert get_json(zk, LEDGER).get("paused") is None
     seen = store.read()
     assert seen is not None and seen.plan.paused == {}
     assert seen.plan.schedule == {"hours": "01:00-05:00", "not_before": None}
