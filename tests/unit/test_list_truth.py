@@ -3,7 +3,8 @@ and 27): the state once every partition move is done but log-dir moves remain (c
 ops/plan_ctl.report), a health hold in the log-dir phase (ops/step._dirs_phase), and the throttles a stored
 plan keeps between two moves (core/plan_view.throttles_held, cli/listing). Expected values worked out by hand.
 The real clusters' checks: tests/integration/test_plan_ctl_zk.py::test_list_names_the_stored_plans_throttles
-and tests/integration/test_logdir_pacing.py::test_list_says_a_plan_moving_log_dirs_is_not_finished."""
+and tests/integration/test_logdir_pacing.py::test_a_detached_disk_plan_carried_on_by_verify_alone
+(list_in_dirs_phase: list between two steps of the log-dir phase)."""
 
 from __future__ import annotations
 
