@@ -26,13 +26,11 @@ def command(opts: Options) -> int:
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts) as backend:
         state = backend.read_state()
-        record = backend.read_priors()
-        stored = stored_plan_report(backend)
+        recorded = recorded_entities(backend.read_priors())
+        stored = stored_plan_report(backend, recorded)
         standing = standing_pause_report(backend)
     rows = active_reassignments(state)
-    orphans = None if anything_reassigning(state) else recorded_entities(record)
-    if orphans is not None and not (orphans[0] or orphans[1]):
-        orphans = None
+    orphans = orphans_of(recorded, reassigning=anything_reassigning(state), stored=stored)
     if opts.json:
         doc = _list_json(state, rows, orphans)
         doc = doc if stored is None else {**doc, "stored_plan": stored}
@@ -42,6 +40,20 @@ def command(opts: Options) -> int:
     list_stored(out, stored)
     list_standing(out, standing)
     return 0
+
+
+def orphans_of(
+    recorded: tuple[list[int], list[str]], *, reassigning: bool, stored: dict[str, Any] | None
+) -> tuple[list[int], list[str]] | None:
+    """The recorded throttles list warns of: while nothing reassigns, those no stored plan keeps for its
+    moves (its `throttles`, core.plan_view.throttles_held: a stored plan between two moves keeps them
+    legitimately). None: nothing to warn of."""
+    if reassigning:
+        return None
+    brokers, topics = recorded
+    held = (stored or {}).get("throttles") or {"brokers": [], "topics": []}
+    left = ([b for b in brokers if b not in held["brokers"]], [t for t in topics if t not in held["topics"]])
+    return left if left[0] or left[1] else None
 
 
 def _list_json(state: ClusterState, rows: list[Row], orphans: tuple[list[int], list[str]] | None) -> dict:

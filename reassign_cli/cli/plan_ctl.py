@@ -122,14 +122,15 @@ def continue_command(opts: Options, hours: Any) -> int:
     return 0
 
 
-def stored_plan_report(backend: Any) -> dict[str, Any] | None:
-    """list: the stored plan's document (ops.plan_ctl.report), None when nothing is stored."""
+def stored_plan_report(backend: Any, recorded: Any = None) -> dict[str, Any] | None:
+    """list: the stored plan's document (ops.plan_ctl.report; `recorded`: the brokers and topics of our
+    throttle record, for its `throttles`), None when nothing is stored."""
     from reassign_cli.backends.plan_stores import open_store
     from reassign_cli.ops.plan_ctl import report
 
     with open_store(backend) as store:
         seen = store.read()
-    return None if seen is None else report(seen, datetime.now(UTC))
+    return None if seen is None else report(seen, datetime.now(UTC), recorded)
 
 
 def standing_pause_report(backend: Any) -> dict[str, Any] | None:

@@ -251,7 +251,13 @@ def _duration(seconds: float) -> str:
 
 
 def render_line(
-    verdict: Verdict, *, first_seen: Mapping[str, float], now: float, moving: int, queued: int
+    verdict: Verdict,
+    *,
+    first_seen: Mapping[str, float],
+    now: float,
+    moving: int,
+    queued: int,
+    of_log_dirs: bool = False,
 ) -> str | None:
     """The step's one line, or None when nothing holds and nothing waits.
 
@@ -259,8 +265,11 @@ def render_line(
     CHECKS order, then broker or partition) and how many more of which checks, e.g. `held: broker 3 is not
     registered (since 40 s), and 4 more (offline-replicas 2, under-replicated 2); 2 moving, 5 queued`.
     Nothing held but min-ISR waits: `waiting: partition t-0 is at min.insync.replicas, a queued move waits
-    (and 1 more); 2 moving, 5 queued`."""
-    counts = f"{moving} moving, {queued} queued"
+    (and 1 more); 2 moving, 5 queued`.
+
+    `of_log_dirs`: the counts are of a stored plan's log-dir moves (its partition moves all done):
+    `held: broker 3 is not registered (since 40 s); log-dir moves: 1 moving, 2 queued`."""
+    counts = f"{'log-dir moves: ' if of_log_dirs else ''}{moving} moving, {queued} queued"
     if verdict.holds:
         first = verdict.holds[0]
         since = _duration(now - first_seen.get(first.key, now))
@@ -279,10 +288,17 @@ def render_line(
 
 
 def to_json(
-    verdict: Verdict, *, first_seen: Mapping[str, float], now: float, moving: int, queued: int
+    verdict: Verdict,
+    *,
+    first_seen: Mapping[str, float],
+    now: float,
+    moving: int,
+    queued: int,
+    of_log_dirs: bool = False,
 ) -> dict[str, Any]:
     """The same for --format json: every hold (check, subject, broker, partition, reason, since_seconds),
-    the waiting partitions, the ignored holds, resubmit, the epoch recorded and the line."""
+    the waiting partitions, the ignored holds, resubmit, the epoch recorded and the line (`of_log_dirs`:
+    moving and queued count log-dir moves, as in render_line)."""
 
     def hold(h: Hold, since: bool) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -300,7 +316,9 @@ def to_json(
 
     return {
         "held": verdict.held,
-        "line": render_line(verdict, first_seen=first_seen, now=now, moving=moving, queued=queued),
+        "line": render_line(
+            verdict, first_seen=first_seen, now=now, moving=moving, queued=queued, of_log_dirs=of_log_dirs
+        ),
         "holds": [hold(h, True) for h in verdict.holds],
         "waiting": [{"topic": t, "partition": p} for t, p in sorted(verdict.waiting)],
         "ignored": [hold(h, False) for h in verdict.ignored],

@@ -4,6 +4,7 @@ verify's metrics file (render/plan_metrics.summary) read a plan through these.""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from reassign_cli.core import schedule as sch
@@ -40,14 +41,41 @@ def eta_seconds(plan: sp.StoredPlan, progress: sp.Progress) -> float | None:
     return left / (progress.bytes_done / (plan.last_step.at - plan.created))
 
 
-def state_line(plan: sp.StoredPlan, now: datetime) -> tuple[str, str | None]:
+def state_line(
+    plan: sp.StoredPlan, now: datetime, dirs: tuple[int, int] | None = None
+) -> tuple[str, str | None]:
     """(state, the line that explains it): running; paused or waiting (outside hours, not before), with
     core.schedule.wait_line's line; draining (nothing queued, the last moves run) and finished (nothing
-    left: the next step ends it), where a pause or hours change nothing any more."""
+    left: the next step ends it), where a pause or hours change nothing any more.
+
+    `dirs`: the plan's log-dir moves (moving, queued; ops/stored_log_dirs.counts), None for a plan that
+    names no log dir. They come after the partition moves, and a pause or hours hold their starts too: while
+    any is queued the plan is not draining; once every partition move is done and some log-dir move is not,
+    it is "moving log dirs" (or paused or waiting while one is queued), never finished."""
     pr = sp.progress(plan)
-    if pr.queued == 0:
-        return ("draining", None) if pr.moving else ("finished", None)
+    dir_moving, dir_queued = dirs or (0, 0)
+    partitions_done = pr.queued == 0 and pr.moving == 0
+    if pr.queued == 0 and dir_queued == 0:
+        if pr.moving:
+            return "draining", None
+        return ("moving log dirs", None) if dir_moving else ("finished", None)
     wait = sch.wait_line(now, schedule_of(plan), paused_of(plan))
     if wait is None:
-        return "running", None
+        return ("moving log dirs" if partitions_done else "running"), None
     return ("paused" if plan.paused else "waiting"), wait
+
+
+Entities = tuple[list[int], list[str]]  # (brokers, topics), as core.throttle.recorded_entities gives them
+
+
+def throttles_held(plan_topics: Collection[str], recorded: Entities) -> tuple[Entities, Entities]:
+    """(the recorded throttles a stored plan keeps for its moves, the rest). A topic's lists are the plan's
+    when the topic is one of the plan's. Broker rates are shared by every move and cannot be told apart
+    once the moves are done (verify's rule, docs/faults.md): they are the plan's when every recorded topic
+    is, otherwise they go with the rest (another execute's topics may be theirs)."""
+    brokers, topics = recorded
+    mine = [t for t in topics if t in plan_topics]
+    others = [t for t in topics if t not in plan_topics]
+    if others:
+        return ([], mine), (list(brokers), others)
+    return (list(brokers), mine), ([], [])

@@ -87,19 +87,23 @@ def continue_stored(store: PlanStore, now: datetime, hours: Any = KEEP) -> sch.C
 
 
 # -- what the plan reports: list and the metrics ----------------------------------------------------
-def report(seen: Versioned, now: datetime) -> dict[str, Any]:
-    """`list --format json`'s `stored_plan`: the plan's state, moves, bytes, ETA, origin, driver, last step."""
+def report(seen: Versioned, now: datetime, recorded: pv.Entities | None = None) -> dict[str, Any]:
+    """`list --format json`'s `stored_plan`: the plan's state, moves, bytes, ETA, origin, driver, last step;
+    with `recorded` (the brokers and topics our throttle record holds), `throttles`: those it keeps for its
+    moves (core.plan_view.throttles_held)."""
     from reassign_cli.ops.stored_health import stored_ignore
 
     plan = seen.plan
     pr = sp.progress(plan)
-    state, why = pv.state_line(plan, now)
-    lease = plan.lease
     from reassign_cli.ops.stored_log_dirs import counts
 
     dirs = counts(plan)
+    state, why = pv.state_line(plan, now, None if dirs is None else (dirs.moving, dirs.queued))
+    lease = plan.lease
+    held = None if recorded is None else pv.throttles_held({e.topic for e in plan.entries}, recorded)[0]
     return {
         **({} if dirs is None else {"log_dir_moves": dirs.doc()}),  # only a plan that names log dirs
+        **({} if held is None else {"throttles": {"brokers": held[0], "topics": held[1]}}),
         "plan_sha256": plan.plan_sha256,
         "partitions": pr.total,
         "state": state,

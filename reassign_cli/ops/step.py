@@ -108,6 +108,7 @@ class StepResult:
     rate_lines: list[str] = field(default_factory=list)  # the throttle loop's changes (ops/stored_rates.py)
     rate_changes: list[dict[str, Any]] = field(default_factory=list)  # the same, written, for --format json
     log_dirs: Any = None  # the plan's log-dir moves (ops/stored_log_dirs.DirCounts; None: it names no dir)
+    in_dirs_phase: bool = False  # every partition move done, the log-dir moves stepped: held_line counts them
     dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
 
     def progress_line(self) -> str:
@@ -321,6 +322,12 @@ def _dirs_phase(
     plan, dirs = out
     result.lost_fence, result.dirs_started = dirs.lost_fence, dirs.started
     counts(seen.plan if dirs.lost_fence else plan, result, now)
+    result.in_dirs_phase = True
+    if verdict is not None and not dirs.lost_fence and result.log_dirs is not None:
+        d = result.log_dirs  # a hold says why no log-dir move started, with their counts
+        result.held_line = hc.render_line(
+            verdict, first_seen=env.first_seen, now=now, moving=d.moving, queued=d.queued, of_log_dirs=True
+        )
     return True
 
 

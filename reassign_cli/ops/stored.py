@@ -240,9 +240,16 @@ def describe(result: st.StepResult) -> dict[str, Any]:
     if result.verdict is not None:
         from reassign_cli.core import health as hc
 
+        dirs = result.log_dirs if result.in_dirs_phase else None  # the log-dir phase counts its moves
         doc["health"] = hc.to_json(
-            result.verdict, first_seen={}, now=time.time(), moving=result.moving, queued=result.queued
+            result.verdict,
+            first_seen={},
+            now=time.time(),
+            moving=result.moving if dirs is None else dirs.moving,
+            queued=result.queued if dirs is None else dirs.queued,
+            of_log_dirs=dirs is not None,
         )
+        doc["health"]["counts"] = "partition_moves" if dirs is None else "log_dir_moves"
     return doc
 
 

@@ -5,6 +5,7 @@ Stored plan: 12 partition(s), SHA-256 0123456789ab, stored by alice@ops1 at 2026
   moves: 2 moving, 5 queued, 5 done
   log-dir moves: 1 moving, 2 queued, 0 done of 3 (only a plan that names log dirs)
   bytes: 1.2 GiB of 3.4 GiB done, 2.2 GiB left; ETA 0:41:10
+  throttles: on brokers 1,2,3 and topics orders, kept for its moves (cleared when it ends) (only when recorded)
   driver: none (no step running)
   last step: 2026-12-01T02:29:00Z; last change 2026-12-01T02:30:15Z (95 s ago by this host's clock)
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from reassign_cli.core.pacing import eta_text, human_bytes
+from reassign_cli.render.progress import entities_text
 
 
 def stored_plan_lines(doc: dict[str, Any]) -> list[str]:
@@ -39,6 +41,10 @@ def stored_plan_lines(doc: dict[str, Any]) -> list[str]:
             f"  bytes: {human_bytes(b['done'])} of {human_bytes(b['total'])} done, "
             f"{human_bytes(b['remaining'])} left; {eta_text(doc['eta_seconds'])}"
         )
+    held = doc.get("throttles")
+    if held and (held["brokers"] or held["topics"]):
+        where = entities_text(held["brokers"], held["topics"])
+        lines.append(f"  throttles: on {where}, kept for its moves (cleared when it ends)")
     if doc.get("ignore_health"):
         lines.append(f"  ignores health checks: {', '.join(doc['ignore_health'])} (execute --ignore-health)")
     lease = doc["driver"]

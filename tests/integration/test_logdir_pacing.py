@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import threading
@@ -393,7 +394,8 @@ def detached_disk_plan(
         )
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
-        outputs = []
+        outputs: list[str] = []
+        listed: list[str] = []
         with Sampler(bootstrap, topic) as sampler:
             r = execute(zookeeper, bootstrap, plan, "--detach", "--max-moves-per-broker", "1",
                         "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "200000",
@@ -422,7 +424,9 @@ def detached_disk_plan(
                 assert v.returncode in (0, 4), outputs[-1]
                 if v.returncode == 0:
                     break
+                listed += list_in_dirs_phase(zookeeper, bootstrap, outputs[-1]) if not listed else []
         assert v.returncode == 0, outputs
+        assert listed, outputs  # list ran once, between two steps of the log-dir phase
         assert "The stored plan is done" in outputs[-1], outputs[-1]
         assert not [o for o in outputs if "not being moved" in o], outputs
         assert any("log-dir moves: 1 moving, 1 queued" in o for o in outputs), outputs
@@ -439,6 +443,26 @@ def detached_disk_plan(
         assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
     finally:
         admin.alter("brokers", 1, {LOG_DIR_RATE: None})
+
+
+def list_in_dirs_phase(zookeeper: str | None, bootstrap: str, step: str) -> list[str]:
+    """After a step that left every partition move done and log-dir moves to go (no step runs until the
+    next verify: the stored marks stay as that step wrote them), `list` says the plan moves log dirs, not
+    that it is finished: its stdout. Otherwise nothing runs: []."""
+    dirs = re.search(r"log-dir moves: (\d+) moving, (\d+) queued", step)
+    if (
+        "Stored plan: 0 moving, 0 queued, 3 done of 3" not in step
+        or dirs is None
+        or dirs.groups() == ("0", "0")
+    ):
+        return []
+    ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *connection(zookeeper, bootstrap)],
+                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                        env=own_env())  # fmt: skip
+    assert ls.returncode == 0, ls.stderr
+    assert "  state: moving log dirs" in ls.stdout.splitlines(), ls.stdout
+    assert f"  log-dir moves: {dirs[1]} moving, {dirs[2]} queued" in ls.stdout, ls.stdout
+    return [ls.stdout]
 
 
 def foreground_stored_then_cancelled(

@@ -27,6 +27,7 @@ from tests.integration.reassign_support import (
     LEADER_RATE,
     RECORD,
     Mover,
+    await_idle,
     config,
     get_json,
     produce,
@@ -276,3 +277,38 @@ def test_cancel_with_the_stored_plans_file_deletes_it(
     assert lines[-1] == f"Deleted the stored plan (SHA-256 {plan.plan_sha256[:12]}): it was this file's."
     assert store.read() is None and not reassigning(zk, topic)
     assert get_json(zk, RECORD) is None
+
+
+def test_list_names_the_stored_plans_throttles(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, store: ZkPlanStore, run_cli: Any
+) -> None:
+    """A stored plan between two moves (the first done, the second queued: one move per broker) keeps its
+    throttles: `list` says they are the stored plan's, not "nothing is reassigning (an interrupted
+    execute?)". The store fixture deletes the plan before the mover's cleanup verifies the file (which
+    takes the throttles off)."""
+    topic = make_topic({0: [1], 1: [1]})
+    path = mover.plan("p.json", {(topic, 0): [3], (topic, 1): [3]})
+    await_idle(zk)
+    both = ("--zookeeper", cluster.zookeeper, "--bootstrap-server", cluster.bootstrap)
+    r = mover.execute(path, *both, "--max-moves-per-broker", "1", "--throttle", "20000", "--detach",
+                      "--rollback-file", str(mover.tmp / "rb.json"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "Stored plan: 1 moving, 1 queued, 0 done of 2" in r.stderr
+    wait_until(lambda: not reassigning(zk, topic), timeout=120, message="the first (empty) move done")
+    record = get_json(zk, RECORD)
+    brokers = sorted(int(b) for b, keys in record["brokers"].items() if keys)
+    assert brokers and sorted(t for t, keys in record["topics"].items() if keys) == [topic]
+
+    listed = run_cli("list", *both)
+    assert listed.returncode == 0, listed.stderr
+    where = f"brokers {','.join(map(str, brokers))} and topics {topic}"
+    assert f"  throttles: on {where}, kept for its moves (cleared when it ends)" in listed.stdout.splitlines()
+    assert "interrupted execute" not in listed.stderr, listed.stderr
+    doc = json.loads(run_cli("list", "--format", "json", *both).stdout)
+    assert doc["orphaned_throttles"] is None
+    assert doc["stored_plan"]["throttles"] == {"brokers": brokers, "topics": [topic]}
+    assert doc["stored_plan"]["moves"] == {"running": 1, "queued": 1, "done": 0}  # no step since: as marked
+
+    store.delete()  # no stored plan: the same throttles are orphans, and list says so as before
+    listed = run_cli("list", *both)
+    assert f"throttles set by kafka-reassign are still in place on {where}, and nothing" in listed.stderr
