@@ -98,6 +98,7 @@ class StepResult:
     cancel_file: str | None = None  # where the cancelled moves' targets were saved
     verdict: hc.Verdict | None = None
     held_line: str | None = None
+    first_seen: dict[str, float] = field(default_factory=dict)  # when each hold was first seen
     wait: str | None = None  # pause or hours
     driver: str | None = None  # another run drives: who (nothing was changed)
     lost_fence: bool = False  # another writer changed the plan: this step started nothing
@@ -262,7 +263,9 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     result = StepResult()
     wait = schedule_wait(plan, now)
     verdict = _health(env, plan, now, ignore)
-    result.verdict, result.wait = verdict, wait
+    result.verdict, result.wait, result.first_seen = verdict, wait, env.first_seen
+    if verdict is not None:
+        plan = with_holds_seen(plan, env.first_seen)  # written with this step's compare-and-set
     if verdict is not None:
         moved = _cancel_under_min_isr(env, seen, plan, verdict, now, result)
         if moved is None:
@@ -395,8 +398,31 @@ def _health(env: StepEnv, plan: sp.StoredPlan, now: float, ignore: Iterable[str]
 
     ignore = {*ignore, *stored_ignore(plan.schedule)}  # execute --ignore-health, kept with the plan
     verdict = hc.check(signals, plan_brokers=brokers, queued=queued, previous_epoch=previous, ignore=ignore)
-    env.first_seen = hc.seen_since(verdict, env.first_seen, now)
+    # when each hold was first seen: kept with the plan, so a cron step (a new process each time) says
+    # "since 40 s" of a hold an earlier step saw, not "since 0 s"
+    env.first_seen = hc.seen_since(verdict, {**holds_seen(plan), **env.first_seen}, now)
     return verdict
+
+
+HOLDS_SEEN = "holds_seen"  # the schedule object's key: Hold.key -> when a step first saw it (epoch seconds)
+
+
+def holds_seen(plan: sp.StoredPlan) -> dict[str, float]:
+    """The stored first-seen times of the holds (anything else under the key: none)."""
+    value = plan.schedule.get(HOLDS_SEEN)
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float))}
+
+
+def with_holds_seen(plan: sp.StoredPlan, seen: dict[str, float]) -> sp.StoredPlan:
+    """The plan with `seen` kept under HOLDS_SEEN (the schedule's other keys kept; none: the key gone)."""
+    if holds_seen(plan) == seen:
+        return plan
+    schedule = {k: v for k, v in plan.schedule.items() if k != HOLDS_SEEN}
+    if seen:
+        schedule[HOLDS_SEEN] = dict(sorted(seen.items()))
+    return replace(plan, schedule=schedule)
 
 
 def _submit(

@@ -243,7 +243,7 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         dirs = result.log_dirs if result.in_dirs_phase else None  # the log-dir phase counts its moves
         doc["health"] = hc.to_json(
             result.verdict,
-            first_seen={},
+            first_seen=result.first_seen,
             now=time.time(),
             moving=result.moving if dirs is None else dirs.moving,
             queued=result.queued if dirs is None else dirs.queued,

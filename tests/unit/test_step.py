@@ -322,3 +322,28 @@ def test_places_dirs_names_a_plan_with_a_log_dir() -> None:
     )
     plain = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}'
     assert places_dirs(with_dirs) and not places_dirs(anys) and not places_dirs(plain)
+
+
+def test_a_hold_is_said_since_the_first_step_that_saw_it_across_processes() -> None:
+    """Each cron step is a new process (a new StepEnv): the hold's first-seen time is kept with the plan,
+    so the second step, 40 s later, says "since 40 s" (it said "since 0 s" before), and the JSON too."""
+    from reassign_cli.ops.stored import describe
+
+    store, _, env = make()
+    signals = hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    env.health = lambda: signals
+    first = one(env)
+    assert first.held_line is not None and "(since 0 s)" in first.held_line
+    assert store.plan is not None and store.plan.schedule[st.HOLDS_SEEN] == {"broker-missing:broker 3": 200.0}
+    later = st.StepEnv(env.backend, store, now=lambda: 240.0, clock=lambda: 0.0, throttle_settle=0)
+    later.health = lambda: signals
+    again = one(later)
+    assert again.held_line is not None and "broker 3 is not registered (since 40 s)" in again.held_line
+    assert describe(again)["health"]["holds"][0]["since_seconds"] > 0
+    signals = dataclasses.replace(signals, registered=frozenset({1, 2, 3, 4, 5}))  # back: the hold gone
+    third = st.StepEnv(env.backend, store, now=lambda: 260.0, clock=lambda: 0.0, throttle_settle=0)
+    third.health = lambda: signals
+    assert one(third).held_line is None
+    assert store.plan is not None and st.HOLDS_SEEN not in store.plan.schedule
