@@ -107,18 +107,33 @@ def _stored_step(
     no_advance: bool,
     ignore_health: tuple[str, ...],
 ) -> int:
-    """verify with no plan file: one step of the stored plan (cli/stored.py)."""
+    """verify with no plan file: one step of the stored plan (cli/stored.py); with --metrics-file, the
+    stored plan's gauges after the step beside verify's exit code, written whatever happens."""
     from reassign_cli.cli import stored
     from reassign_cli.core.health import parse_ignore
     from reassign_cli.errors import UsageError
 
-    if metrics_file is not None or metrics_labels:
-        raise UsageError("--metrics-file needs --reassignment-json-file (for now)")
+    if metrics_file is None and metrics_labels:
+        raise UsageError("--metrics-label needs --metrics-file")
     try:
         ignore = parse_ignore(ignore_health)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    return stored.verify_stored(opts, advance=not no_advance, ignore=ignore)
+    if metrics_file is None:
+        return stored.verify_stored(opts, advance=not no_advance, ignore=ignore)
+    from reassign_cli.render.metrics import check_metrics_path, parse_metrics_labels
+    from reassign_cli.render.plan_metrics import stored_plan_labels
+
+    # plan="stored"; plan_sha256 the stored plan's once read ("" while not, and when none is stored)
+    labels = stored_plan_labels("stored", "", parse_metrics_labels(metrics_labels))
+    check_metrics_path(metrics_file)
+    return _with_metrics(
+        metrics_file,
+        labels,
+        lambda facts: stored.verify_stored(
+            opts, advance=not no_advance, ignore=ignore, facts=facts, labels=labels
+        ),
+    )
 
 
 def _verify(

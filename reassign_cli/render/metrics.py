@@ -87,6 +87,7 @@ class VerifyMetrics:
     rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     stored_plan: StoredPlan | None = None  # the plan stored in the cluster, when one is
     moves: Sequence[ReplicaMoveProgress] | None = None  # the plan's log-dir moves, when checked
+    held: Mapping[str, bool] | None = None  # a stored step's health checks -> holding (ops/verify_metrics)
 
 
 def bytes_remaining(
@@ -148,7 +149,9 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
     ).labels(**plan).set(m.timestamp)
     if m.stored_plan is not None:
         now = datetime.fromtimestamp(m.timestamp, UTC)
-        add_plan_gauges(reg, stored_labels(plan, m.stored_plan.plan_sha256), summary(m.stored_plan, now))
+        add_plan_gauges(
+            reg, stored_labels(plan, m.stored_plan.plan_sha256), summary(m.stored_plan, now, m.held)
+        )
     return reg
 
 
