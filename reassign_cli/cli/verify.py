@@ -50,7 +50,7 @@ from reassign_cli.cli.inputs import read_input_file
     help="Also write the outcome as Prometheus metrics in node_exporter's textfile format (atomically: "
     "a temporary file renamed into place), also when verify fails. Name it *.prom in the textfile "
     "collector's directory (docs/execute-verify.md). Every series is labelled plan (the file's path) and "
-    "plan_sha256 (its SHA-256, 12 hex digits).",
+    "plan_sha256 (its SHA-256, 12 hex digits); with no plan file, plan=stored and the stored plan's digest.",
 )
 @click.option(
     "--metrics-label",
