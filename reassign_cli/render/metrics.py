@@ -20,6 +20,10 @@ proposed.json), write distinct series beside each other in the collector's direc
 - kafka_reassign_plan_*: the plan stored in the cluster by a paced execute, when one is (render/plan_metrics.py;
   labelled as verify's series when it is the file's plan, else plan="stored" and its own plan_sha256)
 
+verify with no plan file (a step of the stored plan: cli/stored.verify_stored) writes the exit code, the
+timestamp and the stored plan's gauges after the step (`held`: the health checks it applied), all labelled
+plan="stored" and the stored plan's plan_sha256 ("" when none is stored).
+
 A failed verify writes only the exit code and the timestamp: no stale partition counts.
 """
 

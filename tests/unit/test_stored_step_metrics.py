@@ -53,12 +53,13 @@ def _plan(loop: bool = True) -> sp.StoredPlan:
 
 
 class FakeBackend:
-    """Only what the nothing-stored path reads: the cluster's state (nothing reassigning)."""
+    """Only what the nothing-stored path reads: the cluster's state (`elsewhere`: partitions reassigning)."""
+
+    elsewhere: tuple[tuple[str, int], ...] = ()
 
     def read_state(self, _topics: Any) -> Any:
-        return dataclasses.make_dataclass("State", [("topics", dict), ("reassigning_elsewhere", list)])(
-            {}, []
-        )
+        state = dataclasses.make_dataclass("State", [("topics", dict), ("reassigning_elsewhere", list)])
+        return state({}, list(self.elsewhere))
 
 
 @pytest.fixture
@@ -190,3 +191,20 @@ def test_usage_errors_write_nothing(run: Any, tmp_path: Path, capsys: pytest.Cap
         main(["verify", "--zookeeper", "zk:2181", "--metrics-file", str(tmp_path / "no" / "m.prom")])
     assert e.value.code == 2 and "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "u.prom").exists() and not (tmp_path / "no").exists()
+
+
+def test_nothing_stored_while_something_reassigns_writes_exit_4(
+    run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FakeBackend, "elsewhere", (("other", 0),))
+    code, got, _ = run(None, StepResult(), None)
+    assert code == 4
+    assert got["kafka_reassign_verify_exit_code"] == {key(sha=""): 4}
+    assert not [name for name in got if name.startswith("kafka_reassign_plan_")]
+
+
+def test_a_check_silenced_by_ignore_health_does_not_hold() -> None:
+    silenced = hc.Hold("under-replicated", "t-0 has 1 in sync of 2")
+    verdict = hc.Verdict((), frozenset(), False, None, ignored=(silenced,))
+    assert verify_metrics.held_checks(verdict) == dict.fromkeys(hc.CHECKS, False)
+    assert verify_metrics.held_checks(None) == {}  # no health verdict: no health reasons written
