@@ -112,9 +112,18 @@ def say_result(opts: Options, result: Any) -> None:
         out.info(line)
 
 
-def verify_stored(opts: Options, *, advance: bool, ignore: frozenset[str]) -> int:
+def verify_stored(
+    opts: Options,
+    *,
+    advance: bool,
+    ignore: frozenset[str],
+    facts: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+) -> int:
     """`verify` with no plan file: one step of the stored plan (only a report with --no-advance). Nothing
-    stored: say so; exit 0 when nothing reassigns, 4 when something does."""
+    stored: say so; exit 0 when nothing reassigns, 4 when something does. For --metrics-file: `labels` gets
+    the stored plan's plan_sha256 as soon as it is read, `facts` the plan as stored after the step (none
+    once it finished) and the health checks the step applied (ops/verify_metrics.step_facts)."""
     from reassign_cli.cli.common import open_backend
     from reassign_cli.ops import stored
     from reassign_cli.ops.step import StepResult
@@ -124,8 +133,17 @@ def verify_stored(opts: Options, *, advance: bool, ignore: frozenset[str]) -> in
     with open_backend(opts, admin_too=True) as backend:
         # nothing stored: said so through any connection (ZooKeeper alone too, which cannot step a plan)
         result = StepResult(stored=False)
-        if read_stored(backend) is not None:
+        found = read_stored(backend)
+        if found is not None:
+            if labels is not None:
+                from reassign_cli.render.plan_metrics import SHA_DIGITS
+
+                labels["plan_sha256"] = found.plan.plan_sha256[:SHA_DIGITS]
             result = step_with(opts, backend, advance=advance, ignore=ignore)
+            if facts is not None:
+                from reassign_cli.ops.verify_metrics import step_facts
+
+                facts.update(step_facts(backend, result.verdict))
         if not result.stored:
             state = backend.read_state(None)
             moving = sorted(

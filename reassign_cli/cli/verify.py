@@ -50,7 +50,7 @@ from reassign_cli.cli.inputs import read_input_file
     help="Also write the outcome as Prometheus metrics in node_exporter's textfile format (atomically: "
     "a temporary file renamed into place), also when verify fails. Name it *.prom in the textfile "
     "collector's directory (docs/execute-verify.md). Every series is labelled plan (the file's path) and "
-    "plan_sha256 (its SHA-256, 12 hex digits).",
+    "plan_sha256 (its SHA-256, 12 hex digits); with no plan file, plan=stored and the stored plan's digest.",
 )
 @click.option(
     "--metrics-label",
@@ -107,18 +107,33 @@ def _stored_step(
     no_advance: bool,
     ignore_health: tuple[str, ...],
 ) -> int:
-    """verify with no plan file: one step of the stored plan (cli/stored.py)."""
+    """verify with no plan file: one step of the stored plan (cli/stored.py); with --metrics-file, the
+    stored plan's gauges after the step beside verify's exit code, written whatever happens."""
     from reassign_cli.cli import stored
     from reassign_cli.core.health import parse_ignore
     from reassign_cli.errors import UsageError
 
-    if metrics_file is not None or metrics_labels:
-        raise UsageError("--metrics-file needs --reassignment-json-file (for now)")
+    if metrics_file is None and metrics_labels:
+        raise UsageError("--metrics-label needs --metrics-file")
     try:
         ignore = parse_ignore(ignore_health)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    return stored.verify_stored(opts, advance=not no_advance, ignore=ignore)
+    if metrics_file is None:
+        return stored.verify_stored(opts, advance=not no_advance, ignore=ignore)
+    from reassign_cli.render.metrics import check_metrics_path, parse_metrics_labels
+    from reassign_cli.render.plan_metrics import stored_plan_labels
+
+    # plan="stored"; plan_sha256 the stored plan's once read ("" while not, and when none is stored)
+    labels = stored_plan_labels("stored", "", parse_metrics_labels(metrics_labels))
+    check_metrics_path(metrics_file)
+    return _with_metrics(
+        metrics_file,
+        labels,
+        lambda facts: stored.verify_stored(
+            opts, advance=not no_advance, ignore=ignore, facts=facts, labels=labels
+        ),
+    )
 
 
 def _verify(

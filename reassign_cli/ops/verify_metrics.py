@@ -1,13 +1,16 @@
 """What `verify --metrics-file` reports beyond verify's own outcome, read from the cluster after it: the
 throttle rates this tool has set (the brokers and keys its record names, at their current values), and the
 sizes of the replicas of the partitions still moving (`ask`: DescribeLogDirs, when the admin API is at hand),
-and the plan stored in the cluster by a paced execute (its gauges: render/plan_metrics.py)."""
+and the plan stored in the cluster by a paced execute (its gauges: render/plan_metrics.py). `step_facts`: the
+same for `verify --metrics-file` with no plan file, after its step of the stored plan (cli/stored.verify_stored)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from reassign_cli.backends.protocol import Backend, ReplicaKey
+from reassign_cli.core.health import CHECKS, Verdict
 from reassign_cli.core.progress import PartitionProgress, Status
 from reassign_cli.core.stored_plan import StoredPlan
 from reassign_cli.core.throttle import BROKER_KEYS, record_entry, recorded_entities
@@ -57,3 +60,18 @@ def stored_plan(backend: Backend) -> StoredPlan | None:
     from reassign_cli.ops.plan_ctl import read_stored
 
     return read_stored(backend)
+
+
+def held_checks(verdict: Verdict | None) -> dict[str, bool]:
+    """Each health check a step applied -> whether it holds new moves back ({}: the step checked none;
+    a check silenced by --ignore-health does not hold)."""
+    if verdict is None:
+        return {}
+    holding = {h.check for h in verdict.holds}
+    return {check: check in holding for check in CHECKS}
+
+
+def step_facts(backend: Backend, verdict: Verdict | None) -> dict[str, Any]:
+    """What a stored step's metrics file reports beyond the exit code: the plan as stored after the step
+    (None once it finished and was deleted) and the health checks the step applied."""
+    return {"stored_plan": stored_plan(backend), "held": held_checks(verdict)}

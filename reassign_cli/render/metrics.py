@@ -20,6 +20,10 @@ proposed.json), write distinct series beside each other in the collector's direc
 - kafka_reassign_plan_*: the plan stored in the cluster by a paced execute, when one is (render/plan_metrics.py;
   labelled as verify's series when it is the file's plan, else plan="stored" and its own plan_sha256)
 
+verify with no plan file (a step of the stored plan: cli/stored.verify_stored) writes the exit code, the
+timestamp and the stored plan's gauges after the step (`held`: the health checks it applied), all labelled
+plan="stored" and the stored plan's plan_sha256 ("" when none is stored).
+
 A failed verify writes only the exit code and the timestamp: no stale partition counts.
 """
 
@@ -87,6 +91,7 @@ class VerifyMetrics:
     rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     stored_plan: StoredPlan | None = None  # the plan stored in the cluster, when one is
     moves: Sequence[ReplicaMoveProgress] | None = None  # the plan's log-dir moves, when checked
+    held: Mapping[str, bool] | None = None  # a stored step's health checks -> holding (ops/verify_metrics)
 
 
 def bytes_remaining(
@@ -148,7 +153,9 @@ def registry(m: VerifyMetrics) -> CollectorRegistry:
     ).labels(**plan).set(m.timestamp)
     if m.stored_plan is not None:
         now = datetime.fromtimestamp(m.timestamp, UTC)
-        add_plan_gauges(reg, stored_labels(plan, m.stored_plan.plan_sha256), summary(m.stored_plan, now))
+        add_plan_gauges(
+            reg, stored_labels(plan, m.stored_plan.plan_sha256), summary(m.stored_plan, now, m.held)
+        )
     return reg
 
 

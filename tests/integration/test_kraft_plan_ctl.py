@@ -123,6 +123,59 @@ def test_pause_list_continue_and_metrics(
     assert seen.plan.schedule == {"hours": "22:00-06:00", "not_before": None}
 
 
+def test_cron_verify_without_a_file_writes_the_steps_metrics(
+    kc: ExtraCluster, ka: Admin, store: TopicPlanStore, tmp_path: Path
+) -> None:
+    """Issue 25 item 8 through the admin API alone: `verify --metrics-file` with no plan file steps the
+    stored plan (held by a not_before in 2099: nothing starts) and writes its gauges after the step;
+    nothing stored: the exit code alone."""
+    topic, _ = ka.make_topic("cron", {0: [1, 2]})
+    p = stored(
+        plan(tmp_path / "p.json", {(topic, 0): [2, 3]}),
+        sizes=[1000],
+        schedule={"hours": None, "not_before": "2099-01-01T00:00:00Z"},
+    )
+    store.create(p)
+    metrics = tmp_path / "m.prom"
+    r = cli(kc.bootstrap, "verify", "--metrics-file", metrics, "--metrics-label", "cluster=eu1")
+    assert r.returncode == 4, r.stderr
+    samples = {
+        (s.name, s.labels.get("state") or s.labels.get("reason")): s.value
+        for fam in text_string_to_metric_families(metrics.read_text())
+        for s in fam.samples
+        if s.labels
+        == {"plan": "stored", "plan_sha256": p.plan_sha256[:12], "cluster": "eu1"}
+        | ({k: s.labels[k] for k in ("state", "reason") if k in s.labels})
+    }
+    seen = store.read()
+    assert seen is not None and seen.plan.started == frozenset() and seen.plan.last_step is not None
+    assert samples.pop(("kafka_reassign_verify_last_run_timestamp_seconds", None)) >= seen.plan.last_step.at
+    healthy = {("kafka_reassign_plan_held", c): 0 for c in ("broker-missing", "broker-fenced", "leaderless")}
+    assert {k: v for k, v in samples.items() if k[0] != "kafka_reassign_plan_held"} == {
+        ("kafka_reassign_verify_exit_code", None): 4,
+        ("kafka_reassign_plan_moves", "running"): 0,
+        ("kafka_reassign_plan_moves", "queued"): 1,
+        ("kafka_reassign_plan_moves", "done"): 0,
+        ("kafka_reassign_plan_bytes_remaining", None): 1000,
+        ("kafka_reassign_plan_paused", None): 0,
+        ("kafka_reassign_plan_last_step_timestamp_seconds", None): seen.plan.last_step.at,
+    }
+    assert samples[("kafka_reassign_plan_held", "not_before")] == 1
+    assert samples[("kafka_reassign_plan_held", "hours")] == 0
+    assert {k: samples[k] for k in healthy} == healthy
+    assert ka.reassignments() == {}
+    store.delete()
+    r = cli(kc.bootstrap, "verify", "--metrics-file", metrics)
+    assert r.returncode == 0, r.stderr
+    names = {
+        s.name: s.labels for fam in text_string_to_metric_families(metrics.read_text()) for s in fam.samples
+    }
+    assert names == {
+        "kafka_reassign_verify_exit_code": {"plan": "stored", "plan_sha256": ""},
+        "kafka_reassign_verify_last_run_timestamp_seconds": {"plan": "stored", "plan_sha256": ""},
+    }
+
+
 def test_cancel_of_the_stored_plan(
     kc: ExtraCluster, ka: Admin, store: TopicPlanStore, tmp_path: Path
 ) -> None:

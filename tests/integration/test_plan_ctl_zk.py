@@ -5,6 +5,7 @@ Every test deletes the stored plan in a finalizer."""
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import re
@@ -249,6 +250,63 @@ def test_verify_metrics_file_carries_the_stored_plan(
     r = run_cli("verify", "--reassignment-json-file", other, "--metrics-file", metrics)
     assert r.returncode == 0, r.stderr
     assert "kafka_reassign_plan_" not in metrics.read_text()  # nothing stored: no plan gauges
+
+
+def _plan_gauge(
+    got: dict[Any, float], own: tuple[tuple[str, str], ...], name: str, *more: tuple[str, str]
+) -> float:
+    return got[(f"kafka_reassign_plan_{name}", tuple(sorted(own + more)))]
+
+
+def test_cron_verify_without_a_file_writes_the_steps_metrics(
+    cluster: Any, make_topic: Any, zk: Any, store: ZkPlanStore, run_cli: Any, tmp_path: Path
+) -> None:
+    """Issue 25 item 8: the cron job's `verify --metrics-file` with no plan file steps the stored plan and
+    writes its gauges after the step; --no-advance reports; nothing stored: the exit code alone. The plan
+    waits for a not_before in 2099, so the steps start no move (and set no throttle)."""
+    topic = make_topic({0: [1, 2], 1: [2, 3]})
+    path = write_plan(tmp_path / "stored.json", {(topic, 0): [2, 3], (topic, 1): [3, 1]})
+    plan = stored(path, sizes=[100, 200], schedule={"hours": None, "not_before": "2099-01-01T00:00:00Z"})
+    store.create(plan)
+    metrics = tmp_path / "m.prom"
+    connect = ("--bootstrap-server", cluster.bootstrap)  # beside KAFKA_REASSIGN_ZOOKEEPER (run_cli's)
+    own = (("cluster", "eu1"), ("plan", "stored"), ("plan_sha256", plan.plan_sha256[:12]))
+    stepped_at = 0.0
+    for extra in ((), ("--no-advance",)):
+        before = time.time()
+        r = run_cli("verify", *extra, "--metrics-file", metrics, "--metrics-label", "cluster=eu1", *connect)
+        after = time.time()
+        assert r.returncode == 4, r.stderr
+        got = _samples(metrics.read_text())
+        at = functools.partial(_plan_gauge, got, own)
+        assert got[("kafka_reassign_verify_exit_code", own)] == 4
+        assert before <= got[("kafka_reassign_verify_last_run_timestamp_seconds", own)] <= after
+        assert [at("moves", ("state", s)) for s in ("running", "queued", "done")] == [0, 2, 0]
+        assert (at("bytes_remaining"), at("paused")) == (300, 0)
+        assert (at("held", ("reason", "not_before")), at("held", ("reason", "hours"))) == (1, 0)
+        seen = store.read()
+        assert seen is not None and seen.plan.started == frozenset()  # held: nothing started
+        if not extra:  # the step wrote its time; the healthy cluster holds nothing
+            assert seen.plan.last_step is not None and before <= seen.plan.last_step.at <= after
+            assert at("last_step_timestamp_seconds") == seen.plan.last_step.at
+            assert [at("held", ("reason", c)) for c in ("broker-missing", "min-isr", "under-replicated")] == [
+                0
+            ] * 3
+            stepped_at = seen.plan.last_step.at
+        else:  # --no-advance wrote nothing: the first step's time still
+            assert seen.plan.last_step is not None and seen.plan.last_step.at == stepped_at
+            assert at("last_step_timestamp_seconds") == stepped_at
+    assert not reassigning(zk, topic)
+    store.delete()
+    r = run_cli("verify", "--metrics-file", metrics, *connect)
+    assert r.returncode == 0, r.stderr
+    none = (("plan", "stored"), ("plan_sha256", ""))
+    got = _samples(metrics.read_text())
+    assert {name for name, _ in got} == {
+        "kafka_reassign_verify_exit_code",
+        "kafka_reassign_verify_last_run_timestamp_seconds",
+    }
+    assert got[("kafka_reassign_verify_exit_code", none)] == 0
 
 
 def test_cancel_with_the_stored_plans_file_deletes_it(

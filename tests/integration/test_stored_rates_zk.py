@@ -6,7 +6,8 @@ separate `verify` processes (one step each) until exit 0. One move of a partitio
 - `--throttle auto --min-throttle 2MB --max-throttle 16MB --throttle-interval 5`: the rates read back from
   ZooKeeper rise above 2 MB/s, never above 16 MB/s at any sample; after every step the loop's state read back
   from the stored plan's head names the rates the brokers hold; at the end the operator's own follower rate
-  on broker 3 is back exactly and the stored plan is gone.
+  on broker 3 is back exactly and the stored plan is gone. Each step writes `--metrics-file`: its
+  kafka_reassign_plan_throttle_rate_bytes{broker,role} are the rates the brokers hold.
 - `--throttle-schedule` whose boundary is the next UTC minute: a step after it writes the new rate (read
   back), with its line.
 """
@@ -18,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from reassign_cli.core import throttle as th
 from tests.helpers import wait_until
@@ -48,8 +50,10 @@ def _steps(cluster: Any, mover: Mover, run_cli: Any) -> list[str]:
     """verify steps until exit 0; after each, the kept rates are the brokers' (read back). Their stderr."""
     errs: list[str] = []
 
+    prom = mover.tmp / "m.prom"
+
     def step() -> bool:
-        r = run_cli("verify", *_flags(cluster), env=ENV, cwd=mover.tmp)
+        r = run_cli("verify", *_flags(cluster), "--metrics-file", prom, env=ENV, cwd=mover.tmp)
         assert r.returncode in (0, 4), r.stderr
         errs.append(r.stderr)
         kept = _kept_rates(mover.zk)
@@ -57,6 +61,14 @@ def _steps(cluster: Any, mover: Mover, run_cli: Any) -> list[str]:
             broker, role = key.split("/")
             name = th.LEADER_RATE if role == "leader" else th.FOLLOWER_RATE
             assert (config(mover.zk, "brokers", int(broker)) or {}).get(name) == str(rate), (key, r.stderr)
+        # issue 28's gauge in the cron step's metrics file: the rates the brokers hold (none once done)
+        gauge = {
+            f"{s.labels['broker']}/{s.labels['role']}": s.value
+            for fam in text_string_to_metric_families(prom.read_text())
+            for s in fam.samples
+            if s.name == "kafka_reassign_plan_throttle_rate_bytes"
+        }
+        assert gauge == (kept or {}), (gauge, kept)
         return r.returncode == 0
 
     wait_until(step, timeout=540, interval=1, message=lambda: f"the stored plan done: {errs[-1:]}")
