@@ -99,6 +99,7 @@ class StepResult:
     verdict: hc.Verdict | None = None
     held_line: str | None = None
     first_seen: dict[str, float] = field(default_factory=dict)  # when each hold was first seen
+    at: float | None = None  # the step's time (its holds' "since" counts to it)
     wait: str | None = None  # pause or hours
     driver: str | None = None  # another run drives: who (nothing was changed)
     lost_fence: bool = False  # another writer changed the plan: this step started nothing
@@ -263,7 +264,7 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     result = StepResult()
     wait = schedule_wait(plan, now)
     verdict = _health(env, plan, now, ignore)
-    result.verdict, result.wait, result.first_seen = verdict, wait, env.first_seen
+    result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
     if verdict is not None:
         plan = with_holds_seen(plan, env.first_seen)  # written with this step's compare-and-set
     if verdict is not None:

@@ -244,7 +244,7 @@ def describe(result: st.StepResult) -> dict[str, Any]:
         doc["health"] = hc.to_json(
             result.verdict,
             first_seen=result.first_seen,
-            now=time.time(),
+            now=time.time() if result.at is None else result.at,
             moving=result.moving if dirs is None else dirs.moving,
             queued=result.queued if dirs is None else dirs.queued,
             of_log_dirs=dirs is not None,
