@@ -320,7 +320,7 @@ def _dirs_phase(
         return False
     plan, dirs = out
     result.lost_fence, result.dirs_started = dirs.lost_fence, dirs.started
-    result.rate_lines = dirs.lines  # the adaptive log-dir throttle's changes (ops/stored_logdir_rates.py)
+    result.rate_lines, result.rate_changes = dirs.lines, dirs.changes  # ops/stored_logdir_rates.py
     counts(seen.plan if dirs.lost_fence else plan, result, now)
     return True
 

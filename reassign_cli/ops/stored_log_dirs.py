@@ -208,6 +208,7 @@ class PhaseResult:
     started: list[ReplicaKey]
     lost_fence: bool = False
     lines: list[str] = field(default_factory=list)  # the log-dir loop's changes and warnings
+    changes: list[dict[str, Any]] = field(default_factory=list)  # its changes written, as --format json lists
 
 
 def phase(
@@ -234,11 +235,11 @@ def phase(
     written = env.store.replace(seen, plan)
     if written is None:
         return plan, PhaseResult([], lost_fence=True)
-    lines = _settle(env, written, before, ticked)
+    lines, changes = _settle(env, written, before, ticked, now)
     plan = written.plan
     if new:
         _start(env, plan, new)
-    return plan, PhaseResult([m.key for m in new], lines=lines)
+    return plan, PhaseResult([m.key for m in new], lines=lines, changes=changes)
 
 
 def _tick(plan: sp.StoredPlan, states: Mapping[ReplicaKey, lp.DirState], view: DirSeen, now: float) -> Any:
@@ -254,19 +255,24 @@ def _tick(plan: sp.StoredPlan, states: Mapping[ReplicaKey, lp.DirState], view: D
     return lr.tick(plan, sizes, now)
 
 
-def _settle(env: StepEnv, written: Any, before: sp.StoredPlan, ticked: Any) -> list[str]:
-    """After the compare-and-set: the loop's changes written (fenced), one line each; a write that fails
-    puts the loop back as it was through one more compare-and-set (the next step decides again)."""
+def _settle(
+    env: StepEnv, written: Any, before: sp.StoredPlan, ticked: Any, now: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """After the compare-and-set: the loop's changes written (fenced), one line each, and as --format json
+    lists them; a write that fails puts the loop back as it was through one more compare-and-set (the next
+    step decides again)."""
+    from datetime import UTC, datetime
+
     from reassign_cli.ops import stored_logdir_rates as lr
 
+    when = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
     try:
-        return [*ticked.warnings, *lr.write(env.backend, ticked.changes)]
+        lines = [*ticked.warnings, *lr.write(env.backend, ticked.changes)]
+        return lines, [{"time": when, **c.to_dict()} for c in ticked.changes]
     except OperationalError as e:
         env.store.replace(written, lr.unwritten(written.plan, before))
-        return [
-            *ticked.warnings,
-            f"{e}; the log-dir throttle rates were not written, the next step decides again",
-        ]
+        line = f"{e}; the log-dir throttle rates were not written, the next step decides again"
+        return [*ticked.warnings, line], []
 
 
 def _start(env: StepEnv, plan: sp.StoredPlan, new: list[lp.DirMove]) -> None:

@@ -73,3 +73,50 @@ def test_steps_measure_on_wall_time_and_raise_a_throttle_bound_broker() -> None:
     # a write that did not land: the loop back as it was before the tick, the meter too
     back = lr.unwritten(plan, stored())
     assert lr.overrides(back) == {} and back.schedule[sld.KEY] == plan.schedule[sld.KEY]
+
+
+def test_a_steps_log_dir_phase_ticks_the_loop_and_writes_through_the_fence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """t-0 stays on [1, 2], broker 1's replica from /a0 into /a1 (fakes for the sequencing only): the step
+    that starts the move sets the baseline; 20 s later the rate is set at R1; 20 s later, 5.9 MB copied where
+    300 kB/s allowed 6 MB, raised to 375 kB/s, written through the fenced commit and kept with the plan."""
+    from reassign_cli.ops import execute as ex
+    from tests.unit.test_step import FakeStore, one
+    from tests.unit.test_stored_log_dirs import FakeMover
+    from tests.unit.test_stored_rates import Cluster, _env
+
+    class SizedMover(FakeMover):
+        sizes: tuple[int, int] = (0, 50_000_000)  # (future, current) bytes
+
+        def copies(self, replicas: object) -> dict[object, list[tuple[str, bool, int]]]:
+            cur, fut = self.where[KEY]
+            fb, cb = self.sizes
+            return {KEY: [(cur, False, cb), *([(fut, True, fb)] if fut else [])]}
+
+    throttled: list[tuple[int | None, object]] = []
+    monkeypatch.setattr(
+        ex,
+        "apply_throttles",
+        lambda b, s, e, rate, ld, overrides=None: (
+            throttled.append((ld, overrides)) or ex.ThrottleWrites([], {}, [], [])
+        ),
+    )
+    plan = dataclasses.replace(stored(), entries=[PlanEntry("t", 0, [1, 2], ["/a1", "any"])])
+    store = FakeStore(plan)
+    cluster, clock = Cluster(store), [100.0]
+    mover = SizedMover(store, {KEY: ("/a0", None)})
+    env = _env(cluster, store, clock)
+    env.sizer = mover
+    r = one(env)
+    assert r.dirs_started == [KEY] and r.rate_lines == [] and throttled == [(300 * KB, {})]
+    mover.sizes, clock[0] = (1, 50_000_000), 110.0
+    assert one(env).rate_lines == []  # within the interval
+    mover.sizes, clock[0] = (6_000_000, 50_000_000), 120.0
+    assert one(env).rate_lines == ["throttle on broker 1 (log-dir): none -> 300 kB/s (start)"]
+    mover.sizes, clock[0] = (11_900_000, 50_000_000), 140.0
+    r = one(env)
+    assert r.rate_lines == ["throttle on broker 1 (log-dir): 300 -> 375 kB/s (throttle-bound, guards green)"]
+    assert (r.rate_changes[0]["from"], r.rate_changes[0]["to"]) == (300 * KB, 375 * KB)
+    assert cluster.configs[("brokers", "1")] == {LOG_DIR_RATE: "375000"}
+    assert store.plan is not None and lr.overrides(store.plan) == {1: {LOG_DIR_RATE: "375000"}}
