@@ -112,7 +112,7 @@ def test_a_stored_plan_carries_the_auto_log_dir_rate_through_verify_steps(
 
     bootstrap, zookeeper, dirs = jbod
     d0, d1 = dirs[1]
-    topic, values = admin.make_topic("autostored", {p: [1] for p in range(2)}, messages=2400, size=2500)
+    topic, values = admin.make_topic("autostored", {p: [1] for p in range(2)}, messages=4800, size=2500)
     place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(2)})
     admin.alter("brokers", 1, {LOG_DIR_RATE: OPERATORS})
     try:
