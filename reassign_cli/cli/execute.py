@@ -454,18 +454,18 @@ def _stored(opts: Options, reassignment_file: str | None, detach: bool, kw: dict
         return stored.resume_stored(opts, interval=kw["poll_interval"], ignore=kw["ignore_health"])
     if (kw["max_moves"] is None) == (kw["batch_size"] is None):
         raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N (one of them)")
-    if kw["log_dir_throttle"] == "auto" or kw["min_log_dir_throttle"] or kw["max_log_dir_throttle"]:
-        raise UsageError(
-            "--detach: the adaptive log-dir throttle runs with --max-moves-per-disk, in the foreground"
-        )
-    kw.pop("min_log_dir_throttle"), kw.pop("max_log_dir_throttle")
+    dir_loop = log_dir_loop(
+        kw
+    )  # the adaptive log-dir throttle: its steps tick it (ops/stored_logdir_rates.py)
     if kw["resume"] or kw["wait"] or kw["dry_run"] or kw["additional"] or kw["elect_leaders"]:
         raise UsageError(
             "--detach cannot be combined with --resume, --wait, --dry-run, --additional or --elect-leaders"
         )
     loop = _detached_loop(kw)
     rates = {"throttle": _rate(kw["throttle"]), "log_dir_throttle": _rate(kw["log_dir_throttle"])}
-    return stored.detach(opts, reassignment_file, {**kw, **rates, "rate_loop": loop})
+    return stored.detach(
+        opts, reassignment_file, {**kw, **rates, "rate_loop": loop, "log_dir_loop": dir_loop}
+    )
 
 
 def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -> Pacer | BatchKeeper | None:

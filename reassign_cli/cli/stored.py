@@ -220,6 +220,11 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
                 from reassign_cli.ops.stored_rates import with_loop
 
                 schedule = with_loop(schedule, kw["rate_loop"])
+            if kw.get("log_dir_loop") is not None:
+                from reassign_cli.ops import stored_logdir_rates
+                from reassign_cli.ops.rate_loop import RateLoop
+
+                schedule = stored_logdir_rates.with_loop(schedule, RateLoop(settings=kw["log_dir_loop"]))
             schedule = with_ignore(schedule, kw["ignore_health"])
             return stored.detach(env, req, report, kw["order"], mover, schedule)
         finally:

@@ -325,6 +325,7 @@ def _dirs_phase(
         return False
     plan, dirs = out
     result.lost_fence, result.dirs_started = dirs.lost_fence, dirs.started
+    result.rate_lines, result.rate_changes = dirs.lines, dirs.changes  # ops/stored_logdir_rates.py
     counts(seen.plan if dirs.lost_fence else plan, result, now)
     result.in_dirs_phase = True
     if verdict is not None and not dirs.lost_fence and result.log_dirs is not None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import logdir_pacing as lp
@@ -207,6 +207,8 @@ class PhaseResult:
 
     started: list[ReplicaKey]
     lost_fence: bool = False
+    lines: list[str] = field(default_factory=list)  # the log-dir loop's changes and warnings
+    changes: list[dict[str, Any]] = field(default_factory=list)  # its changes written, as --format json lists
 
 
 def phase(
@@ -222,27 +224,67 @@ def phase(
         return None
     targets = {k: d for k, d in planned(plan.entries).items() if k not in pace.done}
     mover = _mover(env)
-    view = observe(targets, dir_states(mover, targets) if targets else {})
+    states = dir_states(mover, targets) if targets else {}
+    view = observe(targets, states)
     if not targets or (not view.running and not view.queued and not view.unknown):
         return None  # every planned replica in its dir: the end's verify checks them again
     after, new = decide(pace, view, may_start)
-    plan = keep(plan, after)
-    if env.store.replace(seen, plan) is None:
+    before = plan
+    ticked = _tick(keep(plan, after), states, view, now)
+    plan = ticked.plan
+    written = env.store.replace(seen, plan)
+    if written is None:
         return plan, PhaseResult([], lost_fence=True)
+    lines, changes = _settle(env, written, before, ticked, now)
+    plan = written.plan
     if new:
         _start(env, plan, new)
-    return plan, PhaseResult([m.key for m in new])
+    return plan, PhaseResult([m.key for m in new], lines=lines, changes=changes)
+
+
+def _tick(plan: sp.StoredPlan, states: Mapping[ReplicaKey, lp.DirState], view: DirSeen, now: float) -> Any:
+    """The adaptive log-dir throttle kept with the plan (ops/stored_logdir_rates.py) ticked on the running
+    moves' sizes as read now."""
+    from reassign_cli.ops import stored_logdir_rates as lr
+
+    sizes = {
+        k: (st.future_bytes, st.current_bytes)
+        for k in view.running
+        if (st := states[k]).future_bytes is not None and st.current_bytes is not None
+    }
+    return lr.tick(plan, sizes, now)
+
+
+def _settle(
+    env: StepEnv, written: Any, before: sp.StoredPlan, ticked: Any, now: float
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """After the compare-and-set: the loop's changes written (fenced), one line each, and as --format json
+    lists them; a write that fails puts the loop back as it was through one more compare-and-set (the next
+    step decides again)."""
+    from datetime import UTC, datetime
+
+    from reassign_cli.ops import stored_logdir_rates as lr
+
+    when = datetime.fromtimestamp(now, UTC).isoformat(timespec="seconds")
+    try:
+        lines = [*ticked.warnings, *lr.write(env.backend, ticked.changes)]
+        return lines, [{"time": when, **c.to_dict()} for c in ticked.changes]
+    except OperationalError as e:
+        env.store.replace(written, lr.unwritten(written.plan, before))
+        line = f"{e}; the log-dir throttle rates were not written, the next step decides again"
+        return [*ticked.warnings, line], []
 
 
 def _start(env: StepEnv, plan: sp.StoredPlan, new: list[lp.DirMove]) -> None:
     """The log-dir throttle through execute's fenced commit (prior values recorded), then the moves."""
     from reassign_cli.ops.execute import apply_throttles, raise_hard
+    from reassign_cli.ops.stored_logdir_rates import overrides
 
     rate = plan.pace.log_dir_throttle
     if rate is not None:
         entries = [PlanEntry(m.key[0], m.key[1], [m.broker], [m.target]) for m in new]
         state = env.backend.read_state([])  # the brokers registered: a rate is set through its broker
-        writes = apply_throttles(env.backend, state, entries, None, rate)
+        writes = apply_throttles(env.backend, state, entries, None, rate, overrides=overrides(plan))
         if writes.changes:
             time.sleep(env.throttle_settle)
     started, failed = _mover(env).attempt({m.key: m.target for m in new})

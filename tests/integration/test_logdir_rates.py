@@ -94,3 +94,57 @@ def test_auto_log_dir_rate_rises_within_its_bounds_and_restores_the_operators_ra
         assert admin.configs("brokers", 1).get(LOG_DIR_RATE) == OPERATORS  # exactly as before
     finally:
         admin.alter("brokers", 1, {LOG_DIR_RATE: None})
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_stored_plan_carries_the_auto_log_dir_rate_through_verify_steps(
+    jbod: tuple[str, str, dict[int, list[str]]],  # noqa: F811
+    admin: Admin,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """`execute --detach` with the adaptive log-dir throttle (issue 28 items 2 and 4), then only `verify`
+    processes (cron steps, no plan file) until exit 0: the rate read back from broker 1 rises above R1,
+    never above R2, and the operator's own rate is back exactly at the end."""
+    import subprocess
+
+    from tests.integration.test_logdir_pacing import PYTHON, connection, own_env
+
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("autostored", {p: [1] for p in range(2)}, messages=4800, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(2)})
+    admin.alter("brokers", 1, {LOG_DIR_RATE: OPERATORS})
+    try:
+        plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(2)})
+        outputs = []
+        with RateSampler(bootstrap) as sampler:
+            r = execute(zookeeper, bootstrap, plan, "--detach", "--max-moves-per-broker", "1",
+                        "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "auto",
+                        "--min-log-dir-throttle", "300kB", "--max-log-dir-throttle", "1MB",
+                        "--throttle-interval", "5")  # fmt: skip
+            assert r.returncode == 0, r.stdout + r.stderr
+            plan.unlink()
+            for _ in range(300):
+                v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *connection(zookeeper, bootstrap)],
+                                   capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                                   env=own_env(), cwd=tmp_path)  # fmt: skip
+                outputs.append(v.stdout + v.stderr)
+                assert v.returncode in (0, 4), outputs[-1]
+                if v.returncode == 0:
+                    break
+        assert v.returncode == 0, outputs
+        assert "The stored plan is done" in outputs[-1], outputs[-1]
+        lines = [x for o in outputs for x in o.splitlines() if "throttle on broker" in x]
+        rates = sampler.rates()
+        print(
+            "\n" + "\n".join(lines) + f"\nread back: max {max(rates)}, min {min(rates)}, {len(rates)} samples"
+        )
+        assert any("throttle on broker 1 (log-dir): none -> 300 kB/s (start)" in x for x in lines), lines
+        assert max(rates) > 300_000  # a fixed 300 kB/s holds 300000 throughout
+        assert max(rates) <= 1_000_000 and min(rates) >= 300_000
+        assert dirs_of(bootstrap, topic) == {(0, 1): d1, (1, 1): d1}
+        assert consume_all(bootstrap, topic) == values
+        assert admin.configs("brokers", 1).get(LOG_DIR_RATE) == OPERATORS  # exactly as before
+    finally:
+        admin.alter("brokers", 1, {LOG_DIR_RATE: None})
