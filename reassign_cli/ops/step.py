@@ -320,7 +320,7 @@ def _dirs_phase(
     verdict = result.verdict
     may_start = unpaused and (verdict is None or not verdict.held)
     plan = sp.renew_lease(sp.stepped(plan, now, verdict.epoch if verdict else None), me.run)
-    out = stored_log_dirs.phase(env, seen, plan, may_start, now)
+    out = stored_log_dirs.phase(env, seen, plan, may_start, now, tripped(verdict))  # a hold halves it
     if out is None:
         return False
     plan, dirs = out
@@ -336,21 +336,24 @@ def _dirs_phase(
     return True
 
 
+def tripped(verdict: hc.Verdict | None) -> str | None:
+    """A held health check as the rate loops' tripped guard (they halve on it), None when nothing holds."""
+    if verdict is None or not verdict.held:
+        return None
+    return "health: " + ", ".join(dict.fromkeys(h.check for h in verdict.holds))
+
+
 def _tick(
     env: StepEnv, plan: sp.StoredPlan, state: ClusterState, now: float, verdict: hc.Verdict | None
 ) -> Any:
     """The throttle loop kept with the plan, ticked (ops/stored_rates.py): its new state rides on this
     step's compare-and-set; a held health check is its tripped guard."""
     from reassign_cli.ops import stored_rates
-
-    tripped = None
-    if verdict is not None and verdict.held:
-        tripped = "health: " + ", ".join(dict.fromkeys(h.check for h in verdict.holds))
     from reassign_cli.ops.rate_loop import every_partition
 
     # the ISR signal watches every partition led by a broker of ours, not only the plan's
     return stored_rates.tick(
-        plan, state, now, env.sizer, tripped, lambda: every_partition(env.backend, state)
+        plan, state, now, env.sizer, tripped(verdict), lambda: every_partition(env.backend, state)
     )
 
 

@@ -212,7 +212,7 @@ class PhaseResult:
 
 
 def phase(
-    env: StepEnv, seen: Any, plan: sp.StoredPlan, may_start: bool, now: float
+    env: StepEnv, seen: Any, plan: sp.StoredPlan, may_start: bool, now: float, tripped: str | None = None
 ) -> tuple[sp.StoredPlan, PhaseResult] | None:
     """Every partition move done: the log-dir moves stepped (see the module docstring). None: every planned
     replica is in its dir (the step's usual end follows). `plan` is the step's plan (its marks, stepped,
@@ -230,7 +230,7 @@ def phase(
         return None  # every planned replica in its dir: the end's verify checks them again
     after, new = decide(pace, view, may_start)
     before = plan
-    ticked = _tick(keep(plan, after), states, view, now)
+    ticked = _tick(keep(plan, after), states, view, now, tripped)
     plan = ticked.plan
     written = env.store.replace(seen, plan)
     if written is None:
@@ -242,9 +242,16 @@ def phase(
     return plan, PhaseResult([m.key for m in new], lines=lines, changes=changes)
 
 
-def _tick(plan: sp.StoredPlan, states: Mapping[ReplicaKey, lp.DirState], view: DirSeen, now: float) -> Any:
+def _tick(
+    plan: sp.StoredPlan,
+    states: Mapping[ReplicaKey, lp.DirState],
+    view: DirSeen,
+    now: float,
+    tripped: str | None = None,
+) -> Any:
     """The adaptive log-dir throttle kept with the plan (ops/stored_logdir_rates.py) ticked on the running
-    moves' sizes as read now."""
+    moves' sizes as read now; `tripped`: the step's health hold, which halves it as it halves the
+    replication loop."""
     from reassign_cli.ops import stored_logdir_rates as lr
 
     sizes = {
@@ -252,7 +259,7 @@ def _tick(plan: sp.StoredPlan, states: Mapping[ReplicaKey, lp.DirState], view: D
         for k in view.running
         if (st := states[k]).future_bytes is not None and st.current_bytes is not None
     }
-    return lr.tick(plan, sizes, now)
+    return lr.tick(plan, sizes, now, tripped)
 
 
 def _settle(

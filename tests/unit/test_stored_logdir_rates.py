@@ -120,3 +120,15 @@ def test_a_steps_log_dir_phase_ticks_the_loop_and_writes_through_the_fence(
     assert (r.rate_changes[0]["from"], r.rate_changes[0]["to"]) == (300 * KB, 375 * KB)
     assert cluster.configs[("brokers", "1")] == {LOG_DIR_RATE: "375000"}
     assert store.plan is not None and lr.overrides(store.plan) == {1: {LOG_DIR_RATE: "375000"}}
+    # a health hold (broker 2 not registered) is the loop's tripped guard: halved, never below R1
+    from reassign_cli.core import health as hc
+
+    env.health = lambda: hc.Signals(
+        registered=frozenset({1}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    mover.sizes, clock[0] = (17_800_000, 50_000_000), 160.0
+    r = one(env)
+    assert r.held_line is not None and "broker 2 is not registered" in r.held_line
+    assert [(c["from"], c["to"]) for c in r.rate_changes] == [(375 * KB, 300 * KB)], r.rate_lines
+    assert "health: broker-missing" in r.rate_lines[0]
+    assert cluster.configs[("brokers", "1")] == {LOG_DIR_RATE: "300000"}
