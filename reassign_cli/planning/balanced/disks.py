@@ -646,13 +646,15 @@ def _movable(
     which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any"), out of range or _PAD
     if on:
         which[list(on)] = list(on.values())
-    where = which[np.where((final >= 0) & (final < n), final, n)]
-    row, col = np.nonzero(where >= 0)  # row by row, column by column: the plan's order
-    disk = where[row, col]
-    size = rows.size[row]
-    order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
+    by_size = np.argsort(rows.size, kind="stable")  # the rows by size, then plan order
+    where = which[np.where((final >= 0) & (final < n), final, n)][by_size]
+    at, col = np.nonzero(where >= 0)  # by (size, row, column)
+    disk = where[at, col]
+    row = by_size[at]
+    # then by disk, stable (a radix sort for a few thousand disks): (disk, size, row, column)
+    order = np.argsort(disk.astype(np.uint16) if len(plan.disks) < 2**16 else disk, kind="stable")
     disk = disk[order]
-    sizes = size[order].tolist()
+    sizes = rows.size[row[order]].tolist()
     items = (row[order] * final.shape[1] + col[order]).tolist()
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
     spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
