@@ -612,7 +612,7 @@ def _within_brokers(
     movable, sizes = _movable(
         plan, rows, final, {g: k for g, k in disk_of.items() if plan.paths[g][0] in want}
     )
-    search = _Search(plan, movable, sizes)
+    search = _Search(plan, movable, sizes, final.shape[1])
     origin: dict[tuple[int, int], int] = {}  # staying replica moved -> the disk it was on
     for b in needy:
         ks = by_broker[b]
@@ -620,9 +620,10 @@ def _within_brokers(
             step = search.move(ks, search.farthest(ks)) or search.move(ks)
             if step is not None:
                 src, tgt, i = step
-                search.shift(final, (src, tgt), movable[src][i], (arrived, origin, moved_rows))
+                item = (sizes[src][i], movable[src][i])
+                search.shift(final, (src, tgt), item, (arrived, origin, moved_rows))
                 continue
-            swap = _best_swap(plan, ks, movable)
+            swap = _best_swap(plan, ks, movable, sizes)
             if swap is None:
                 break
             p, q, x, y = swap  # x from p to q, then y from q to p
@@ -637,21 +638,24 @@ def _within_brokers(
 
 def _movable(
     plan: DiskPlan, rows: _Rows, final: np.ndarray, on: dict[int, int]
-) -> tuple[dict[int, list[tuple[int, int, int]]], dict[int, list[int]]]:
-    """Disk -> its replicas (size, row, column) in `final` sorted, and disk -> their sizes, for the disks
-    of `on` (global dir -> disk): numpy finds and orders them (one pass over the plan's replicas, no Python loop per replica)."""
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Disk -> its replicas (row x width + column into `final`) sorted by (size, row, column), and disk ->
+    their sizes alongside, for the disks of `on` (global dir -> disk): numpy finds and orders them (one
+    pass over the plan's replicas, no Python loop or tuple per replica)."""
     n = len(plan.paths)
     which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any"), out of range or _PAD
     if on:
         which[list(on)] = list(on.values())
-    where = which[np.where((final >= 0) & (final < n), final, n)]
-    row, col = np.nonzero(where >= 0)  # row by row, column by column: the plan's order
-    disk = where[row, col]
-    size = rows.size[row]
-    order = np.lexsort((size, disk))  # stable: (row, column) order within one size, as flattened
+    by_size = np.argsort(rows.size, kind="stable")  # the rows by size, then plan order
+    where = which[np.where((final >= 0) & (final < n), final, n)][by_size]
+    at, col = np.nonzero(where >= 0)  # by (size, row, column)
+    disk = where[at, col]
+    row = by_size[at]
+    # then by disk, stable (a radix sort for a few thousand disks): (disk, size, row, column)
+    order = np.argsort(disk.astype(np.uint16) if len(plan.disks) < 2**16 else disk, kind="stable")
     disk = disk[order]
-    sizes = size[order].tolist()
-    items = list(zip(sizes, row[order].tolist(), col[order].tolist(), strict=True))
+    sizes = rows.size[row[order]].tolist()
+    items = (row[order] * final.shape[1] + col[order]).tolist()
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
     spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
     return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
@@ -659,15 +663,15 @@ def _movable(
 
 class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
-    each disk's movable replicas' sizes alongside them for bisecting."""
+    each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
 
-    __slots__ = ("hi", "lo", "movable", "plan", "sizes")
+    __slots__ = ("hi", "lo", "movable", "plan", "sizes", "width")
 
     def __init__(
-        self, plan: DiskPlan, movable: dict[int, list[tuple[int, int, int]]], sizes: dict[int, list[int]]
+        self, plan: DiskPlan, movable: dict[int, list[int]], sizes: dict[int, list[int]], width: int
     ) -> None:
         tol = plan.tolerance
-        self.plan, self.movable, self.sizes = plan, movable, sizes
+        self.plan, self.movable, self.sizes, self.width = plan, movable, sizes, width
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
 
@@ -686,26 +690,31 @@ class _Search:
         self,
         final: np.ndarray,
         pair: tuple[int, int],
-        item: tuple[int, int, int],
+        item: tuple[int, int],
         book: tuple[set[tuple[int, int]], dict[tuple[int, int], int], set[int]],
     ) -> None:
-        """Moves the replica `item` (size, row, column) from disk pair[0] to disk pair[1] of its broker."""
+        """Moves the replica `item` (size, row x width + column) from disk pair[0] to disk pair[1] of its
+        broker; each disk's lists stay in (size, row, column) order."""
         plan, movable, sizes = self.plan, self.movable, self.sizes
         dl = plan.disks
         src, tgt = pair
         arrived, origin, moved_rows = book
-        i = bisect.bisect_left(movable[src], item)
-        del movable[src][i]
-        del sizes[src][i]
-        s, r, c = item
+        s, rc = item
+        ids, sz = movable[src], sizes[src]
+        lo = bisect.bisect_left(sz, s)
+        i = bisect.bisect_left(ids, rc, lo, bisect.bisect_right(sz, s, lo))
+        del ids[i]
+        del sz[i]
+        r, c = divmod(rc, self.width)
         dl[src].after -= s
         dl[tgt].after += s
         dl[tgt].peak += s
         final[r][c] = _dir_in(plan, dl[tgt])
-        into = movable.setdefault(tgt, [])
-        j = bisect.bisect_left(into, item)
-        into.insert(j, item)
-        sizes.setdefault(tgt, []).insert(j, s)
+        ids, sz = movable.setdefault(tgt, []), sizes.setdefault(tgt, [])
+        lo = bisect.bisect_left(sz, s)
+        j = bisect.bisect_left(ids, rc, lo, bisect.bisect_right(sz, s, lo))
+        ids.insert(j, rc)
+        sz.insert(j, s)
         if (r, c) in arrived:  # placed elsewhere: not a move within the broker, nothing lands on src
             dl[src].peak -= s
             return
@@ -720,7 +729,7 @@ class _Search:
         candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that
         disk."""
         dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
-        best: tuple[float, int, int, int, int, int, int] | None = None
+        best: tuple[float, int, int, int, int, int] | None = None
         for src in ks:
             sz = self.sizes.get(src)
             if not sz:
@@ -752,33 +761,32 @@ class _Search:
                     )
                     if gain <= 1e-9:
                         continue
-                    key = (-gain, s, cands[i][1], cands[i][2], src, tgt, i)
+                    key = (-gain, s, cands[i], src, tgt, i)  # cands[i]: (row, column) in order
                     if best is None or key < best:
                         best = key
-        return None if best is None else (best[4], best[5], best[6])
+        return None if best is None else (best[3], best[4], best[5])
 
 
 def _best_swap(
-    plan: DiskPlan, ks: list[int], movable: dict[int, list[tuple[int, int, int]]]
-) -> tuple[int, int, tuple[int, int, int], tuple[int, int, int]] | None:
+    plan: DiskPlan, ks: list[int], movable: dict[int, list[int]], sizes: dict[int, list[int]]
+) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:
     """When no single move gains (a broker at the edge of its own band: its disks straddle theirs),
     the exchange of two replicas between two of its disks, x from p to q and y (smaller) from q to p,
     that most reduces the bytes outside the bands, both peaks kept under the limit (ties: the fewer
     bytes moved, then plan order of x, then of y); None when none gains. The net d = x - y is what
-    counts: for each x, only the y nearest each breakpoint of the gain in d are weighed."""
+    counts: for each x, only the y nearest each breakpoint of the gain in d are weighed. Replicas as
+    (size, row x width + column) (see _movable)."""
     dl, tol = plan.disks, plan.tolerance
-    best: tuple[float, int, int, int, int, int, int, int] | None = None
-    found: dict[
-        tuple[int, int, int, int, int, int], tuple[int, int, tuple[int, int, int], tuple[int, int, int]]
-    ] = {}
+    best: tuple[float, int, int, int, int, int] | None = None
+    found: dict[tuple[int, int, int, int, int], tuple[int, int, tuple[int, int], tuple[int, int]]] = {}
     for p in ks:
-        a, xs = dl[p], movable.get(p)
-        if not xs:
+        a, xs, xsz = dl[p], movable.get(p), sizes.get(p)
+        if not xs or not xsz:
             continue
         out_a = _out(a.after, a, tol)
         for q in ks:
-            t, ys = dl[q], movable.get(q)
-            if q == p or not ys or not t.eligible or not a.eligible:
+            t, ys, ysz = dl[q], movable.get(q), sizes.get(q)
+            if q == p or not ys or not ysz or not t.eligible or not a.eligible:
                 continue
             out_t = _out(t.after, t, tol)
             if out_a <= 0 and out_t <= 0:
@@ -787,26 +795,26 @@ def _best_swap(
             room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
             points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
                                   t.goal * (1 + tol) - t.after, t.goal * (1 - tol) - t.after) if x > 0]  # fmt: skip
-            for x in xs:
-                if x[0] > room_q:
+            for xi, xs0 in zip(xs, xsz, strict=True):
+                if xs0 > room_q:
                     break
                 for d in points:
-                    j = bisect.bisect_left(ys, (x[0] - int(d), -1, -1))
+                    j = bisect.bisect_left(ysz, xs0 - int(d))
                     for k in (j - 1, j):
-                        if not 0 <= k < len(ys):
+                        if not 0 <= k < len(ysz):
                             continue
-                        y = ys[k]
-                        if y[0] >= x[0] or y[0] > room_p:
+                        ys0 = ysz[k]
+                        if ys0 >= xs0 or ys0 > room_p:
                             continue
-                        net = x[0] - y[0]
+                        net = xs0 - ys0
                         gain = out_a + out_t - _out(a.after - net, a, tol) - _out(t.after + net, t, tol)
                         if gain <= 1e-9:
                             continue
-                        key = (-gain, x[0] + y[0], x[1], x[2], y[1], y[2], p, q)
+                        key = (-gain, xs0 + ys0, xi, ys[k], p, q)
                         if best is None or key < best:
                             best = key
-                            found[key[1:7]] = (p, q, x, y)
-    return None if best is None else found[best[1:7]]
+                            found[key[1:]] = (p, q, (xs0, xi), (ys0, ys[k]))
+    return None if best is None else found[best[1:]]
 
 
 def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) -> set[int]:
