@@ -35,14 +35,14 @@ def _moving_topic(
     return topic, produce(cluster.bootstrap, topic, 0, records)
 
 
-def _child(cluster: Any, mover: Mover, *args: Any) -> Child:
+def _child(cluster: Any, mover: Mover, *args: Any, module: str = "reassign_cli") -> Child:
     """The CLI in the background; the plan it runs is handed to the mover, whose teardown speeds up,
     waits for and verifies whatever is left moving if the test fails half-way."""
     plan = args[args.index("--reassignment-json-file") + 1]
     if not any(p == plan for p, _ in mover.plans):
         topics = sorted({e["topic"] for e in json.loads(plan.read_text())["partitions"]})
         mover.plans.append((plan, topics))
-    return Child(cluster.zookeeper, mover.tmp, *args)
+    return Child(cluster.zookeeper, mover.tmp, *args, module=module)
 
 
 def _reconnected(zk: Any) -> None:
@@ -362,6 +362,8 @@ def test_12_execute_paused_past_its_session(
     resumed, finds it lost the mark: exit 4 with one line, only its own writes taken back, A intact."""
     import signal
 
+    import psutil
+
     ta, va = _moving_topic(cluster, make_topic, [1, 2])
     tb, vb = _moving_topic(cluster, make_topic, [2, 3])
     plan_a = mover.plan("a.json", {(ta, 0): [3, 2]})
@@ -377,11 +379,12 @@ def test_12_execute_paused_past_its_session(
         "22222",
         "--zk-timeout",
         "4",
+        module="tests.faults.stop_before_trigger",  # B stops itself right before its trigger
     )
-    # B's throttle transaction created its mark; the trigger follows a settle pause of a second later.
-    wait_until(lambda: zk.exists(SETUP) is not None, timeout=60, interval=0.01, message="B's setup mark")
-    b.proc.send_signal(signal.SIGSTOP)
     try:
+        stopped = lambda: psutil.Process(b.proc.pid).status() == psutil.STATUS_STOPPED  # noqa: E731
+        wait_until(stopped, timeout=120, interval=0.05, message="B stopped before its trigger")
+        assert zk.exists(SETUP) is not None  # B's throttle transaction created its mark
         assert zk.exists(REASSIGN) is None
         wait_until(lambda: zk.exists(SETUP) is None, timeout=60, message="B's session expired")
         a = mover.execute(plan_a, "--throttle", "11111")
