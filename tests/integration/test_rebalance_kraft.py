@@ -36,11 +36,13 @@ from tests.integration.kraft_support import (
 from tests.integration.stored_plan_worker import topic_store
 
 
-def _tick_process(flags: list[str]) -> subprocess.Popen[str]:
+def _tick_process(flags: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """A tick in its own process, in `cwd`: the plan it starts writes its rollback file there."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.Popen(
         [sys.executable, "-m", "reassign_cli", "rebalance", *flags],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
 
@@ -63,7 +65,7 @@ def test_ticks_alone_fill_an_empty_broker_on_kraft(kc: ExtraCluster, ka: Admin, 
         str(int(60 * 1000 * 1.5)),
     ]
     try:
-        one, two = _tick_process(flags), _tick_process(flags)
+        one, two = _tick_process(flags, tmp_path), _tick_process(flags, tmp_path)
         outs = [p.communicate(timeout=300) for p in (one, two)]
         assert {one.returncode, two.returncode} == {4}, outs
         fresh = [o for o in outs if "Stored the plan in the cluster" in o[1] and "stored already" not in o[1]]

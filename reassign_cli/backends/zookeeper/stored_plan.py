@@ -59,13 +59,18 @@ class ZkPlanStore:
         return self.session.reading(self._read)
 
     def _read(self) -> Versioned | None:
+        # The head read at `version` and the content it names (checked against its SHA-256 and size) are
+        # that version's plan, whatever the head became since: the content never changes under a ref, and a
+        # stale version only loses the caller's compare-and-set. Read again only when the content is gone
+        # (the plan deleted or replaced meanwhile). (Re-reading the head's version too starved a reader of
+        # ten steppers writing in a loop on a loaded machine: 25 attempts, never the same version twice.)
         for _ in range(READ_ATTEMPTS):
             head, version = self.session.get(HEAD)
             if version is None or head is None:
                 return None
             ref = sp.content_ref(head)
             content = self._content(ref)
-            if content is not None and self.session.get(HEAD)[1] == version:
+            if content is not None:
                 return Versioned(sp.decode(head, content), version)
         raise OperationalError(
             f"{HEAD} kept changing while it was read; gave up after {READ_ATTEMPTS} attempts"
