@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from reassign_cli.cli import main
 from reassign_cli.core import autothrottle as at
 from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.core.throttle import LOG_DIR_RATE
@@ -122,11 +121,10 @@ def test_a_failed_write_keeps_no_rate() -> None:
 def test_option_combinations_that_make_no_log_dir_loop_exit_2(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from tests.unit.test_rate_loop import execute_usage
+
     def cli(*args: str) -> tuple[int, str]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as e:
-            main(["execute", "--zookeeper", "localhost:1", *args])
-        return int(e.value.code or 0), capsys.readouterr().err
+        return execute_usage(capsys, *args)
 
     plan = tmp_path / "p.json"
     plan.write_text('{"version":1,"partitions":[]}')

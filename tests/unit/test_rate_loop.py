@@ -197,14 +197,19 @@ def test_state_round_trips_and_a_start_writes_the_rates_the_loop_holds() -> None
     }
 
 
+def execute_usage(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """`execute --zookeeper localhost:1 ARGS` in this process, refused before any connection: (exit, stderr)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["execute", "--zookeeper", "localhost:1", *args])
+    return int(e.value.code or 0), capsys.readouterr().err
+
+
 def test_option_combinations_that_make_no_loop_exit_2(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def cli(*args: str) -> tuple[int, str]:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as e:
-            main(["execute", "--zookeeper", "localhost:1", *args])
-        return int(e.value.code or 0), capsys.readouterr().err
+        return execute_usage(capsys, *args)
 
     plan = tmp_path / "p.json"
     plan.write_text('{"version":1,"partitions":[]}')

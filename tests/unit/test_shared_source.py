@@ -20,6 +20,7 @@ from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.core.throttle import LEADER_RATE
 from reassign_cli.ops.rate_loop import RateLoop, Runner
 from tests.fakes import FakeBackend, FakeCluster
+from tests.unit.test_isr_signal import Report
 
 MB = 1_000_000
 TARGETS = {("t", 0): [3], ("t", 1): [4]}
@@ -43,16 +44,6 @@ class Sizes:
 
     def replica_sizes(self, keys: Any) -> tuple[dict[Any, int], list[int]]:
         return {k: v for k, v in self.now.items() if k in set(keys)}, []
-
-
-class Report:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, line: str) -> None:
-        self.lines.append(line)
-
-    warn = info
 
 
 def test_a_source_capped_by_its_own_leader_rate_is_raised() -> None:
