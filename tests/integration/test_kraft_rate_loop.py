@@ -22,9 +22,10 @@ def test_auto_raises_a_throttle_bound_receiver_on_kraft(kc: ExtraCluster, ka: Ad
         "--max-moves-per-broker", "1", "--poll-interval", "0.5", "--throttle", "auto", "--min-throttle", "2MB",
         "--max-throttle", "16MB", "--throttle-interval", "5", bootstrap=kc.bootstrap,
     )  # fmt: skip
-    child.wait_for_line("throttle on broker 3 (follower): 2.5 -> 3.12 MB/s (throttle-bound, guards green)")
+    # the first raise: a second one needs the copy to outlast two intervals, which a loaded machine may not give
+    child.wait_for_line("throttle on broker 3 (follower): 2.0 -> 2.5 MB/s (throttle-bound, guards green)")
     # read back (the broker applies a config change on its own, a moment later; a later raise may land too)
-    eventually(lambda: 3_125_000 <= int(ka.configs("brokers", 3).get(FR, 0)) <= 16_000_000, True, "the raise")
+    eventually(lambda: 2_500_000 <= int(ka.configs("brokers", 3).get(FR, 0)) <= 16_000_000, True, "the raise")
     assert child.finish() == 0, "".join(child.err)
     for b in (1, 3):
         eventually(
