@@ -398,7 +398,7 @@ def test_7b_the_node_still_down_at_the_timeout(
     p = plan(tmp_path / "move.json", planned)
     child = _start(
         kc, tmp_path, children, "execute", "--reassignment-json-file", p, "--throttle", RATE, "--wait",
-        "--poll-interval", "0.5", "--timeout", "120",
+        "--poll-interval", "0.5", "--timeout", "60",
     )  # fmt: skip
     child.wait_for_line("partitions done")
     try:
