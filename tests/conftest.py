@@ -307,6 +307,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         uses_cluster = "cluster" in getattr(item, "fixturenames", ())
         if uses_cluster or integration_dir in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+    _select_half(config, items, os.environ.get("REASSIGN_TEST_HALF", ""))
+
+
+def uses_shared_cluster(item: pytest.Item) -> bool:
+    """Whether `item` needs the shared cluster: this file's `cluster` fixture (tests/faults and tests/docker
+    define a `cluster` of their own, on clusters of their own)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get("cluster") if info is not None else None
+    return bool(defs) and defs[-1].baseid in ("", "tests")  # tests/conftest.py, seen from the rootdir
+
+
+def _select_half(config: pytest.Config, items: list[pytest.Item], half: str) -> None:
+    """REASSIGN_TEST_HALF=shared keeps the tests on the shared cluster, =private the others (their own
+    clusters, Spark, docker): scripts/test runs the two halves at once, each in its own pytest, since both
+    wait on clusters far more than they compute. The private half runs with CLUSTER_DIR=$CLUSTER_DIR-p so the
+    clusters it derives from it never meet the shared half's (which starts its own KRaft cluster for the two
+    tests that use both)."""
+    if not half:
+        return
+    if half not in ("shared", "private"):
+        raise pytest.UsageError(f"REASSIGN_TEST_HALF={half!r}: expected shared or private")
+    keep = [i for i in items if uses_shared_cluster(i) == (half == "shared")]
+    dropped = [i for i in items if uses_shared_cluster(i) != (half == "shared")]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 
 MARKERS = {
