@@ -276,9 +276,10 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     new: list[TopicPartition] = []
     heads: list[TopicPartition] = []
     may_start = wait is None and (verdict is None or not verdict.held)
+    may_start_tp = verdict.may_start if verdict else lambda tp: True  # a partition at min ISR waits
     if may_start:
-        new, heads = decide(plan, state, verdict.may_start if verdict else lambda tp: True)
-    picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start)
+        new, heads = decide(plan, state, may_start_tp)
+    picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start, may_start_tp)
     if picked is not None:  # batches (ops/stored_batches.py): nothing while the last batch runs
         resubmit, new, heads = picked.resubmit, picked.new, picked.heads
     if len(plan.done) == len(plan.entries):

@@ -76,15 +76,17 @@ def pick(
     *,
     may_start: bool,
     limit: int | None = None,
+    may_start_tp: Callable[[TopicPartition], bool] = lambda tp: True,
 ) -> Pick:
     """The batch to submit (pure). `busy`: the previous batch still runs (nothing is submitted);
     `resubmit`, `new`, `heads`: what a step's window would submit (step.decide); `may_start`: nothing holds
-    (pause, hours, health): new moves may start."""
+    (pause, hours, health): new moves may start; `may_start_tp`: the partition-level hold (a partition at
+    min ISR): such a move stays queued, out of this batch, and the next queued moves take its place."""
     if busy:
         return Pick([], [], [])
     size = plan.pace.batch_size
     if size is not None:
-        queued = [tp for tp in plan.moves if tp not in plan.started]
+        queued = [tp for tp in plan.moves if tp not in plan.started and may_start_tp(tp)]
         room = max(size - len(resubmit), 0)
         new = queued[:room] if may_start else []
         heads = queued[room : room + size] if may_start else []
@@ -111,8 +113,9 @@ def trigger_exists(backend: Backend) -> bool:
 
 
 def gate(backend: Backend) -> Callable[..., Pick | None]:
-    """The StepEnv's gate for `backend`: given (plan, the step's view, resubmit, new, heads, may_start), the batch
-    to submit, or None when the plan does not run batches (the window's choice stands)."""
+    """The StepEnv's gate for `backend`: given (plan, the step's view, resubmit, new, heads, may_start and the
+    partition-level may_start_tp), the batch to submit, or None when the plan does not run batches (the
+    window's choice stands)."""
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
     zk_alone = isinstance(backend, ZkBackend) and backend.admin is None
@@ -124,13 +127,16 @@ def gate(backend: Backend) -> Callable[..., Pick | None]:
         new: Sequence[TopicPartition],
         heads: Sequence[TopicPartition],
         may_start: bool,
+        may_start_tp: Callable[[TopicPartition], bool] = lambda tp: True,
     ) -> Pick | None:
         if not batched(plan, zk_alone):
             return None
         moving = (plan.started - plan.done) - view.vanished  # the last batch's moves still moving
         busy = bool(moving) or trigger_exists(backend)
         limit = backend.reassignment_bytes_limit() if isinstance(backend, ZkBackend) else None
-        return pick(plan, busy, resubmit, new, heads, may_start=may_start, limit=limit)
+        return pick(
+            plan, busy, resubmit, new, heads, may_start=may_start, limit=limit, may_start_tp=may_start_tp
+        )
 
     return check
 

@@ -50,6 +50,12 @@ def test_a_batch_recorded_before_a_step_died_is_submitted_first_and_counts() -> 
     assert (held.resubmit, held.new, held.heads) == (tps(0), [], [])  # a hold: no new move, the lost one goes
 
 
+def test_a_partition_at_min_isr_stays_queued_and_the_next_move_takes_its_place_in_the_batch() -> None:
+    plan = plan_of(5, BATCH2)
+    got = sb.pick(plan, False, [], [], [], may_start=True, may_start_tp=lambda tp: tp != ("t", 0))
+    assert (got.new, got.heads) == (tps(1, 2), tps(3, 4))  # queued 1-4 without 0: batch 1, 2; next 3, 4
+
+
 def test_a_capped_plan_submits_the_windows_choice_as_its_batch() -> None:
     plan = plan_of(5, pc.Pace(1, "as-planned"))
     got = sb.pick(plan, False, tps(3), tps(1), tps(2), may_start=True)
@@ -83,8 +89,10 @@ def batches_env(n: int, pace: pc.Pace) -> tuple[FakeStore, TriggerCluster, st.St
     store = FakeStore(plan_of(n, pace))
     cluster = TriggerCluster(store, n)
 
-    def gate(plan: sp.StoredPlan, view: Any, resubmit: Any, new: Any, heads: Any, may: bool) -> Any:
-        return sb.pick(plan, bool(cluster.adding), resubmit, new, heads, may_start=may)
+    def gate(
+        plan: sp.StoredPlan, view: Any, resubmit: Any, new: Any, heads: Any, may: bool, may_tp: Any
+    ) -> Any:
+        return sb.pick(plan, bool(cluster.adding), resubmit, new, heads, may_start=may, may_start_tp=may_tp)
 
     env = st.StepEnv(
         cluster,  # type: ignore[arg-type]
@@ -111,6 +119,25 @@ def test_steps_run_one_batch_after_the_other() -> None:
     assert one(env).started == tps(4)
     assert store.plan is not None and store.plan.started == frozenset(tps(0, 1, 2, 3, 4))
     assert cluster.submits == [tps(0, 1), tps(2, 3), tps(4)] and all(cluster.marked_at_submit)
+
+
+def test_a_batch_step_leaves_out_a_partition_at_min_isr_and_starts_it_in_a_later_batch() -> None:
+    """Issue 25 item 5 (a partition at min ISR that a queued move touches waits even after the rest resumes),
+    for a plan run as batches: the step used to submit the next N queued moves whatever their partitions'
+    ISR. Partition 0 on [1, 2] with only broker 2 in sync and min.insync.replicas 1: at min ISR (one more
+    loss and acks=all producers fail). With the under-replicated hold ignored, nothing holds the whole step,
+    so the batch of 2 is partitions 1 and 2; once partition 0 is whole again it goes in a later batch."""
+    from reassign_cli.core import health as hc
+
+    _, cluster, env = batches_env(5, BATCH2)
+    partitions = {("t", 0): hc.PartitionHealth(2, (1, 2), (2,))}
+    env.health = lambda: hc.Signals(frozenset(range(1, 6)), None, partitions, {"t": 1}, None)
+    assert one(env, ignore=["under-replicated"]).started == tps(1, 2)
+    cluster.end(1)
+    cluster.end(2)
+    partitions[("t", 0)] = hc.PartitionHealth(2, (1, 2), (1, 2))  # back in sync
+    assert one(env, ignore=["under-replicated"]).started == tps(0, 3)
+    assert cluster.submits == [tps(1, 2), tps(0, 3)]
 
 
 def test_a_stored_ignore_health_is_honoured_by_every_step_and_keeps_the_other_keys() -> None:
