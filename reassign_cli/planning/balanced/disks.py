@@ -661,6 +661,17 @@ def _movable(
     return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
 
 
+@dataclass(slots=True)
+class _Found:
+    """The best move of one _Search.move call so far: its gain (a move must gain more than 1e-9), its key
+    (size, row x width + column, source, target, index in movable[source]), and each source's
+    breakpoints bisected (_near_full), once a call."""
+
+    top: float = 1e-9
+    best: tuple[int, int, int, int, int] | None = None
+    near: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+
+
 class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
     each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
@@ -726,45 +737,67 @@ class _Search:
 
         The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
         convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
-        candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that
-        disk."""
-        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
-        best: tuple[float, int, int, int, int, int] | None = None
+        candidates are weighed (ties: the smaller replica, then plan order; _pair). `only`: the pairs
+        with that disk. A pair into a disk above its band, or out of one below it, gains nothing (out is
+        1-Lipschitz: out(a) - out(a - s) <= s = out(t + s) - out(t)) but rounding: it is weighed only
+        when no other pair gains more than any rounding could (a billionth of the bytes in play)."""
+        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        found = _Found()
+        later: list[tuple[int, int]] = []
         for src in ks:
-            sz = self.sizes.get(src)
-            if not sz:
+            if not self.sizes.get(src):
                 continue
-            cands, aa, alo, ahi = self.movable[src], dl[src].after, lo[src], hi[src]
-            out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
             for tgt in ks:
-                t = dl[tgt]
-                if tgt == src or not t.eligible or (only is not None and only != src and only != tgt):
+                if tgt == src or not dl[tgt].eligible or (only is not None and only != src and only != tgt):
                     continue
-                ta, tlo, thi = t.after, lo[tgt], hi[tgt]
-                out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
-                if out_a <= 0 and out_t <= 0:
+                if dl[tgt].after > hi[tgt] or dl[src].after < lo[src]:
+                    later.append((src, tgt))
                     continue
-                cap = len(sz)
-                if t.total is not None:  # sizes above the target's room under the limit cannot go
-                    room = limit * t.total - t.peak
-                    cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
-                if cap == 0:
-                    continue
-                for i in _near(sz, cap, (aa - ahi, aa - alo, thi - ta, tlo - ta)):
-                    s = sz[i]
-                    x, y = aa - s, ta + s
-                    gain = (
-                        out_a
-                        + out_t
-                        - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
-                        - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
-                    )
-                    if gain <= 1e-9:
-                        continue
-                    key = (-gain, s, cands[i], src, tgt, i)  # cands[i]: (row, column) in order
-                    if best is None or key < best:
-                        best = key
-        return None if best is None else (best[3], best[4], best[5])
+                self._pair(src, tgt, found)
+        if later:
+            scale = max(max(dl[k].after, hi[k]) for k in ks)
+            if not found.top > 1e-9 * scale + 1e-9:
+                for src, tgt in later:
+                    self._pair(src, tgt, found)
+        best = found.best
+        return None if best is None else (best[2], best[3], best[4])
+
+    def _pair(self, src: int, tgt: int, found: _Found) -> None:
+        """The candidates of the moves from disk src to disk tgt (_near_cap) weighed into `found`: the
+        largest gain, then the smallest key."""
+        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
+        sz, t = self.sizes[src], dl[tgt]
+        aa, alo, ahi = dl[src].after, lo[src], hi[src]
+        out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
+        ta, tlo, thi = t.after, lo[tgt], hi[tgt]
+        out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
+        if out_a <= 0 and out_t <= 0:
+            return
+        cap = len(sz)
+        if t.total is not None:  # sizes above the target's room under the limit cannot go
+            room = limit * t.total - t.peak
+            cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
+        if cap == 0:
+            return
+        near_a = found.near.get(src)
+        if near_a is None:
+            near_a = found.near[src] = _near_full(sz, (aa - ahi, aa - alo))
+        top, best, cands = found.top, found.best, self.movable[src]
+        for i in _near_cap(sz, cap, near_a, (thi - ta, tlo - ta)):
+            s = sz[i]
+            x, y = aa - s, ta + s
+            gain = (
+                out_a
+                + out_t
+                - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+            )
+            if gain < top or gain <= 1e-9:
+                continue
+            key = (s, cands[i], src, tgt, i)  # cands[i]: (row, column) in order
+            if gain > top or best is None or key < best:
+                top, best = gain, key
+        found.top, found.best = top, best
 
 
 def _best_swap(
@@ -817,10 +850,37 @@ def _best_swap(
     return None if best is None else found[best[1:]]
 
 
-def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) -> set[int]:
+def _near_full(sz: list[int], points: tuple[float, float]) -> list[tuple[int, int, int]]:
+    """For each breakpoint x > 0 of the source side: (j, the first index of sz[j - 1]'s size (-1: none),
+    j + 1 when it is the first of its size (else -1)), j = bisect_left(sz, int(x)) over all of `sz`;
+    _near_cap clips them to a target's cap."""
+    out: list[tuple[int, int, int]] = []
+    n = len(sz)
+    for x in points:
+        if x <= 0:
+            continue
+        j = bisect.bisect_left(sz, int(x))
+        first = bisect.bisect_left(sz, sz[j - 1]) if j > 0 else -1
+        out.append((j, first, j + 1 if j + 1 < n and sz[j + 1] != sz[j] else -1))
+    return out
+
+
+def _near_cap(
+    sz: list[int], cap: int, near_a: list[tuple[int, int, int]], points: tuple[float, float]
+) -> set[int]:
     """The indices of the candidates (sizes `sz`, below `cap`) on each side of the gain's breakpoints:
-    the first candidate of each size (the smallest replica first, then plan order)."""
-    out = {0}
+    the first candidate of each size (the smallest replica first, then plan order). `near_a`: the source
+    side's breakpoints bisected over all of `sz` (_near_full): the same indices as bisecting below
+    `cap` (one past cap: the largest that fits, added anyway); `points`: the target side's."""
+    out = {0, bisect.bisect_left(sz, sz[cap - 1], 0, cap)}  # the smallest, the largest that fits
+    for j, first, nxt in near_a:
+        if j <= cap:
+            if j > 0:
+                out.add(first)
+            if j < cap:
+                out.add(j)
+                if 0 <= nxt < cap:
+                    out.add(nxt)
     for x in points:
         if x <= 0:
             continue
@@ -831,7 +891,6 @@ def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) ->
             out.add(j)  # sz[j - 1] < int(x) <= sz[j]: j is the first of its size
             if j + 1 < cap:
                 out.add(j if sz[j + 1] == sz[j] else j + 1)
-    out.add(bisect.bisect_left(sz, sz[cap - 1], 0, cap))  # the largest that fits
     return out
 
 
