@@ -341,8 +341,13 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
             else:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 where_rows.append([held.get(b) for b in cur])
-    dflat = np.array(list(chain.from_iterable(where_rows)), dtype=np.float64)  # None: nan
-    dflat = np.where(np.isnan(dflat), -1, dflat).astype(np.int64)
+    flat_dirs = list(chain.from_iterable(where_rows))
+    if None in flat_dirs:
+        dflat = np.array(flat_dirs, dtype=np.float64)  # None: nan
+        dflat = np.where(np.isnan(dflat), -1, dflat).astype(np.int64)
+    else:  # every dir known (a snapshot from the brokers): no float pass
+        dflat = np.array(flat_dirs, dtype=np.int64)
+    del flat_dirs
     n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
     row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
     col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
