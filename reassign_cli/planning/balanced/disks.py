@@ -82,6 +82,7 @@ class DiskPlan:
     # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
     explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     by_topic: dict[str, list[tuple[int, list[str]]]] | None = None  # `explicit` by topic (entries)
+    quoted: dict[str, str] = field(default_factory=dict)  # each path (and "any") as JSON (entries)
     moves_within: int = 0  # replicas moved from one disk of a broker to another
     bytes_within: int = 0
     unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
@@ -135,7 +136,11 @@ class DiskPlan:
         from reassign_cli.core.model import format_partition_entries
 
         out: list[str] = []
-        quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
+        quoted = self.quoted  # each path's JSON once (a few paths, many replicas)
+        if not quoted:
+            quoted["any"] = '"any"'
+            for _, path in self.paths:
+                _quote(quoted, path)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
         explicit = self.explicit
         if self.by_topic is None:  # built once (entries runs once per slice of the document)
@@ -200,7 +205,10 @@ def _regular_entries(
         if given and 0 <= p < n:
             if len(given) != rf:
                 return None
-            dirs[p * rf : (p + 1) * rf] = [quoted.get(d) or _quote(quoted, d) for d in given]
+            try:  # every dir written is one of the plan's paths or "any": quoted already (entries)
+                dirs[p * rf : (p + 1) * rf] = map(quoted.__getitem__, given)
+            except KeyError:
+                dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
     template = _TEMPLATES.get((n, rf))
     if template is None:
         reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
@@ -829,6 +837,8 @@ def _best_swap(
             out_t = _out(t.after, t, tol)
             if out_a <= 0 and out_t <= 0:
                 continue
+            alo, ahi = a.goal * (1 - tol), a.goal * (1 + tol)  # the bands as _out computes them
+            tlo, thi = t.goal * (1 - tol), t.goal * (1 + tol)
             room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
             room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
             points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
@@ -844,8 +854,13 @@ def _best_swap(
                         ys0 = ysz[k]
                         if ys0 >= xs0 or ys0 > room_p:
                             continue
-                        net = xs0 - ys0
-                        gain = out_a + out_t - _out(a.after - net, a, tol) - _out(t.after + net, t, tol)
+                        x, y = a.after - xs0 + ys0, t.after + xs0 - ys0  # net xs0 - ys0 moved (_out's floats)
+                        gain = (
+                            out_a
+                            + out_t
+                            - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                            - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+                        )
                         if gain <= 1e-9:
                             continue
                         key = (-gain, xs0 + ys0, xi, ys[k], p, q)
