@@ -689,7 +689,7 @@ class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
     each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
 
-    __slots__ = ("hi", "lo", "movable", "plan", "sizes", "width")
+    __slots__ = ("dir_in", "hi", "lo", "movable", "plan", "sizes", "width")
 
     def __init__(
         self, plan: DiskPlan, movable: dict[int, list[int]], sizes: dict[int, list[int]], width: int
@@ -698,6 +698,7 @@ class _Search:
         self.plan, self.movable, self.sizes, self.width = plan, movable, sizes, width
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
+        self.dir_in = [_dir_in(plan, d) for d in plan.disks]  # where a replica moved there goes
 
     def farthest(self, ks: list[int]) -> int:
         """The disk farthest over (or under) its band (ties: the lowest index)."""
@@ -733,7 +734,7 @@ class _Search:
         dl[src].after -= s
         dl[tgt].after += s
         dl[tgt].peak += s
-        final[r][c] = _dir_in(plan, dl[tgt])
+        final[r, c] = self.dir_in[tgt]
         ids, sz = movable.setdefault(tgt, []), sizes.setdefault(tgt, [])
         lo = bisect.bisect_left(sz, s)
         j = bisect.bisect_left(ids, rc, lo, bisect.bisect_right(sz, s, lo))
