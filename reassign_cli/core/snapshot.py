@@ -470,6 +470,7 @@ class _TopicsBuilder:
         # Read the partitions' "dirs"/"future_dirs" (with the optional fields' pass), each index checked
         # against its broker's number of log dirs (dir_counts); None: not read.
         self.dirs = dirs
+        self.table = None if dirs is None else _dir_table(dirs)
         self.optional = partition_state or reassigning or dirs is not None
         self.sizes = sizes  # read the partitions' "size" (one C-level pass over the chunk's partitions)
 
@@ -497,9 +498,13 @@ class _TopicsBuilder:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
             bulk = self.dirs is not None and _bulk_dirs(
-                new, list(map(len, plists)), pids, parts, reps, self.dirs
+                new, list(map(len, plists)), pids, parts, reps, self.dirs, self.table
             )
-            _check_optional([t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps, bulk)])
+            plain = _PLAIN_KEYS if self.partition_state else _PLAIN_KEYS_NO_STATE
+            if not (bulk and all(map(plain.issuperset, parts))):  # else no partition has more to read
+                _check_optional(
+                    [t for t, ps in zip(new, plists, strict=True) if self._add_optional(t, ps, bulk)]
+                )
         if self.sizes:
             _add_sizes(new, list(map(len, plists)), pids, list(map(_SIZE, parts)))
         before = len(self.topics)
@@ -589,7 +594,8 @@ def _check_optional(topics: list[Topic]) -> None:
 _PLAIN_KEYS = frozenset({"partition", "replicas", "size", "dirs"})  # no optional field but "dirs"
 _PLAIN_KEYS_NO_STATE = _PLAIN_KEYS | {"isr", "leader"}  # isr/leader not read (partition_state=False)
 _DIRS = methodcaller("get", "dirs")
-_DIR_TYPES = frozenset({int, type(None)})
+_NONE = type(None)
+_DIR_TYPES = frozenset({int, _NONE})
 
 
 def _bulk_dirs(
@@ -599,31 +605,44 @@ def _bulk_dirs(
     parts: list[Any],
     reps: list[Any],
     dirs: Mapping[int, int],
+    table: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> bool:
     """The partitions' "dirs" of one chunk into their topics, checked in flat passes (numpy for the
-    indexes); False (nothing stored) when one is wrong: the per-partition pass then names it."""
+    indexes); False (nothing stored) when one is wrong: the per-partition pass then names it. `table`:
+    _dir_table(dirs), when the caller has it."""
     dl = list(map(_DIRS, parts))
-    idx = list(itertools.compress(range(len(dl)), map(is_not, dl, itertools.repeat(None))))
-    vs, rs = list(map(dl.__getitem__, idx)), list(map(reps.__getitem__, idx))
+    if None in dl:
+        idx = list(itertools.compress(range(len(dl)), map(is_not, dl, itertools.repeat(None))))
+        vs, rs = list(map(dl.__getitem__, idx)), list(map(reps.__getitem__, idx))
+    else:  # every partition has "dirs" (as a snapshot from the brokers writes)
+        idx, vs, rs = dl, dl, reps
     if not set(map(type, vs)) <= _LIST or list(map(len, vs)) != list(map(len, rs)):
         return False
     flat = list(itertools.chain.from_iterable(vs))
-    if not set(map(type, flat)) <= _DIR_TYPES:
+    kinds = set(map(type, flat))
+    if not kinds <= _DIR_TYPES:
         return False
-    known = sorted(dirs)
-    if not known:
+    keys, limit = table if table is not None else _dir_table(dirs)
+    if not len(keys):
         return False
     try:
-        held = np.array([-1 if x is None else x for x in flat], dtype=np.int64)
+        held = np.array(
+            flat if _NONE not in kinds else [-1 if x is None else x for x in flat], dtype=np.int64
+        )
         brokers = np.array(list(itertools.chain.from_iterable(rs)), dtype=np.int64)
     except OverflowError:
         return False
-    keys = np.array(known, dtype=np.int64)
-    at = np.minimum(np.searchsorted(keys, brokers), len(known) - 1)
-    limit = np.array([dirs[b] for b in known], dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, brokers), len(keys) - 1)
     ok = (held == -1) | ((keys[at] == brokers) & (held >= 0) & (held < limit[at]))
     if not bool(ok.all()):
         return False
+    if len(idx) == len(dl):  # every partition has "dirs" (as a snapshot from the brokers writes)
+        first = 0
+        for t, count in zip(topics, counts, strict=True):
+            if count:
+                t.dirs = dict(zip(pids[first : first + count], dl[first : first + count], strict=True))
+            first += count
+        return True
     first = 0
     for t, count in zip(topics, counts, strict=True):
         got = {
@@ -635,6 +654,13 @@ def _bulk_dirs(
             t.dirs = got
         first += count
     return True
+
+
+def _dir_table(dirs: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(the broker ids of `dirs`, sorted; each one's number of log dirs) as arrays, for _bulk_dirs: built
+    once a snapshot (_TopicsBuilder), not once a chunk."""
+    known = sorted(dirs)
+    return np.array(known, dtype=np.int64), np.array([dirs[b] for b in known], dtype=np.int64)
 
 
 def _check_indexes(topic: str, p: int, field: str, v: Any, replicas: Any, counts: Mapping[int, int]) -> None:

@@ -82,6 +82,7 @@ class DiskPlan:
     # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
     explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     by_topic: dict[str, list[tuple[int, list[str]]]] | None = None  # `explicit` by topic (entries)
+    quoted: dict[str, str] = field(default_factory=dict)  # each path (and "any") as JSON (entries)
     moves_within: int = 0  # replicas moved from one disk of a broker to another
     bytes_within: int = 0
     unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
@@ -135,7 +136,11 @@ class DiskPlan:
         from reassign_cli.core.model import format_partition_entries
 
         out: list[str] = []
-        quoted: dict[str, str] = {"any": '"any"'}  # each path's JSON once (a few paths, many replicas)
+        quoted = self.quoted  # each path's JSON once (a few paths, many replicas)
+        if not quoted:
+            quoted["any"] = '"any"'
+            for _, path in self.paths:
+                _quote(quoted, path)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
         explicit = self.explicit
         if self.by_topic is None:  # built once (entries runs once per slice of the document)
@@ -200,7 +205,10 @@ def _regular_entries(
         if given and 0 <= p < n:
             if len(given) != rf:
                 return None
-            dirs[p * rf : (p + 1) * rf] = [quoted.get(d) or _quote(quoted, d) for d in given]
+            try:  # every dir written is one of the plan's paths or "any": quoted already (entries)
+                dirs[p * rf : (p + 1) * rf] = map(quoted.__getitem__, given)
+            except KeyError:
+                dirs[p * rf : (p + 1) * rf] = [_quote(quoted, d) for d in given]
     template = _TEMPLATES.get((n, rf))
     if template is None:
         reps, marks = ",".join(["%d"] * rf), ",".join(["%%s"] * rf)
@@ -341,8 +349,13 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
             else:
                 held = dict(zip(t.replicas[p], where, strict=False))
                 where_rows.append([held.get(b) for b in cur])
-    dflat = np.array(list(chain.from_iterable(where_rows)), dtype=np.float64)  # None: nan
-    dflat = np.where(np.isnan(dflat), -1, dflat).astype(np.int64)
+    flat_dirs = list(chain.from_iterable(where_rows))
+    if None in flat_dirs:
+        dflat = np.array(flat_dirs, dtype=np.float64)  # None: nan
+        dflat = np.where(np.isnan(dflat), -1, dflat).astype(np.int64)
+    else:  # every dir known (a snapshot from the brokers): no float pass
+        dflat = np.array(flat_dirs, dtype=np.int64)
+    del flat_dirs
     n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
     row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
     col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
@@ -661,11 +674,22 @@ def _movable(
     return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
 
 
+@dataclass(slots=True)
+class _Found:
+    """The best move of one _Search.move call so far: its gain (a move must gain more than 1e-9), its key
+    (size, row x width + column, source, target, index in movable[source]), and each source's
+    breakpoints bisected (_near_full), once a call."""
+
+    top: float = 1e-9
+    best: tuple[int, int, int, int, int] | None = None
+    near: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+
+
 class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
     each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
 
-    __slots__ = ("hi", "lo", "movable", "plan", "sizes", "width")
+    __slots__ = ("dir_in", "hi", "lo", "movable", "plan", "sizes", "width")
 
     def __init__(
         self, plan: DiskPlan, movable: dict[int, list[int]], sizes: dict[int, list[int]], width: int
@@ -674,6 +698,7 @@ class _Search:
         self.plan, self.movable, self.sizes, self.width = plan, movable, sizes, width
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
+        self.dir_in = [_dir_in(plan, d) for d in plan.disks]  # where a replica moved there goes
 
     def farthest(self, ks: list[int]) -> int:
         """The disk farthest over (or under) its band (ties: the lowest index)."""
@@ -709,7 +734,7 @@ class _Search:
         dl[src].after -= s
         dl[tgt].after += s
         dl[tgt].peak += s
-        final[r][c] = _dir_in(plan, dl[tgt])
+        final[r, c] = self.dir_in[tgt]
         ids, sz = movable.setdefault(tgt, []), sizes.setdefault(tgt, [])
         lo = bisect.bisect_left(sz, s)
         j = bisect.bisect_left(ids, rc, lo, bisect.bisect_right(sz, s, lo))
@@ -726,45 +751,67 @@ class _Search:
 
         The gain of moving s bytes, out(a) + out(t) - out(a - s) - out(t + s), is concave in s (out is
         convex), so its best over the sorted sizes is next to one of its four breakpoints: only those
-        candidates are weighed (ties: the smaller replica, then plan order). `only`: the pairs with that
-        disk."""
-        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
-        best: tuple[float, int, int, int, int, int] | None = None
+        candidates are weighed (ties: the smaller replica, then plan order; _pair). `only`: the pairs
+        with that disk. A pair into a disk above its band, or out of one below it, gains nothing (out is
+        1-Lipschitz: out(a) - out(a - s) <= s = out(t + s) - out(t)) but rounding: it is weighed only
+        when no other pair gains more than any rounding could (a billionth of the bytes in play)."""
+        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        found = _Found()
+        later: list[tuple[int, int]] = []
         for src in ks:
-            sz = self.sizes.get(src)
-            if not sz:
+            if not self.sizes.get(src):
                 continue
-            cands, aa, alo, ahi = self.movable[src], dl[src].after, lo[src], hi[src]
-            out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
             for tgt in ks:
-                t = dl[tgt]
-                if tgt == src or not t.eligible or (only is not None and only != src and only != tgt):
+                if tgt == src or not dl[tgt].eligible or (only is not None and only != src and only != tgt):
                     continue
-                ta, tlo, thi = t.after, lo[tgt], hi[tgt]
-                out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
-                if out_a <= 0 and out_t <= 0:
+                if dl[tgt].after > hi[tgt] or dl[src].after < lo[src]:
+                    later.append((src, tgt))
                     continue
-                cap = len(sz)
-                if t.total is not None:  # sizes above the target's room under the limit cannot go
-                    room = limit * t.total - t.peak
-                    cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
-                if cap == 0:
-                    continue
-                for i in _near(sz, cap, (aa - ahi, aa - alo, thi - ta, tlo - ta)):
-                    s = sz[i]
-                    x, y = aa - s, ta + s
-                    gain = (
-                        out_a
-                        + out_t
-                        - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
-                        - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
-                    )
-                    if gain <= 1e-9:
-                        continue
-                    key = (-gain, s, cands[i], src, tgt, i)  # cands[i]: (row, column) in order
-                    if best is None or key < best:
-                        best = key
-        return None if best is None else (best[3], best[4], best[5])
+                self._pair(src, tgt, found)
+        if later:
+            scale = max(max(dl[k].after, hi[k]) for k in ks)
+            if not found.top > 1e-9 * scale + 1e-9:
+                for src, tgt in later:
+                    self._pair(src, tgt, found)
+        best = found.best
+        return None if best is None else (best[2], best[3], best[4])
+
+    def _pair(self, src: int, tgt: int, found: _Found) -> None:
+        """The candidates of the moves from disk src to disk tgt (_near_cap) weighed into `found`: the
+        largest gain, then the smallest key."""
+        dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
+        sz, t = self.sizes[src], dl[tgt]
+        aa, alo, ahi = dl[src].after, lo[src], hi[src]
+        out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
+        ta, tlo, thi = t.after, lo[tgt], hi[tgt]
+        out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
+        if out_a <= 0 and out_t <= 0:
+            return
+        cap = len(sz)
+        if t.total is not None:  # sizes above the target's room under the limit cannot go
+            room = limit * t.total - t.peak
+            cap = bisect.bisect_right(sz, int(room) if room >= 0 else -1)
+        if cap == 0:
+            return
+        near_a = found.near.get(src)
+        if near_a is None:
+            near_a = found.near[src] = _near_full(sz, (aa - ahi, aa - alo))
+        top, best, cands = found.top, found.best, self.movable[src]
+        for i in _near_cap(sz, cap, near_a, (thi - ta, tlo - ta)):
+            s = sz[i]
+            x, y = aa - s, ta + s
+            gain = (
+                out_a
+                + out_t
+                - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+            )
+            if gain < top or gain <= 1e-9:
+                continue
+            key = (s, cands[i], src, tgt, i)  # cands[i]: (row, column) in order
+            if gain > top or best is None or key < best:
+                top, best = gain, key
+        found.top, found.best = top, best
 
 
 def _best_swap(
@@ -791,6 +838,8 @@ def _best_swap(
             out_t = _out(t.after, t, tol)
             if out_a <= 0 and out_t <= 0:
                 continue
+            alo, ahi = a.goal * (1 - tol), a.goal * (1 + tol)  # the bands as _out computes them
+            tlo, thi = t.goal * (1 - tol), t.goal * (1 + tol)
             room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
             room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
             points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
@@ -806,8 +855,13 @@ def _best_swap(
                         ys0 = ysz[k]
                         if ys0 >= xs0 or ys0 > room_p:
                             continue
-                        net = xs0 - ys0
-                        gain = out_a + out_t - _out(a.after - net, a, tol) - _out(t.after + net, t, tol)
+                        x, y = a.after - xs0 + ys0, t.after + xs0 - ys0  # net xs0 - ys0 moved (_out's floats)
+                        gain = (
+                            out_a
+                            + out_t
+                            - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                            - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+                        )
                         if gain <= 1e-9:
                             continue
                         key = (-gain, xs0 + ys0, xi, ys[k], p, q)
@@ -817,10 +871,37 @@ def _best_swap(
     return None if best is None else found[best[1:]]
 
 
-def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) -> set[int]:
+def _near_full(sz: list[int], points: tuple[float, float]) -> list[tuple[int, int, int]]:
+    """For each breakpoint x > 0 of the source side: (j, the first index of sz[j - 1]'s size (-1: none),
+    j + 1 when it is the first of its size (else -1)), j = bisect_left(sz, int(x)) over all of `sz`;
+    _near_cap clips them to a target's cap."""
+    out: list[tuple[int, int, int]] = []
+    n = len(sz)
+    for x in points:
+        if x <= 0:
+            continue
+        j = bisect.bisect_left(sz, int(x))
+        first = bisect.bisect_left(sz, sz[j - 1]) if j > 0 else -1
+        out.append((j, first, j + 1 if j + 1 < n and sz[j + 1] != sz[j] else -1))
+    return out
+
+
+def _near_cap(
+    sz: list[int], cap: int, near_a: list[tuple[int, int, int]], points: tuple[float, float]
+) -> set[int]:
     """The indices of the candidates (sizes `sz`, below `cap`) on each side of the gain's breakpoints:
-    the first candidate of each size (the smallest replica first, then plan order)."""
-    out = {0}
+    the first candidate of each size (the smallest replica first, then plan order). `near_a`: the source
+    side's breakpoints bisected over all of `sz` (_near_full): the same indices as bisecting below
+    `cap` (one past cap: the largest that fits, added anyway); `points`: the target side's."""
+    out = {0, bisect.bisect_left(sz, sz[cap - 1], 0, cap)}  # the smallest, the largest that fits
+    for j, first, nxt in near_a:
+        if j <= cap:
+            if j > 0:
+                out.add(first)
+            if j < cap:
+                out.add(j)
+                if 0 <= nxt < cap:
+                    out.add(nxt)
     for x in points:
         if x <= 0:
             continue
@@ -831,7 +912,6 @@ def _near(sz: list[int], cap: int, points: tuple[float, float, float, float]) ->
             out.add(j)  # sz[j - 1] < int(x) <= sz[j]: j is the first of its size
             if j + 1 < cap:
                 out.add(j if sz[j + 1] == sz[j] else j + 1)
-    out.add(bisect.bisect_left(sz, sz[cap - 1], 0, cap))  # the largest that fits
     return out
 
 
