@@ -278,8 +278,9 @@ def _count_band(
     even = np.full(len(b_set), mean)
     low, high = bands.count_band(even if share is None else mean * share)
     if share is not None:
-        # The planner's count band with capacities also holds the even counts (its band is widened to
-        # what --balance replicas may aim at: floor..ceil of the mean with no rack rule forcing more).
+        # Also the even counts (floor..ceil of the mean): the planner's band with capacities holds them
+        # where racks of unequal capacity force them; elsewhere it is narrower, and a wider judge only
+        # leaves alone what the planner would not have planned (no flapping either way).
         low, high = (
             np.minimum(low, bands.count_band(even, 0.0)[0]),
             np.maximum(high, bands.count_band(even, 0.0)[1]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from reassign_cli.core import autopilot as ap
@@ -18,7 +18,7 @@ from reassign_cli.core.autopilot import BrokerState, Ledger
 from reassign_cli.core.model import Assignment, Broker, Capacity, Topic
 from reassign_cli.planning.balanced.planner import count_range
 from tests.unit.test_balance import Case, best_leader_spread, broker_counts, exact, specs_of
-from tests.unit.test_balance_bytes import Sized, loads, plan, sized
+from tests.unit.test_balance_bytes import Sized, loads, plan, sized, topic
 from tests.unit.test_balance_capacity import _plan as plan_with_capacities
 from tests.unit.test_balance_capacity import caps_allow, roomy
 
@@ -399,8 +399,142 @@ def test_a_planned_cluster_is_judged_balanced(s: Sized) -> None:
     assert d.kind == "balanced", d.reasons
 
 
+MIB = 1 << 20
+
+
+def _one_mib(name: str, rows: list[list[int]]) -> Topic:
+    return Topic(name, dict(enumerate(rows)), sizes=dict.fromkeys(range(len(rows)), MIB))
+
+
+def _six(
+    topics: dict[str, Topic], seed: int, units: list[int], unit: int
+) -> tuple[Sized, dict[int, Capacity]]:
+    """Six brokers, no racks, every topic selected, RF kept; broker b's disk units[b - 1] x unit bytes."""
+    case = Case(topics, [Broker(b) for b in range(1, 7)], list(topics), None, "ignored", seed)
+    return Sized(case, "equal"), {b: Capacity(k * unit, k * unit) for b, k in enumerate(units, start=1)}
+
+
+# Found by hypothesis (not derandomized), already minimal. 42 replicas of 1 MiB, disks 3:1:3:3:4:4 (18
+# units of 168 MiB): goals 42 x 3/18 = 7, 42/18 = 2.33, 7, 7, 9.33, 9.33 MiB; the trigger's band for
+# broker 2 is 2.33 +- max(10%, 1 MiB) = 1.33-3.33 MiB (0.8-2.0%). Count bands, each one's share of the
+# mean count 7 +- 10% rounded out: brokers 1, 3, 4 [7, 7], broker 2 (2.33) [2, 3], brokers 5, 6 (9.33)
+# [9, 10]. The planner widened each to the even count 7 (what --balance replicas aims at, though no rack
+# rule forces it): broker 2's band became [2, 7], so the count step stopped taking replicas off it at 7;
+# the bytes step took it to 4 MiB, its four replicas then all t1 rows [2, 5, 6]: no single move helps
+# (5 and 6 hold those rows, 1, 3 and 4 are pinned at 7), equal-sized swaps gain nothing: 2.4%, judged
+# out. A plan with broker 2 at 3 exists: that one with t1 [2, 5, 6] -> [1, 5, 6] and one of broker 1's
+# t3 replicas to broker 6 (counts 7, 3, 7, 7, 9, 9; t1 on broker 1 and t3 on 6 under their caps 6, 4).
+CAPACITY_COUNT_STOP = _six(
+    {
+        "t0": _one_mib("t0", [[1], [2], [4]]),
+        "t1": _one_mib("t1", [[2, 3, 4], [1, 2, 3], [2, 1, 3], [4, 1, 2], [1, 2, 4], [1, 3, 4], [1, 2, 3]]),
+        "t2": _one_mib("t2", [[1], [1], [1], [3], [3], [3], [4], [4], [4]]),
+        "t3": _one_mib("t3", [[1], [1], [1], [1], [2], [2], [3], [3], [3]]),
+    },
+    1,
+    [3, 1, 3, 3, 4, 4],
+    176160770,
+)
+
+# Found by hypothesis once the band above was no longer widened (it passed before). Disks 3:2:3:3:8:8 (27
+# units), 42 replicas: count goals 42 x 3/27 = 4.67, 3.11, 4.67, 4.67, 12.44, 12.44, bands [4, 5], [3, 4],
+# [4, 5], [4, 5], [11, 13], [11, 13]. The count step gave only to a broker holding two replicas fewer and
+# took only from one holding two more, in raw counts: broker 1 at 8 (3.3 over its goal) could give only to
+# brokers at 6 or less (2, 3, 4: at or over their band's top) and brokers 5, 6 at 9 (3.4 under) could take
+# only from one at 11 or more (none): the count step stopped with broker 1 at 8 replicas, out of its band,
+# though moving one from 1 to 5 brings both nearer their goals. Now "two fewer" is counted from each
+# broker's goal (the mean count's share), as it was already where every goal is the mean.
+CAPACITY_PARTNERS = _six(
+    {
+        "t0": topic("t0", {0: [1], 1: [1], 2: [1]}, [10730442, 7288750, 23222541]),
+        "t1": topic(
+            "t1",
+            {p: [1, 2, 3] for p in range(7)},
+            [10400351, 3978820, 15285153, 62833571, 36785762, 3092211, 1331568],
+        ),
+        "t2": topic(
+            "t2",
+            {p: [1] for p in range(9)},
+            [3488869, 9454382, 271700, 6400025, 1371113, 2962662, 3927884, 5529178, 16476502],
+        ),
+        "t3": topic(
+            "t3",
+            {p: [1] for p in range(9)},
+            [42447138, 7327888, 69005392, 3276243, 15055668, 34456398, 10231875, 2913166, 2229776],
+        ),
+    },
+    0,
+    [3, 2, 3, 3, 8, 8],
+    1235325085,
+)
+
+
+# Found by hypothesis with "two fewer" counted from each goal: disks 2:2:6:8:8:8 (34 units), 42 replicas:
+# count goals 2.47, 2.47, 7.41, 9.88, 9.88, 9.88, bands [2, 3], [2, 3], [7, 8], [9, 10] x 3. The count step
+# ended at 3, 3, 6, 10, 10, 10: broker 3 (1.41 under its goal) needed one from a broker at least 2 over
+# it, but brokers 4-6 are 0.12 over theirs (1.53 apart) and 1, 2 0.53 over (1.94 apart). Moving one from 4
+# to 3 still brings both nearer: 0.12^2 + 1.41^2 = 2.0 before, 0.88^2 + 0.41^2 = 0.94 after; a move from u
+# to v does so exactly when u is more than one replica further over its goal than v (the squares fall by
+# 2 x (that difference - 1)), which for whole counts is "two more", the rule where every goal is the mean.
+CAPACITY_FRACTION = _six(
+    {
+        "t0": topic("t0", {0: [1], 1: [1], 2: [2]}, [10730442, 7288750, 23222541]),
+        "t1": topic(
+            "t1",
+            {0: [1, 2, 3], 1: [1, 2, 4], **{p: [1, 2, 3] for p in range(2, 7)}},
+            [10400351, 3978820, 15285153, 62833571, 36785762, 3092211, 1331568],
+        ),
+        "t2": topic(
+            "t2",
+            {p: [1] for p in range(9)},
+            [3488869, 9454382, 271700, 6400025, 1371113, 2962662, 3927884, 5529178, 16476502],
+        ),
+        "t3": topic(
+            "t3",
+            {p: [1] if p < 8 else [2] for p in range(9)},
+            [42447138, 7327888, 69005392, 3276243, 15055668, 34456398, 10231875, 2913166, 2229776],
+        ),
+    },
+    0,
+    [2, 2, 6, 8, 8, 8],
+    1235325085,
+)
+
+
+def test_a_small_disk_is_planned_to_its_share_of_the_count() -> None:
+    """CAPACITY_COUNT_STOP by hand: broker 2 (a third of the others' disk) ends within its count band
+    [2, 3] and within 1.33-3.33 MiB; before, it kept 4 replicas (4 MiB, 2.4% of 168 MiB)."""
+    s, caps = CAPACITY_COUNT_STOP
+    after, _ = plan_with_capacities(s.case, caps, 1.0)
+    ids = list(range(1, 7))
+    counts = broker_counts(s.case.topics, after, ids)[0]
+    assert 2 <= counts[2] <= 3 and 9 <= counts[5] <= 10 and 9 <= counts[6] <= 10, counts
+    assert counts[1] == counts[3] == counts[4] == 7, counts
+
+
+def test_counts_reach_their_capacity_bands_across_brokers_of_unequal_counts() -> None:
+    """CAPACITY_PARTNERS by hand: every count ends in its band (see the comment above)."""
+    s, caps = CAPACITY_PARTNERS
+    after, _ = plan_with_capacities(s.case, caps, 1.0)
+    counts = broker_counts(s.case.topics, after, list(range(1, 7)))[0]
+    band = {1: (4, 5), 2: (3, 4), 3: (4, 5), 4: (4, 5), 5: (11, 13), 6: (11, 13)}
+    assert all(band[b][0] <= counts[b] <= band[b][1] for b in band), counts
+
+
+def test_a_partner_less_than_two_whole_replicas_nearer_its_goal_still_gives() -> None:
+    """CAPACITY_FRACTION by hand: every count ends in its band (see the comment above)."""
+    s, caps = CAPACITY_FRACTION
+    after, _ = plan_with_capacities(s.case, caps, 1.0)
+    counts = broker_counts(s.case.topics, after, list(range(1, 7)))[0]
+    band = {1: (2, 3), 2: (2, 3), 3: (7, 8), 4: (9, 10), 5: (9, 10), 6: (9, 10)}
+    assert all(band[b][0] <= counts[b] <= band[b][1] for b in band), counts
+
+
 @SETTINGS
 @given(roomy())
+@example(CAPACITY_COUNT_STOP)
+@example(CAPACITY_PARTNERS)
+@example(CAPACITY_FRACTION)
 def test_a_planned_cluster_with_capacities_is_judged_balanced(x: tuple[Sized, dict[int, Capacity]]) -> None:
     s, caps = x
     case = s.case

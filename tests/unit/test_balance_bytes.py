@@ -372,8 +372,52 @@ def test_no_concentration(s: Sized) -> None:
         assert max(now.values()) <= max(math.ceil(rf * len(after[t]) / n), max(before.values()))
 
 
+# Found by hypothesis (not derandomized), as it shrank it: t0 (RF 1, 9 partitions, 153.7 MB in all) the only
+# topic selected, brokers 1-3 in rack r0 and 4-6 in r1, t1-t3 unselected (broker 3 holds 7 of their
+# replicas, 56.3 MB). Mean 72.28 MB, band 68.66-75.89 MB, count band [6, 7] (38 replicas / 6 = 6.33).
+# Bound: max(a, b, c) = 72.13 MB (a: 146.59 - 75.89 on broker 1 plus 77.31 - 75.89 on broker 2), so at
+# most 1.10 x 72.13 + 2 x 34.55 = 148.45 MB may be copied. The plan copies every byte of t0 (153.73 MB)
+# and still leaves 26.2 MB outside the band (broker 3 forced to 56.26 by its 7 unselected replicas, 5 at
+# 85.55, 6 at 77.93): the count step's greedy moves (each the best for the bytes alone) left broker 5 at
+# the bottom of its count band holding 32.3 MB of t0 and no small replica where a swap could reach it.
+# Trying all 5^9 placements of t0 (broker 3 can take none: it is at 7) with counts in [6, 7]: 124.2 MB
+# copied reaches 22.1 MB outside (1: 80.30, 2: 75.27, 4: 66.71, 5: 78.48, 6: 76.63), and 120.2 MB
+# reaches 26.1 MB outside, both under 148.45: a planner miss, not an impossible bound. Not fixed yet.
+FEWEST_BYTES_MISS = Sized(
+    Case(
+        {
+            "t0": topic(
+                "t0",
+                {0: [1], 1: [1], 2: [1], 3: [1], 4: [1], 5: [3], 6: [6], 7: [2], 8: [2]},
+                [14922434, 30475304, 14587209, 1258289, 34553997, 17357961, 3971165, 21245956, 15353570],
+            ),
+            "t1": topic(
+                "t1",
+                {0: [1, 2], 1: [3, 4], 2: [4, 5], 3: [2, 3], 4: [4, 5], 5: [3, 5]},
+                [13814077, 9273146, 20177314, 2944115, 6959617, 4311606],
+            ),
+            "t2": topic(
+                "t2",
+                {0: [1, 3, 4, 5], 1: [1, 2, 3, 6], 2: [1, 2, 3, 4], 3: [2, 3, 4, 6]},
+                [21818511, 9431664, 5730508, 2750071],
+            ),
+            "t3": topic("t3", {0: [2]}, [6041794]),
+        },
+        [Broker(b, "r0" if b <= 3 else "r1") for b in range(1, 7)],
+        ["t0"],
+        None,
+        "equal",
+        0,
+    ),
+    "lognormal",
+)
+
+
 @SETTINGS
 @given(sized())
+@example(FEWEST_BYTES_MISS).xfail(
+    reason="known planner miss: the count step's greedy moves (see FEWEST_BYTES_MISS)"
+)
 def test_fewest_bytes(s: Sized) -> None:
     """Point 5: copied bytes <= 1.10 x the lower bound + 2 x the largest partition; the bound is the
     planner's too."""

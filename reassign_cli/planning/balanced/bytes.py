@@ -208,6 +208,9 @@ class _Bytes:
     hard: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
     mean: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
     weighted: bool = False  # goals differ (capacities): partners are ranked by bytes over their goal
+    # (n,) each broker's share of the mean replica count, with disks of different sizes only (None: the
+    # count step compares raw counts, as every broker's goal is the mean)
+    count_goal: np.ndarray | None = None
     # --max-disk-utilization: (P, W0) the current replicas and (n,) the bytes each broker may still
     # receive before its peak reaches the limit; None: no limit (no capacities).
     old: np.ndarray | None = None
@@ -337,8 +340,31 @@ def _band(
     mc = (float(prob.fixed.sum()) + float(prob.rf.sum())) / n
     m = np.full(n, mc) if share is None else mc * share
     low, high = bands.count_band(m, COUNT_BAND)
-    forced = planner.replica_range(prob)
-    return mean, np.minimum(low, forced[0]), np.maximum(high, forced[1])
+    forced_low, forced_high = planner.replica_range(prob)
+    if share is not None and np.ptp(share) > 0 and prob.n_racks == 1:
+        # No rack rule: only the unselected topics force a count (they never move). Where the range
+        # --balance replicas may aim at is the mean's floor..ceil, that is evenness, not force: widening
+        # a small disk's band to it let the count step stop at the even count, and the bytes step
+        # could not always finish from there (test_autopilot's CAPACITY_COUNT_STOP, worked by hand).
+        even_low, even_high = bands.count_band(np.full(n, mc), 0.0)
+        forced_low = np.where(forced_low < even_low, forced_low, low)
+        forced_high = np.maximum(np.where(forced_high > even_high, forced_high, high), prob.fixed)
+    return mean, np.minimum(low, forced_low), np.maximum(high, forced_high)
+
+
+def _count_goal(prob: planner._Problem, share: np.ndarray | None) -> np.ndarray | None:
+    """Each broker's share of the mean replica count, where disks differ in size and the racks (if any)
+    are of equal capacity per broker (the contract's "racks of equal size"): there the rack rule leaves
+    each rack its capacity's share of the count. None elsewhere: the count step compares raw counts."""
+    if share is None or np.ptp(share) == 0:
+        return None
+    if prob.n_racks > 1:
+        per_rack = np.bincount(prob.rack, share, prob.n_racks) / np.bincount(
+            prob.rack, minlength=prob.n_racks
+        )
+        if np.ptp(per_rack) > 1e-9:
+            return None
+    return share * (float(prob.fixed.sum()) + float(prob.rf.sum())) / len(prob.ids)
 
 
 def receivable(w: Work, cur: np.ndarray) -> np.ndarray:
@@ -439,6 +465,7 @@ def plan_bytes(
     bx = _Bytes(size, before.copy(), lo, hi, cmin, cmax, fixed)
     bx.hard = bands.outer_band(goal, tolerance, float(size.max()) if len(size) else 0.0)
     bx.mean, bx.weighted = goal, disk is not None
+    bx.count_goal = _count_goal(prob, share)
     if disk is not None:
         bx.old, bx.limit = old, np.floor(max_utilization * disk[0]) - disk[1]
         bx.room = bx.limit.copy()
@@ -574,15 +601,21 @@ def _settle(w: Work, bx: _Bytes) -> None:
 
 def _count_step(w: Work, bx: _Bytes, slots: balance_replicas._Slots) -> bool:
     count, every = w.count, np.arange(w.n)
+    # A partner more than one replica nearer its count goal than x (the mean count, or with disks of
+    # different sizes its capacity's share of it), so that the move brings the two closer to their goals
+    # (their squared distances fall): in raw counts, as before, "two fewer" where every goal is the mean;
+    # raw counts would keep a large disk from taking from a small one holding fewer (test_autopilot's
+    # CAPACITY_PARTNERS and CAPACITY_FRACTION, worked by hand).
+    excess = count if bx.count_goal is None else count - bx.count_goal
     viol = _violation(count, bx)
     for x in every[np.lexsort((every, -viol))][: int((viol > 0).sum())].tolist():
         if count[x] > bx.cmax[x]:
-            vs = every[(count < bx.cmax) & (count <= count[x] - 2)]
-            vs = vs[np.lexsort((vs, bx.key()[vs], count[vs]))][:PARTNERS]
+            vs = every[(count < bx.cmax) & (excess < excess[x] - 1)]
+            vs = vs[np.lexsort((vs, bx.key()[vs], excess[vs]))][:PARTNERS]
             found = _best_single(w, bx, slots, [x], vs, need_gain=False)
         else:
-            us = every[(count > bx.cmin) & (count >= count[x] + 2)]
-            us = us[np.lexsort((us, -bx.key()[us], -count[us]))][:PARTNERS]
+            us = every[(count > bx.cmin) & (excess > excess[x] + 1)]
+            us = us[np.lexsort((us, -bx.key()[us], -excess[us]))][:PARTNERS]
             found = _best_single(w, bx, slots, us.tolist(), np.array([x]), need_gain=False)
             if not found and bx.room is not None and bx.room[x] < bx.size.max():
                 _yield_count(w, bx, x)
