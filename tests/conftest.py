@@ -318,9 +318,14 @@ def uses_shared_cluster(item: pytest.Item) -> bool:
     return bool(defs) and defs[-1].baseid in ("", "tests")  # tests/conftest.py, seen from the rootdir
 
 
+def _in_shared_half(item: pytest.Item) -> bool:
+    """The shared cluster's tests, and tests/spark (no Kafka cluster: they even out the halves' times)."""
+    return uses_shared_cluster(item) or (REPO / "tests" / "spark") in Path(str(item.fspath)).parents
+
+
 def _select_half(config: pytest.Config, items: list[pytest.Item], half: str) -> None:
-    """REASSIGN_TEST_HALF=shared keeps the tests on the shared cluster, =private the others (their own
-    clusters, Spark, docker): scripts/test runs the two halves at once, each in its own pytest, since both
+    """REASSIGN_TEST_HALF=shared keeps the tests on the shared cluster (and tests/spark), =private the others
+    (their own clusters, docker): scripts/test runs the two halves at once, each in its own pytest, since both
     wait on clusters far more than they compute. The private half runs with CLUSTER_DIR=$CLUSTER_DIR-p so the
     clusters it derives from it never meet the shared half's (which starts its own KRaft cluster for the two
     tests that use both)."""
@@ -328,8 +333,8 @@ def _select_half(config: pytest.Config, items: list[pytest.Item], half: str) -> 
         return
     if half not in ("shared", "private"):
         raise pytest.UsageError(f"REASSIGN_TEST_HALF={half!r}: expected shared or private")
-    keep = [i for i in items if uses_shared_cluster(i) == (half == "shared")]
-    dropped = [i for i in items if uses_shared_cluster(i) != (half == "shared")]
+    keep = [i for i in items if _in_shared_half(i) == (half == "shared")]
+    dropped = [i for i in items if _in_shared_half(i) != (half == "shared")]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep

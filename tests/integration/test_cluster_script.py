@@ -126,7 +126,10 @@ def test_private_cluster_up_twice_status_stop_broker_down(tmp_path: Path) -> Non
 def test_cluster_fixture_fails_rather_than_skips_when_the_cluster_cannot_start(tmp_path: Path) -> None:
     test_file = tmp_path / "test_needs_cluster.py"
     test_file.write_text("def test_uses_cluster(cluster):\n    assert cluster.broker_ids\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLUSTER_", "KAFKA_"))}
+    # (not REASSIGN_TEST_HALF either: scripts/test's private half would deselect this shared-cluster test)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CLUSTER_", "KAFKA_", "REASSIGN_TEST_HALF"))
+    }
     env.update(CLUSTER_DIR=str(tmp_path / "cluster"), JAVA="/bin/false")  # every JVM exits at once
     r = subprocess.run(
         [
