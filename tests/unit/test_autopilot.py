@@ -436,6 +436,20 @@ CAPACITY_COUNT_STOP = _six(
     176160770,
 )
 
+# the partition sizes of CAPACITY_PARTNERS and CAPACITY_FRACTION (one hypothesis draw, two layouts)
+SIZES = {
+    "t0": [10730442, 7288750, 23222541],
+    "t1": [10400351, 3978820, 15285153, 62833571, 36785762, 3092211, 1331568],
+    "t2": [3488869, 9454382, 271700, 6400025, 1371113, 2962662, 3927884, 5529178, 16476502],
+    "t3": [42447138, 7327888, 69005392, 3276243, 15055668, 34456398, 10231875, 2913166, 2229776],
+}
+
+
+def _drawn(layouts: dict[str, dict[int, list[int]]], disks: list[int]) -> tuple[Sized, dict[int, Capacity]]:
+    """Topics t0-t3 of SIZES laid out as `layouts` says, on six brokers with these disk units."""
+    return _six({t: topic(t, layout, SIZES[t]) for t, layout in layouts.items()}, 0, disks, 1235325085)
+
+
 # Found by hypothesis once the band above was no longer widened (it passed before). Disks 3:2:3:3:8:8 (27
 # units), 42 replicas: count goals 42 x 3/27 = 4.67, 3.11, 4.67, 4.67, 12.44, 12.44, bands [4, 5], [3, 4],
 # [4, 5], [4, 5], [11, 13], [11, 13]. The count step gave only to a broker holding two replicas fewer and
@@ -444,28 +458,14 @@ CAPACITY_COUNT_STOP = _six(
 # only from one at 11 or more (none): the count step stopped with broker 1 at 8 replicas, out of its band,
 # though moving one from 1 to 5 brings both nearer their goals. Now "two fewer" is counted from each
 # broker's goal (the mean count's share), as it was already where every goal is the mean.
-CAPACITY_PARTNERS = _six(
+CAPACITY_PARTNERS = _drawn(
     {
-        "t0": topic("t0", {0: [1], 1: [1], 2: [1]}, [10730442, 7288750, 23222541]),
-        "t1": topic(
-            "t1",
-            {p: [1, 2, 3] for p in range(7)},
-            [10400351, 3978820, 15285153, 62833571, 36785762, 3092211, 1331568],
-        ),
-        "t2": topic(
-            "t2",
-            {p: [1] for p in range(9)},
-            [3488869, 9454382, 271700, 6400025, 1371113, 2962662, 3927884, 5529178, 16476502],
-        ),
-        "t3": topic(
-            "t3",
-            {p: [1] for p in range(9)},
-            [42447138, 7327888, 69005392, 3276243, 15055668, 34456398, 10231875, 2913166, 2229776],
-        ),
+        "t0": {0: [1], 1: [1], 2: [1]},
+        "t1": {p: [1, 2, 3] for p in range(7)},
+        "t2": {p: [1] for p in range(9)},
+        "t3": {p: [1] for p in range(9)},
     },
-    0,
     [3, 2, 3, 3, 8, 8],
-    1235325085,
 )
 
 
@@ -476,28 +476,14 @@ CAPACITY_PARTNERS = _six(
 # to 3 still brings both nearer: 0.12^2 + 1.41^2 = 2.0 before, 0.88^2 + 0.41^2 = 0.94 after; a move from u
 # to v does so exactly when u is more than one replica further over its goal than v (the squares fall by
 # 2 x (that difference - 1)), which for whole counts is "two more", the rule where every goal is the mean.
-CAPACITY_FRACTION = _six(
+CAPACITY_FRACTION = _drawn(
     {
-        "t0": topic("t0", {0: [1], 1: [1], 2: [2]}, [10730442, 7288750, 23222541]),
-        "t1": topic(
-            "t1",
-            {0: [1, 2, 3], 1: [1, 2, 4], **{p: [1, 2, 3] for p in range(2, 7)}},
-            [10400351, 3978820, 15285153, 62833571, 36785762, 3092211, 1331568],
-        ),
-        "t2": topic(
-            "t2",
-            {p: [1] for p in range(9)},
-            [3488869, 9454382, 271700, 6400025, 1371113, 2962662, 3927884, 5529178, 16476502],
-        ),
-        "t3": topic(
-            "t3",
-            {p: [1] if p < 8 else [2] for p in range(9)},
-            [42447138, 7327888, 69005392, 3276243, 15055668, 34456398, 10231875, 2913166, 2229776],
-        ),
+        "t0": {0: [1], 1: [1], 2: [2]},
+        "t1": {0: [1, 2, 3], 1: [1, 2, 4], **{p: [1, 2, 3] for p in range(2, 7)}},
+        "t2": {p: [1] for p in range(9)},
+        "t3": {p: [1] if p < 8 else [2] for p in range(9)},
     },
-    0,
     [2, 2, 6, 8, 8, 8],
-    1235325085,
 )
 
 
