@@ -323,11 +323,23 @@ def _judge_bytes(
             reasons.append(f"broker {b.id}: {_bytes_band(x[j], lo[j], hi[j], goal[j], trigger)}")
         else:
             cap = float(b.capacity or 1)
-            reasons.append(
-                f"broker {b.id}: {x[j] / cap:.1%} used, outside {lo[j] / cap * 100:.1f}-{hi[j] / cap:.1%} "
-                f"(goal {goal[j] / cap:.1%}, trigger {trigger:.0%})"
-            )
+            said = _utilization_band(x[j] / cap, lo[j] / cap, hi[j] / cap, goal[j] / cap, trigger)
+            reasons.append(f"broker {b.id}: {said}")
     return reasons, worst
+
+
+def _utilization_band(x: float, lo: float, hi: float, goal: float, trigger: float) -> str:
+    """`61.0% used, outside 40.0-50.0% (goal 45.0%, trigger 10%)`, with as many decimals as it takes
+    (up to 6) for the band's ends to differ and the value to differ from both: a few MB on a disk of
+    hundreds of GB said "0.0% used, outside 0.0-0.0%", which no one can act on."""
+    digits = 1
+    while digits < 6 and (
+        f"{lo:.{digits}%}" == f"{hi:.{digits}%}"
+        or f"{x:.{digits}%}" in (f"{lo:.{digits}%}", f"{hi:.{digits}%}")
+    ):
+        digits += 1
+    band = f"{lo * 100:.{digits}f}-{hi:.{digits}%}"
+    return f"{x:.{digits}%} used, outside {band} (goal {goal:.{digits}%}, trigger {trigger:.0%})"
 
 
 def _bytes_band(x: float, lo: float, hi: float, goal: float, trigger: float) -> str:

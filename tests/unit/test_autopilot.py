@@ -133,6 +133,17 @@ def test_utilization_with_capacities() -> None:
     )
 
 
+def test_a_tiny_utilization_is_said_with_the_decimals_that_tell_its_band_apart() -> None:
+    # 2 and 6 MB on disks of 500 GB each: goal 4 MB = 0.0008% of 500 GB, band +-10%: 3.6-4.4 MB =
+    # 0.00072-0.00088%; broker 1 at 0.0004%, broker 2 at 0.0012%. At one decimal all of it read 0.0%.
+    disk = 500 * 10**9
+    d = ap.decide([BrokerState(b, 10, 3, bytes=n * 10**6, capacity=disk) for b, n in ((1, 2), (2, 6))])
+    assert d.reasons == (
+        "broker 1: 0.0004% used, outside 0.0007-0.0009% (goal 0.0008%, trigger 10%)",
+        "broker 2: 0.0012% used, outside 0.0007-0.0009% (goal 0.0008%, trigger 10%)",
+    ), d.reasons
+
+
 def test_replica_counts_when_sizes_are_unknown() -> None:
     # 44 replicas over 4: mean 11, band ceil(9.9)=10 .. floor(12.1)=12.
     d = ap.decide([BrokerState(b, c, 3) for b, c in [(1, 10), (2, 10), (3, 10), (4, 14)]])
