@@ -108,11 +108,20 @@ class Cluster(ServerControl):
             zk.close()
 
 
+# Under pytest-xdist each worker has its own session: the worker that started the cluster cannot know when
+# the others are done with it (its `down` at its own end stopped the cluster under another worker's tests:
+# reproduced with `-n 2 --dist loadfile tests/cli/test_snapshot.py tests/cli/test_generate.py` and no cluster
+# up). So a worker leaves it running and names the controller (its parent) here; the controller stops it
+# once every worker has ended (pytest_sessionfinish below).
+XDIST_STARTED = "started-by-pytest-xdist"
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     directory = cluster_dir().resolve()
     env_file = directory / "env"
     started = False
+    worker = bool(os.environ.get("PYTEST_XDIST_WORKER"))
     env = read_env_file(env_file) if env_file.exists() else {}
     if not (
         env.get("KAFKA_REASSIGN_ZOOKEEPER") and zk_answers(env["KAFKA_REASSIGN_ZOOKEEPER"].split("/")[0])
@@ -124,6 +133,8 @@ def cluster() -> Iterator[Cluster]:
             )
         started = True
         env = read_env_file(env_file)
+        if worker:
+            (directory / XDIST_STARTED).write_text(str(os.getppid()))
     c = Cluster.from_env(directory, env)
     # Someone (another test run) may have a broker stopped for a moment: wait for all of them.
     wait_until(
@@ -135,7 +146,7 @@ def cluster() -> Iterator[Cluster]:
     try:
         yield c
     finally:
-        if started:
+        if started and not worker:
             script("down", directory=directory, keep_settings=True)
         else:
             for broker_id in sorted(c.stopped):  # never leave the shared cluster short of a broker
@@ -347,6 +358,21 @@ MARKERS = {
     "slow": "takes more than a few seconds",
     "docker": "the compose cluster (scripts/docker; runs only with REASSIGN_DOCKER_TESTS=1)",
 }
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The xdist controller stops the cluster one of its workers started (see XDIST_STARTED)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    directory = cluster_dir().resolve()
+    mark = directory / XDIST_STARTED
+    try:
+        owner = int(mark.read_text())
+    except (OSError, ValueError):
+        return
+    if owner == os.getpid():
+        mark.unlink(missing_ok=True)
+        script("down", directory=directory, keep_settings=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:
