@@ -4,7 +4,8 @@ Fixtures
     cluster      (session) the running cluster: .zookeeper ("127.0.0.1:P/kafka"), .zk_hosts, .chroot,
                  .bootstrap, .broker_ids, .broker_ports, .directory, .stop_broker(n), .start_broker(n),
                  .broker_stopped(n) (context manager). Uses $CLUSTER_DIR/env if ZooKeeper answers,
-                 else runs `scripts/cluster up` (and `down` at the end). Fails (never skips) if it can't.
+                 else runs `scripts/cluster up` (and `down` at the end: under pytest-xdist, once every worker
+                 ended). Fails (never skips) if it can't.
     zk           a started KazooClient rooted at the cluster chroot (function scope)
     zk_chroot    "127.0.0.1:P/t-<uuid>": a fresh empty chroot, deleted recursively afterwards
     make_topic   make_topic(assignment, messages=0, name=None, configs=None) -> topic name
