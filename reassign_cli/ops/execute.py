@@ -931,6 +931,16 @@ def _list_batches(batches: list[list[PlanEntry]], report: ExecuteReport) -> None
     report.run_plan(lines, {"batches": [_tps(b) for b in batches]})
 
 
+def said_writes(writes: ThrottleWrites, report: ExecuteReport) -> None:
+    """A throttle write's lines: brokers not throttled (not registered), lists widened to '*'."""
+    if writes.offline:
+        report.info(
+            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
+            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
+        )
+    _warn_widened(writes.changes, report)
+
+
 def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
     """A topic whose throttled-replica list went as "*" (over a request's string: admin backend)."""
     widened = sorted({ch.name for ch in changes if ch.entity == "topics" and "*" in ch.after.values()})
@@ -957,12 +967,7 @@ def submit_batch(
     """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
     if the create loses a race, this batch's throttle writes are undone."""
     writes = _batch_throttles(backend, state, batch, req)
-    if writes.offline:
-        report.info(
-            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
-            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
-        )
-    _warn_widened(writes.changes, report)
+    said_writes(writes, report)
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:

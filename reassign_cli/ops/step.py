@@ -2,7 +2,9 @@
 core/pacing.py's window rules, write through the stored plan's fence, then submit.
 
 Used by `execute --detach` (its first step), `execute --resume` with no plan file (steps until done, holding
-the lease) and `verify` with a stored plan (one step per run; `--no-advance` only reports).
+the lease), `verify` with a stored plan (one step per run; `--no-advance` only reports) and the foreground
+window (ops/pacing._Window: a step per poll, holding the lease; `StepEnv.finish` False leaves the end to
+execute).
 
 One step, in this order:
 1. take the driver lease (backends/plan_store.take_lease); another run's fresh lease: report who drives,
@@ -76,6 +78,11 @@ class StepEnv:
     # batches (ops/stored_batches.gate): what is submitted when moves start together, after the last batch
     gate: Callable[..., Any] | None = None
     additional: bool = True  # False through ZooKeeper alone: a batch is the trigger znode, created alone
+    # A foreground run (ops/pacing._Window) ends the plan itself (execute's end: the throttles cleared as
+    # today, log-dir moves, --elect-leaders) and runs its own rate loop: `finish` False makes a step whose
+    # moves are all done return `all_done` (nothing cleared, nothing deleted); `rates` False ticks no loop.
+    finish: bool = True
+    rates: bool = True
 
 
 @dataclass(slots=True)
@@ -112,6 +119,10 @@ class StepResult:
     log_dirs: Any = None  # the plan's log-dir moves (ops/stored_log_dirs.DirCounts; None: it names no dir)
     in_dirs_phase: bool = False  # every partition move done, the log-dir moves stepped: held_line counts them
     dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
+    all_done: bool = False  # every partition move done, the end left to the caller (StepEnv.finish False)
+    state: ClusterState | None = None  # the plan's topics as this step read them
+    writes: Any = None  # the throttle writes before this step's submit (ops/execute.ThrottleWrites), if any
+    plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -161,6 +172,14 @@ def decide(
     queue = pc.Queue(waiting, order)
     new = queue.take(running, cap) if waiting else []
     return [m.tp for m in new], [m.tp for m in queue.heads(cap)]
+
+
+def stored_sizes(plan: sp.StoredPlan) -> dict[TopicPartition, int] | None:
+    """The bytes each move copies, as stored, when every one is known (the window's default order is then
+    largest-first, as core/pacing.default_order says); None otherwise."""
+    if any(s is None for s in plan.sizes):
+        return None
+    return {(e.topic, e.partition): s for e, s in zip(plan.entries, plan.sizes, strict=True) if s is not None}
 
 
 def observed(plan: sp.StoredPlan, seen: Seen, now: float) -> sp.StoredPlan:
@@ -261,7 +280,7 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     results = classify(targets, state)
     view = observe(plan, results)
     plan = observed(plan, view, now)
-    result = StepResult()
+    result = StepResult(state=state, plan=plan)
     wait = schedule_wait(plan, now)
     verdict = _health(env, plan, now, ignore)
     result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
@@ -278,11 +297,15 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     may_start = wait is None and (verdict is None or not verdict.held)
     may_start_tp = verdict.may_start if verdict else lambda tp: True  # a partition at min ISR waits
     if may_start:
-        new, heads = decide(plan, state, may_start_tp)
+        new, heads = decide(plan, state, may_start_tp, stored_sizes(plan))
     picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start, may_start_tp)
     if picked is not None:  # batches (ops/stored_batches.py): nothing while the last batch runs
         resubmit, new, heads = picked.resubmit, picked.new, picked.heads
     if len(plan.done) == len(plan.entries):
+        if not env.finish:
+            counts(plan, result, now)
+            result.all_done = True
+            return result
         if _dirs_phase(env, seen, plan, me, wait is None, now, result):
             return result
         return _finish(env, seen, plan, result, now)
@@ -296,7 +319,8 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
         counts(seen.plan, result, now)
         return result
     plan, result.rate_lines, result.rate_changes = _write_rates(env, written, state, ticked, now)
-    _submit(env, state, plan, [*resubmit, *new], heads, now)
+    result.plan = plan
+    result.writes = _submit(env, state, plan, [*resubmit, *new], heads, now)
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
     if verdict is not None:
@@ -352,6 +376,8 @@ def _tick(
     from reassign_cli.ops import stored_rates
     from reassign_cli.ops.rate_loop import every_partition
 
+    if not env.rates:
+        return stored_rates.Ticked(plan)
     # the ISR signal watches every partition led by a broker of ours, not only the plan's
     return stored_rates.tick(
         plan, state, now, env.sizer, tripped(verdict), lambda: every_partition(env.backend, state)
@@ -438,12 +464,13 @@ def _submit(
     submit: Sequence[TopicPartition],
     heads: Sequence[TopicPartition],
     now: float | None = None,
-) -> None:
-    """Throttle lists (running, starting, next in line) through the fenced commit, then the submit."""
+) -> Any:
+    """Throttle lists (running, starting, next in line) through the fenced commit, then the submit; the
+    throttle writes (None: none)."""
     from reassign_cli.ops.execute import apply_throttles
 
     if not submit:
-        return
+        return None
     by_tp = {(e.topic, e.partition): e for e in plan.entries}
     running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
     listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
@@ -451,6 +478,7 @@ def _submit(
 
     pace = plan.pace
     rate, overrides = for_new_moves(plan, env.now() if now is None else now)
+    writes = None
     if rate is not None or pace.log_dir_throttle is not None:
         writes = apply_throttles(env.backend, state, listed, rate, pace.log_dir_throttle, overrides=overrides)
         if writes.changes:
@@ -459,6 +487,7 @@ def _submit(
     stored_log_dirs.tell(env, plan, state, batch)  # the arriving replicas' log dirs, before the submit
     if not env.backend.create_reassignment(batch, additional=env.additional):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
+    return writes
 
 
 def _finish(
