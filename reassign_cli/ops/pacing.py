@@ -492,7 +492,8 @@ class _Window:
             self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
         if result.started:
             # the first start sets the run up (record, setup mark): not a move's cost
-            self.overhead.started(result.started, cost if self.started_any else 0.0)
+            # a start's cost is its own writes, not the step's reads (the ETA counts it once a move left)
+            self.overhead.started(result.started, result.submit_seconds if self.started_any else 0.0)
 
     def _say(self, result: st.StepResult) -> None:
         """What the step did, as execute says it: the first start's throttle lines, the moves started (stdout),

@@ -123,6 +123,7 @@ class StepResult:
     state: ClusterState | None = None  # the plan's topics as this step read them
     writes: Any = None  # the throttle writes before this step's submit (ops/execute.ThrottleWrites), if any
     plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
+    submit_seconds: float = 0.0  # what starting this step's moves took (throttle writes, settle, submit)
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -320,7 +321,9 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
         return result
     plan, result.rate_lines, result.rate_changes = _write_rates(env, written, state, ticked, now)
     result.plan = plan
+    t0 = env.clock()
     result.writes = _submit(env, state, plan, [*resubmit, *new], heads, now)
+    result.submit_seconds = env.clock() - t0
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
     if verdict is not None:
