@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from typing import Any
 
 import pytest
 
-from tests.helpers import PYTHON, unique_name, wait_until
+from tests.faults.test_step_faults import ten_steppers_until_done
+from tests.helpers import unique_name, wait_until
 from tests.integration.reassign_support import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -41,7 +41,6 @@ from tests.integration.test_stored_batches_zk import TRIGGER, _detach, _pasted
 
 pytestmark = pytest.mark.usefixtures("operator_rate")  # broker 3's own rate, which must come back exactly
 
-ENV = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
 PLAIN: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
 
 
@@ -60,24 +59,7 @@ def test_ten_zookeeper_alone_steppers_at_once(
 ) -> None:
     topic, sent, words, _ = _detach(cluster, zk, make_topic, mover, run_cli, "--batch-size", "1")
     started = [f"{topic}-0"]  # the detach created the first batch
-
-    def ten() -> bool:
-        procs = [
-            subprocess.Popen([PYTHON, "-m", "reassign_cli", *words], env=ENV, cwd=mover.tmp, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-            for _ in range(10)
-        ]  # fmt: skip
-        codes = []
-        for p in procs:
-            _, err = p.communicate(timeout=500)
-            assert p.returncode in (0, 4), err
-            assert not re.search(r"\b[2-9] moving", err), err  # batches of one: one move at a time
-            started.extend(_started(err))
-            codes.append(p.returncode)
-        assert len(_in_trigger(zk)) <= 1
-        return 0 in codes
-
-    wait_until(ten, timeout=1000, interval=1, message="the stored plan done")
+    ten_steppers_until_done(words, mover.tmp, started, lambda: len(_in_trigger(zk)) <= 1)
     assert sorted(started) == sorted(f"{topic}-{p}" for p in range(3)), started  # each once, none lost
     _as_planned_and_clean(zk, topic, sent, consume_all)
 
