@@ -368,6 +368,7 @@ class _Window:
         else:
             self.env, self.lease = pacer.env, pacer.lease
         self.env.finish, self.env.rates = False, False  # execute's end, and its own rate loop
+        self.env.lazy = True  # a step per poll: health read when a move could start, writes when due
         self.env.throttle_settle = _settle_seconds()
         self.env.additional = True
         self.running: dict[TopicPartition, pc.Move] = {}
@@ -510,6 +511,8 @@ class _Window:
         for tps in (result.started, result.resubmitted):
             if tps:
                 report.result(started_line(tps))
+        if not result.health_read and result.wait is None:
+            return  # no health read (no move could start): what held is said again only when it changes
         v = result.verdict
         line = result.held_line if v is not None and v.held else result.wait
         if line is None and result.held_line is not None:

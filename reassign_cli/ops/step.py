@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from reassign_cli.core.record_log import LeaseWatch
 
 SETTLE_SECONDS = 1.0  # brokers apply config changes asynchronously: a throttle write is given this long
+HEALTH_REFRESH_SECONDS = 30.0  # a lazy driver reads health at least this often (a controller change, min ISR)
 
 
 @dataclass(slots=True)
@@ -83,6 +84,13 @@ class StepEnv:
     # moves are all done return `all_done` (nothing cleared, nothing deleted); `rates` False ticks no loop.
     finish: bool = True
     rates: bool = True
+    # A driver that steps every poll holding its lease (the foreground window, `lazy`): its lease is not
+    # written again by each step's take; the health signals (a whole-cluster read) are read only when a move
+    # could start, or HEALTH_REFRESH_SECONDS after the last read; the plan is written only when it changed
+    # or its lease is due for renewal. A cron step (a new process each time) is never lazy.
+    lazy: bool = False
+    written_at: float | None = None  # `clock` at this run's last write of the plan
+    health_at: float | None = None  # `clock` at this run's last read of the health signals
 
 
 @dataclass(slots=True)
@@ -124,6 +132,7 @@ class StepResult:
     writes: Any = None  # the throttle writes before this step's submit (ops/execute.ThrottleWrites), if any
     plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
     submit_seconds: float = 0.0  # what starting this step's moves took (throttle writes, settle, submit)
+    health_read: bool = True  # False: a lazy driver's step that read no health (no move could start)
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -248,7 +257,14 @@ def step(
 
 
 def _take(env: StepEnv, me: sp.Lease, observer: LeaseWatch) -> tuple[bool, ps.Versioned | None]:
-    return take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+    if env.lazy:  # the lease ours already: read, not written (the step's own write renews it when due)
+        seen = env.store.read()
+        if seen is not None and seen.plan.lease is not None and seen.plan.lease.run == me.run:
+            return True, seen
+    taken, seen = take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+    if taken:
+        env.written_at = env.clock()
+    return taken, seen
 
 
 def take_watching(
@@ -283,7 +299,10 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     plan = observed(plan, view, now)
     result = StepResult(state=state, plan=plan)
     wait = schedule_wait(plan, now)
-    verdict = _health(env, plan, now, ignore)
+    verdict = None
+    result.health_read = _health_due(env, plan, state, wait)
+    if result.health_read:
+        verdict = _health(env, plan, now, ignore)
     result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
     if verdict is not None:
         plan = with_holds_seen(plan, env.first_seen)  # written with this step's compare-and-set
@@ -311,14 +330,18 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             return result
         return _finish(env, seen, plan, result, now)
     plan = sp.mark_started(plan, new, now) if new else plan
-    plan = sp.stepped(plan, now, verdict.epoch if verdict else None)
+    plan = sp.stepped(plan, now, verdict.epoch if verdict else _epoch(seen.plan))
     plan = sp.renew_lease(plan, me.run)
     ticked = _tick(env, plan, state, now, verdict)
+    if not resubmit and not new and _unchanged(env, seen.plan, ticked.plan):
+        counts(plan, result, now)  # a lazy driver: nothing to write yet, nothing to submit
+        return result
     written = env.store.replace(seen, ticked.plan)
     if written is None:  # another writer won: start nothing this step
         result.lost_fence = True
         counts(seen.plan, result, now)
         return result
+    env.written_at = env.clock()
     plan, result.rate_lines, result.rate_changes = _write_rates(env, written, state, ticked, now)
     result.plan = plan
     t0 = env.clock()
@@ -332,6 +355,37 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _health_due(env: StepEnv, plan: sp.StoredPlan, state: ClusterState, wait: str | None) -> bool:
+    """Whether this step reads the health signals: always, but for a lazy driver whose last read is fresh
+    and under whose cap no move could start now (a hold would change nothing but its line)."""
+    if not env.lazy or env.health is None:
+        return True
+    fresh = env.health_at is not None and env.clock() - env.health_at < HEALTH_REFRESH_SECONDS
+    if fresh and (wait is not None or not decide(plan, state, lambda tp: True, stored_sizes(plan))[0]):
+        return False
+    env.health_at = env.clock()
+    return True
+
+
+def _epoch(plan: sp.StoredPlan) -> int | None:
+    """The controller epoch the last step saw (kept by a step that read no health)."""
+    return plan.last_step.controller_epoch if plan.last_step is not None else None
+
+
+def _unchanged(env: StepEnv, before: sp.StoredPlan, after: sp.StoredPlan) -> bool:
+    """A lazy driver's plan that only gained a step's time and a renewal, with its last write fresher than
+    RENEW_SECONDS - 1: not written (a poll is then a read of the plan and of its partitions, no more)."""
+    if not env.lazy or env.written_at is None or env.clock() - env.written_at >= sp.RENEW_SECONDS - 1:
+        return False
+    return _essence(before) == _essence(after)
+
+
+def _essence(plan: sp.StoredPlan) -> sp.StoredPlan:
+    """The plan without what every step changes (its time, the lease's renewal count)."""
+    lease = None if plan.lease is None else replace(plan.lease, renewals=0)
+    return replace(plan, last_step=sp.LastStep(0.0, _epoch(plan)), updated=0.0, lease=lease)
 
 
 def _dirs_phase(
