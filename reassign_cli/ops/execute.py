@@ -349,6 +349,23 @@ def throttle_configs(
     return broker_cfgs, topic_cfgs
 
 
+def concerns(
+    changes: Sequence[ConfigChange], state: ClusterState, batch: Sequence[PlanEntry], rate: int | None
+) -> bool:
+    """Whether a throttle write changed what throttles `batch` (so the brokers are given time to apply it
+    before the batch starts): a broker's rate, or a topic list that lacked one of its replicas. A write that
+    only listed the moves next in line ahead (a step or a window start) needs no wait."""
+    if any(ch.entity == "brokers" for ch in changes):
+        return True
+    _, wanted = throttle_configs(state, batch, rate, None)
+    for ch in changes:
+        for key, value in wanted.get(ch.name, {}).items() if ch.entity == "topics" else ():
+            before = ch.before.get(key, value) or ""
+            if before != "*" and not set(value.split(",")) <= set(before.split(",")):
+                return True
+    return False
+
+
 def apply_throttles(
     backend: Backend,
     state: ClusterState,

@@ -299,14 +299,9 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     plan = observed(plan, view, now)
     result = StepResult(state=state, plan=plan)
     wait = schedule_wait(plan, now)
-    verdict = None
-    result.health_read = _health_due(env, plan, state, wait)
-    if result.health_read:
-        verdict = _health(env, plan, now, ignore)
-    result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
+    verdict = _verdict(env, plan, state, wait, now, ignore, result)
     if verdict is not None:
         plan = with_holds_seen(plan, env.first_seen)  # written with this step's compare-and-set
-    if verdict is not None:
         moved = _cancel_under_min_isr(env, seen, plan, verdict, now, result)
         if moved is None:
             return result
@@ -355,6 +350,22 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _verdict(
+    env: StepEnv,
+    plan: sp.StoredPlan,
+    state: ClusterState,
+    wait: str | None,
+    now: float,
+    ignore: Iterable[str],
+    result: StepResult,
+) -> hc.Verdict | None:
+    """The health verdict of this step (None: not checked), recorded in `result`."""
+    result.health_read = _health_due(env, plan, state, wait)
+    verdict = _health(env, plan, now, ignore) if result.health_read else None
+    result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
+    return verdict
 
 
 def _health_due(env: StepEnv, plan: sp.StoredPlan, state: ClusterState, wait: str | None) -> bool:
@@ -524,23 +535,24 @@ def _submit(
 ) -> Any:
     """Throttle lists (running, starting, next in line) through the fenced commit, then the submit; the
     throttle writes (None: none)."""
-    from reassign_cli.ops.execute import apply_throttles
+    from reassign_cli.ops.execute import apply_throttles, concerns
+    from reassign_cli.ops.stored_rates import for_new_moves
 
     if not submit:
         return None
     by_tp = {(e.topic, e.partition): e for e in plan.entries}
     running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
     listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
-    from reassign_cli.ops.stored_rates import for_new_moves
-
+    batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
     pace = plan.pace
     rate, overrides = for_new_moves(plan, env.now() if now is None else now)
     writes = None
     if rate is not None or pace.log_dir_throttle is not None:
         writes = apply_throttles(env.backend, state, listed, rate, pace.log_dir_throttle, overrides=overrides)
-        if writes.changes:
+        # the brokers apply configs asynchronously: a wait only when the write concerned these moves
+        # (the moves next in line were listed ahead by an earlier step)
+        if writes.changes and concerns(writes.changes, state, batch, rate):
             time.sleep(env.throttle_settle)
-    batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
     stored_log_dirs.tell(env, plan, state, batch)  # the arriving replicas' log dirs, before the submit
     if not env.backend.create_reassignment(batch, additional=env.additional):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
