@@ -330,7 +330,7 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     ticked = _tick(env, plan, state, now, verdict)
     if not resubmit and not new and _unchanged(env, seen.plan, ticked.plan):
         counts(plan, result, now)  # a lazy driver: nothing to write yet, nothing to submit
-        return result
+        return _held(env, verdict, plan, now, result)
     written = env.store.replace(seen, ticked.plan)
     if written is None:  # another writer won: start nothing this step
         result.lost_fence = True
@@ -344,6 +344,13 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     result.submit_seconds = env.clock() - t0
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
+    return _held(env, verdict, plan, now, result)
+
+
+def _held(
+    env: StepEnv, verdict: hc.Verdict | None, plan: sp.StoredPlan, now: float, result: StepResult
+) -> StepResult:
+    """`result` with the hold's line (what holds, since when, with the plan's counts), when one holds."""
     if verdict is not None:
         pr = sp.progress(plan)
         result.held_line = hc.render_line(

@@ -414,3 +414,21 @@ def test_a_step_that_is_not_lazy_reads_health_and_writes_every_time() -> None:
     v = store.version
     one(env, keep_lease=True)  # a cron step: nothing could start, still a health read and a write
     assert len(reads) == 2 and store.version > v
+
+
+def test_a_lazy_step_that_writes_nothing_still_says_what_holds() -> None:
+    """Seen on the real cluster: a held step with nothing to write returned no line, so the window said the
+    same hold twice (it says a hold again only after a step without one)."""
+    store, cluster, env = make(n=2, cap=1)
+    env.lazy = True
+    now = ticking(env)
+    env.health = lambda: hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    first = one(env, keep_lease=True)
+    written = store.version
+    now[0] = 1.0
+    second = one(env, keep_lease=True)  # a move could start, so health is read: held, nothing to write
+    assert second.health_read and store.version == written and cluster.submits == []
+    assert first.held_line is not None and second.held_line is not None
+    assert second.held_line.startswith("held: broker 3 is not registered")
