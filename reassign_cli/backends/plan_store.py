@@ -109,3 +109,37 @@ def lost_create(
     if found is not None:
         raise found
     return stored, False
+
+
+class MemoryPlanStore:
+    """A PlanStore in this process's memory, fenced by a version as the cluster's stores are: where a run
+    steps a plan that is not stored in the cluster (ops/pacing._Window without ops/stored.Keeper: a plan
+    that names log dirs without --max-moves-per-disk, or a caller with no store), so one step function
+    serves them too."""
+
+    def __init__(self) -> None:
+        self.plan: sp.StoredPlan | None = None
+        self.version = 0
+
+    def read(self) -> Versioned | None:
+        return None if self.plan is None else Versioned(self.plan, self.version)
+
+    def create(
+        self, plan: sp.StoredPlan, connection: Iterable[hints.ConnectionOption] = ()
+    ) -> tuple[Versioned, bool]:
+        if self.plan is not None:
+            return lost_create(self.read(), plan, connection, "this run's memory")
+        self.plan, self.version = plan, self.version + 1
+        return Versioned(plan, self.version), True
+
+    def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
+        if self.plan is None or seen.version != self.version:
+            return None
+        self.plan, self.version = new, self.version + 1
+        return Versioned(new, self.version)
+
+    def delete(self, seen: Versioned | None = None) -> bool:
+        if self.plan is None or (seen is not None and seen.version != self.version):
+            return False
+        self.plan = None
+        return True

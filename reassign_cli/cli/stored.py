@@ -272,13 +272,14 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
     from reassign_cli.ops.step import take_watching
 
     with step_env(backend) as env:
+        sizes = None if batches else stored.move_sizes(backend, pacer.sizer, req.data)
         keeper = stored.keep_paced(
-            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch()), schedule
+            env.store, req, order, lambda store, run: take_watching(store, run, sp.watch()), schedule, sizes
         )
         if batches:
             req.stored = keeper  # ops/execute._run_batches marks each batch, wait_for renews the lease
-        else:
-            pacer.stored = keeper
+        else:  # the window steps the stored plan (ops/step.py), holding the lease
+            pacer.stored, pacer.env, pacer.lease = keeper, env, keeper.run
             if dirs:
                 dir_pacer.stored = keeper
         try:

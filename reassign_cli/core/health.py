@@ -24,7 +24,7 @@ The checks (`CHECKS`, the names `--ignore-health` takes), in the order they read
 - controller-change: the controller's epoch differs from the one the previous step recorded (a plan's
   first step has none: no hold). It holds for one step, since that step records the new epoch.
 
-Partition checks cover the whole cluster, except `skip_topics` (by default our own record topic, the tool's
+Partition checks cover the whole cluster, except `skip_topics` (by default our own topics, OWN_TOPICS: the tool's
 business). Broker checks cover the plan's brokers only.
 
 Besides holds, a queued move whose partition is short of a replica and at or under its min.insync.replicas
@@ -44,6 +44,7 @@ from typing import Any
 
 from reassign_cli.core.model import TopicPartition, tp_str
 from reassign_cli.core.record_log import TOPIC as RECORD_TOPIC
+from reassign_cli.core.stored_plan import TOPIC as PLAN_TOPIC
 
 CHECKS: tuple[str, ...] = (
     "broker-missing",
@@ -54,6 +55,10 @@ CHECKS: tuple[str, ...] = (
     "under-replicated",
     "controller-change",
 )
+# The tool's own topics are its business, not a hold (issue 25 item 5): the throttle record, the stored
+# plan and autopilot's ledger (backends/admin/ledger_topic.TOPIC, kept equal by a unit test).
+LEDGER_TOPIC = "__reassign_cli_autopilot"
+OWN_TOPICS = (RECORD_TOPIC, PLAN_TOPIC, LEDGER_TOPIC)
 DEFAULT_MIN_ISR = 1  # Kafka's default min.insync.replicas, for a topic whose value is not known
 
 
@@ -160,7 +165,7 @@ def check(
     queued: Iterable[TopicPartition],
     previous_epoch: int | None,
     ignore: Iterable[str] = (),
-    skip_topics: Iterable[str] = (RECORD_TOPIC,),
+    skip_topics: Iterable[str] = OWN_TOPICS,
 ) -> Verdict:
     """The holds of one step (see the module docstring for each check)."""
     ignored_checks = frozenset(ignore)

@@ -349,6 +349,23 @@ def throttle_configs(
     return broker_cfgs, topic_cfgs
 
 
+def concerns(
+    changes: Sequence[ConfigChange], state: ClusterState, batch: Sequence[PlanEntry], rate: int | None
+) -> bool:
+    """Whether a throttle write changed what throttles `batch` (so the brokers are given time to apply it
+    before the batch starts): a broker's rate, or a topic list that lacked one of its replicas. A write that
+    only listed the moves next in line ahead (a step or a window start) needs no wait."""
+    if any(ch.entity == "brokers" for ch in changes):
+        return True
+    _, wanted = throttle_configs(state, batch, rate, None)
+    for ch in changes:
+        for key, value in wanted.get(ch.name, {}).items() if ch.entity == "topics" else ():
+            before = ch.before.get(key, value) or ""
+            if before != "*" and not set(value.split(",")) <= set(before.split(",")):
+                return True
+    return False
+
+
 def apply_throttles(
     backend: Backend,
     state: ClusterState,
@@ -931,6 +948,16 @@ def _list_batches(batches: list[list[PlanEntry]], report: ExecuteReport) -> None
     report.run_plan(lines, {"batches": [_tps(b) for b in batches]})
 
 
+def said_writes(writes: ThrottleWrites, report: ExecuteReport) -> None:
+    """A throttle write's lines: brokers not throttled (not registered), lists widened to '*'."""
+    if writes.offline:
+        report.info(
+            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
+            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
+        )
+    _warn_widened(writes.changes, report)
+
+
 def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
     """A topic whose throttled-replica list went as "*" (over a request's string: admin backend)."""
     widened = sorted({ch.name for ch in changes if ch.entity == "topics" and "*" in ch.after.values()})
@@ -957,12 +984,7 @@ def submit_batch(
     """Throttles (prior values recorded first), log-dir moves asked for, then the reassignment created;
     if the create loses a race, this batch's throttle writes are undone."""
     writes = _batch_throttles(backend, state, batch, req)
-    if writes.offline:
-        report.info(
-            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
-            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
-        )
-    _warn_widened(writes.changes, report)
+    said_writes(writes, report)
     if first and req.throttle is not None and not req.dry_run:
         report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
     if first and req.log_dir_throttle is not None and not req.dry_run:

@@ -1,11 +1,11 @@
-"""`execute --max-moves-per-broker N`: the window's sequencing (the pure rules are core/pacing.py).
+"""`execute --max-moves-per-broker N`: the window in the foreground (the pure rules are core/pacing.py).
 
-Through the admin API (a backend that can `add_reassignment`): start the moves that fit, poll, and as soon
-as a move ends start the next that fits (AlterPartitionReassignments adds to the running reassignment,
-KIP-455). Before a move starts, its partition is in its topic's throttled-replica lists: every start
-rewrites the lists for the moves running, starting and next in line, through execute's fenced
-`apply_throttles` (the record of prior values first, exactly as a batch does). With sizes
-(DescribeLogDirs), progress is in bytes: each added replica's size against its leader's.
+Through the admin API (a backend that can `add_reassignment`) the window is a loop over ops/step.step on
+the plan ops/stored.Keeper stored (or one kept in this process's memory): each poll is one step, which
+notes the moves that ended, holds on pause, hours and health, marks the moves that fit through the fence,
+rewrites the throttle lists for the moves running, starting and next in line, and submits them beside the
+running ones (KIP-455). `_Window` only watches: with sizes (DescribeLogDirs) progress in bytes (each added
+replica's size against its leader's), the ETA, the stall and "grows" warnings, --timeout and Ctrl-C.
 
 Through ZooKeeper alone the trigger znode takes one batch at a time: the window is sent as batches
 (each fills an empty window), run by execute's `_run_batches`.
@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import run_plan as rp
+from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.errors import BusyError, InvalidInputError, OperationalError, UsageError
+from reassign_cli.ops import step as st
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
@@ -35,18 +37,13 @@ from reassign_cli.ops.execute import (
     WaitInterrupted,
     _Clock,
     _run_batches,
-    apply_throttles,
     cancel_command,
     describe_moving,
-    log_dir_moves,
-    loop_overrides,
-    raise_hard,
     request_resume_command,
-    start_until_done,
+    said_writes,
     started_line,
     stuck_line,
     submit_batch,
-    throttle_configs,
     verify_command,
     would_start_line,
 )
@@ -54,7 +51,7 @@ from reassign_cli.ops.execute import (
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
-    from reassign_cli.backends.protocol import Backend, ConfigChange, LogDirMoves, ReplicaKey
+    from reassign_cli.backends.protocol import Backend, LogDirMoves, ReplicaKey
 
 READ_RETRY_SECONDS = 60.0
 TRAILING_SECONDS = 60.0  # the end of a run: how long a broker's metadata may still show a move's replica set
@@ -238,7 +235,10 @@ class Pacer:
     view: PaceView
     sizer: SizeReader | None = None
     keep: PaceFile | None = None  # where the cap is kept for --resume (written before the first move)
-    stored: Any = None  # ops/stored.Keeper: the plan stored in the cluster (marks, lease), when kept there
+    stored: Any = None  # ops/stored.Keeper: the plan stored in the cluster (its lease, its rate loop kept)
+    env: st.StepEnv | None = None  # the steps' environment on that stored plan (None: a plan in memory)
+    lease: sp.Lease | None = None  # this run's lease of it
+    observer: Any = field(default_factory=sp.watch)  # how another run's lease is judged stale
 
     def __call__(
         self,
@@ -341,7 +341,11 @@ class _Bytes:
 
 
 class _Window:
-    """One paced run through the admin API."""
+    """One paced run through the admin API: steps of ops/step.py (read, decide by core/pacing.py's rules,
+    mark through the stored plan's fence, write the throttle lists, submit) until every move is done, on
+    the plan ops/stored.Keeper stored (or, unstored, on one in this process's memory). The step holds new
+    moves while a health check, a pause or the hours say so, as every stored step does. This class only
+    watches: the progress and byte view, the ETA, the stall and "grows" warnings, --timeout and Ctrl-C."""
 
     def __init__(
         self,
@@ -353,17 +357,22 @@ class _Window:
         mover: LogDirMoves | None,
     ) -> None:
         self.p, self.backend, self.req, self.report, self.mover = pacer, backend, req, report, mover
-        self.entries = {(e.topic, e.partition): e for e in entries}
-        self.targets = {tp: e.replicas for tp, e in self.entries.items()}
+        self.targets = {(e.topic, e.partition): e.replicas for e in entries}
         self.topics = sorted({t for t, _ in self.targets})
         state = backend.read_state(self.topics, partition_state=True)
         self.sized = pacer.sizer is not None
         start = pacer.window(state, entries)  # as the dry run shows it
-        moves = [*start.first, *start.queue.moves()]
-        self.moves = {m.tp: m for m in moves}
-        self.queue, self.first = start.queue, start.first
-        self.queued_bytes = sum(m.total_bytes for m in moves)
+        self.moves = {m.tp: m for m in [*start.first, *start.queue.moves()]}
+        if pacer.env is None or pacer.lease is None:  # not stored in the cluster: the plan in memory
+            self.env, self.lease = _memory_env(pacer, backend, entries, state, req)
+        else:
+            self.env, self.lease = pacer.env, pacer.lease
+        self.env.finish, self.env.rates = False, False  # execute's end, and its own rate loop
+        self.env.lazy = True  # a step per poll: health read when a move could start, writes when due
+        self.env.throttle_settle = _settle_seconds()
+        self.env.additional = True
         self.running: dict[TopicPartition, pc.Move] = {}
+        self.queued: list[TopicPartition] = list(self.moves)
         self.done = 0
         self.started_any = False
         self.peak = 0
@@ -373,6 +382,7 @@ class _Window:
         self.stalls = pc.Stalls(req.stuck_after)
         self.stuck = StuckWatch(req.stuck_after)
         self.told: set[str] = set()
+        self.said: Any = None  # what held or waited when last said (said again only when it changes)
         self.state = state
         self.failing_since: float | None = None
 
@@ -383,22 +393,10 @@ class _Window:
         try:
             with self.p.view.pacing(len(self.moves)) as sink:
                 while True:
-                    self._ended()
-                    if self.p.stored is not None:
-                        self.p.stored.renew()
-                    if not self.running and not len(self.queue) and not self.first:
+                    result = self._step()
+                    if result is not None and result.all_done:
                         self._last_frame(sink, clock.elapsed())
                         break
-                    self._check_alone()
-                    # the first starts are the window's start (core.run_plan.window), as the dry run lists them
-                    new = self.first or self.queue.take(self.running.values(), self.p.cap)
-                    self.first = []
-                    if new:
-                        t0, first = time.monotonic(), not self.started_any
-                        self._start(new)
-                        # the first start sets the run up (record, setup mark): not a move's cost
-                        cost = 0.0 if first else time.monotonic() - t0
-                        self.overhead.started([m.tp for m in new], cost)
                     self._measure(sink, clock.elapsed())
                     if self.req.rate_loop is not None:
                         self.req.rate_loop.poll(
@@ -406,14 +404,11 @@ class _Window:
                         )
                     self._timeout(clock)
                     clock.pause()
-                    while not self._read():  # nothing starts on a stale read
-                        self._timeout(clock)
-                        clock.pause()
             results = self._settled(clock)
         except KeyboardInterrupt:
             raise WaitInterrupted(
                 f"Interrupted while pacing; {_moves(len(self.running), 'started keep', 'started keeps')} "
-                f"running in the cluster, {_moves(len(self.queue), 'are', 'is')} not started",
+                f"running in the cluster, {_moves(len(self.queued), 'are', 'is')} not started",
                 hint=f"Continue with: {request_resume_command(self.req)} (or check with: "
                 f"{verify_command(self.req)})",
             ) from None
@@ -446,50 +441,106 @@ class _Window:
             if not trailing or time.monotonic() >= deadline or clock.expired():
                 return results
             clock.pause()
-            self._read()
-
-    # -- the window ------------------------------------------------------------------------------
-    def _read(self) -> bool:
-        """The next poll's read; False when it failed (a broker that just left was asked): it is tried
-        again at the next poll, for up to READ_RETRY_SECONDS; the moves keep running meanwhile."""
-        try:
             self.state = self.backend.read_state(self.topics, partition_state=True)
-            self.failing_since = None
-            return True
+
+    # -- the step and what it did ----------------------------------------------------------------
+    def _step(self) -> st.StepResult | None:
+        """One step of the plan; None when it failed (a broker that just left was asked, a throttle write
+        failed): the next poll steps again, for up to READ_RETRY_SECONDS; the moves keep running meanwhile
+        (a move marked but not submitted is submitted again by the next step)."""
+        t0 = time.monotonic()
+        try:
+            result = st.step(
+                self.env, self.lease, self.p.observer, ignore=self.req.ignore_health, keep_lease=True
+            )
         except OperationalError as e:
-            now = time.monotonic()
             if self.failing_since is None:
-                self.failing_since = now
+                self.failing_since = t0
                 self.report.warn(f"{e}; trying again at the next poll")
-            if now - self.failing_since >= READ_RETRY_SECONDS:
+            if time.monotonic() - self.failing_since >= READ_RETRY_SECONDS:
                 raise
-            return False
+            return None
+        self.failing_since = None
+        if result.driver is not None:
+            raise BusyError(f"Another run took over the stored plan of this file: {result.driver}")
+        if not result.stored or result.plan is None:
+            raise OperationalError("the stored plan is gone (cancelled?); no more moves start")
+        if result.state is not None:
+            self.state = result.state
+        self._check_alone(result.plan)
+        self._follow(result, time.monotonic() - t0)
+        self._say(result)
+        return result
+
+    def _follow(self, result: st.StepResult, cost: float) -> None:
+        """The window's view of the plan after a step: the moves running, queued and done (this run's)."""
+        plan, now = result.plan, time.monotonic()
+        assert plan is not None
+        for tp in [tp for tp in self.running if tp in plan.done]:
+            m = self.running.pop(tp)
+            self.overhead.ended(tp, now)
+            self.done += 1
+            self.bytes.done += self.bytes.total.get(tp, m.total_bytes if self.sized else 0)
+            for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
+                d.pop(tp, None)
+        for tp in plan.started:
+            if tp in self.moves and tp not in plan.done and tp not in self.running:
+                self.running[tp] = self.moves[tp]
+        done_before = [tp for tp in self.queued if tp in plan.done]  # done before this run's view of it
+        self.done += len(done_before)
+        self.queued = [tp for tp in self.queued if tp not in plan.started and tp not in plan.done]
+        if self.running:
+            self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
+        if result.started:
+            # the first start sets the run up (record, setup mark): not a move's cost
+            # a start's cost is its own writes, not the step's reads (the ETA counts it once a move left)
+            self.overhead.started(result.started, result.submit_seconds if self.started_any else 0.0)
+
+    def _say(self, result: st.StepResult) -> None:
+        """What the step did, as execute says it: the first start's throttle lines, the moves started (stdout),
+        and a hold, pause or hours line when it changes."""
+        req, report = self.req, self.report
+        if result.writes is not None:
+            said_writes(result.writes, report)
+        if result.started and not self.started_any:
+            self.started_any = True
+            if req.throttle is not None:
+                report.result(f"The inter-broker throttle limit was set to {req.throttle} B/s")
+            if req.log_dir_throttle is not None:
+                report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
+        for tps in (result.started, result.resubmitted):
+            if tps:
+                report.result(started_line(tps))
+        if not result.health_read and result.wait is None:
+            return  # no health read (no move could start): what held is said again only when it changes
+        v = result.verdict
+        line = result.held_line if v is not None and v.held else result.wait
+        if line is None and result.held_line is not None:
+            line = result.held_line  # a partition at min ISR that a queued move touches waits
+        # said again only when what holds changes (the line's "since" and counts change every step)
+        key = (
+            None
+            if line is None
+            else (result.wait, *(h.key for h in v.holds), *sorted(v.waiting))
+            if v
+            else line
+        )
+        if key != self.said and line is not None:
+            report.warn(line)
+        self.said = key
 
     def _running(self) -> list[PartitionProgress]:
         """Where the running moves stand (only they: a poll costs the window's size, not the plan's)."""
         return classify({tp: self.targets[tp] for tp in self.running}, self.state)
 
-    def _ended(self) -> None:
-        moving = {(r.topic, r.partition) for r in self._running() if r.status is Status.IN_PROGRESS}
-        ended = [tp for tp in self.running if tp not in moving]
-        if self.p.stored is not None:
-            self.p.stored.ended(ended)
-        for tp in ended:
-            m = self.running.pop(tp)
-            self.overhead.ended(tp, time.monotonic())
-            self.done += 1
-            self.bytes.done += self.bytes.total.get(tp, m.total_bytes if self.sized else 0)
-            for d in (self.bytes.copied, self.bytes.total, self.bytes.leader, self.bytes.move):
-                d.pop(tp, None)
-
-    def _check_alone(self) -> None:
+    def _check_alone(self, plan: sp.StoredPlan) -> None:
         """Nothing but this plan may reassign while the window adds moves."""
-        st = self.state
-        foreign = sorted(st.reassigning_elsewhere) + sorted(
+        st_, mine = self.state, set(plan.moves)
+        foreign = sorted(st_.reassigning_elsewhere) + sorted(
             (t, p)
-            for t, topic in st.topics.items()
+            for t, topic in st_.topics.items()
             for p in {*topic.adding, *topic.removing}
-            if topic.is_reassigning(p) and (t, p) not in self.running
+            if topic.is_reassigning(p) and (t, p) not in mine
         )
         if foreign:
             raise BusyError(
@@ -498,87 +549,12 @@ class _Window:
                 hint=f"Once it has finished, continue with: {request_resume_command(self.req)}",
             )
 
-    def _start(self, new: list[pc.Move]) -> None:
-        """The moves added to the running reassignment, their partitions in the throttled-replica lists
-        first: every start writes the lists (one fenced commit, as a batch writes them) for the moves
-        running, starting and next in line, also for moves listed ahead at the last start (a verify of old,
-        or an operator, may have taken the throttles off since); it waits for the brokers only when that
-        write concerned the moves starting."""
-        req, report = self.req, self.report
-        batch = [self.entries[m.tp] for m in new]
-        first = not self.started_any
-        if self.p.stored is not None:  # marked started (fenced) before anything is submitted
-            self.p.stored.started([m.tp for m in new])
-        if first:
-            # The first moves: exactly a batch's path (setup mark, create-only trigger, lines printed).
-            submit_batch(self.backend, self.state, batch, req, report, self.mover, first=True)
-            self.started_any = True
-        else:
-            changes = self._throttle(new)
-            if changes is None:  # the lists could not be written: these moves wait for the next poll
-                self.queue.put_back(new)
-                return
-            if self._concerns(changes, batch):
-                time.sleep(THROTTLE_SETTLE_SECONDS)  # as a batch: brokers apply configs asynchronously
-            moves = log_dir_moves(batch)
-            if moves and self.mover is not None:
-                raise_hard(self.mover.attempt(moves)[1])
-            self.backend.add_reassignment(batch)  # type: ignore[attr-defined]
-            report.result(started_line([m.tp for m in new]))
-            if moves and self.mover is not None:
-                start_until_done(self.mover, moves, req.log_dir_timeout, report)
-        for m in new:
-            self.running[m.tp] = m
-            self.queued_bytes -= m.total_bytes
-        self.peak = max(self.peak, *pc.in_flight(self.running.values()).values())
-        if first:
-            self._throttle([])  # the moves next in line, listed ahead
-
-    def _concerns(self, changes: Sequence[ConfigChange], batch: Sequence[PlanEntry]) -> bool:
-        """The write changed what throttles `batch`: a broker's rate, or a list that lacked one of its
-        replicas (a list that only gained the moves next in line needs no wait)."""
-        if any(ch.entity == "brokers" for ch in changes):
-            return True
-        _, wanted = throttle_configs(self.state, batch, self.req.throttle, None)
-        for ch in changes:
-            for key, value in wanted.get(ch.name, {}).items() if ch.entity == "topics" else ():
-                before = ch.before.get(key, value) or ""
-                if before != "*" and not set(value.split(",")) <= set(before.split(",")):
-                    return True
-        return False
-
-    def _throttle(self, new: list[pc.Move]) -> list[ConfigChange] | None:
-        """Rewrite the throttle lists for the moves running, `new` and next in line; the configs it changed,
-        None when the write failed (a broker that has just left: warned, tried again at the next start).
-        Nothing without --throttle
-        (nor --replica-alter-log-dirs-throttle)."""
-        req = self.req
-        if req.throttle is None and req.log_dir_throttle is None:
-            return []
-        tps = dict.fromkeys(
-            [*self.running, *(m.tp for m in new), *(m.tp for m in self.queue.heads(self.p.cap))]
-        )
-        listed = [self.entries[tp] for tp in tps]
-        try:
-            writes = apply_throttles(
-                self.backend,
-                self.state,
-                listed,
-                req.throttle,
-                req.log_dir_throttle,
-                overrides=loop_overrides(req),
-            )
-        except OperationalError as e:
-            self.report.warn(f"{e}; the throttle lists are written again at the next start")
-            return None
-        return writes.changes
-
     def _timeout(self, clock: _Clock) -> None:
         if clock.expired():
             moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
             raise BusyError(
                 f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}; "
-                f"{count(len(self.queue), 'move')} not started",
+                f"{count(len(self.queued), 'move')} not started",
                 hint=f"The moves started keep running. Continue with: {request_resume_command(self.req)}",
             )
 
@@ -587,13 +563,13 @@ class _Window:
         now = time.monotonic()
         if self.sized:
             self._read_bytes(now)
-        queued_bytes = self.queued_bytes if self.sized else 0
+        queued_bytes = sum(self.moves[tp].total_bytes for tp in self.queued) if self.sized else 0
         copied = self.bytes.done + sum(self.bytes.copied.values())
         total = self.bytes.done + sum(self.bytes.total.values()) + queued_bytes
         rate = self.meter.add(now, copied) if self.sized else None
-        left = len(self.running) + len(self.queue)
+        left = len(self.running) + len(self.queued)
         eta = pc.eta(copied, total, rate, left, self.overhead.mean, len(self.running))
-        snap = pc.Snapshot(copied, total, rate, eta, len(self.running), len(self.queue), self.done)
+        snap = pc.Snapshot(copied, total, rate, eta, len(self.running), len(self.queued), self.done)
         sink.update(snap, elapsed)
         self._warn_stuck(now)
         if self.sized:
@@ -658,6 +634,43 @@ class _Window:
             if need is not None:
                 self.told.add(tp_str(tp))
                 self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need, throttle))
+
+
+def _memory_env(
+    pacer: Pacer, backend: Backend, entries: list[PlanEntry], state: ClusterState, req: ExecuteRequest
+) -> tuple[st.StepEnv, sp.Lease]:
+    """A plan not stored in the cluster, stepped all the same: kept in this process's memory (no health
+    checks: they are kept with a stored plan), its lease taken."""
+    import secrets
+    import socket
+
+    from reassign_cli.backends.plan_store import MemoryPlanStore, take_lease
+
+    moves = pc.make_moves(entries, state, leader_sizes(pacer.sizer, state, entries))
+    sizes = [None if m.size is None else m.total_bytes for m in moves]
+    pace = pc.Pace(pacer.cap, pacer.order, req.throttle, req.log_dir_throttle)
+    here = socket.gethostname()
+    plan = sp.new_plan(req.data, entries, pace, sp.Origin(here, "this run", time.time()), sizes)
+    store = MemoryPlanStore()
+    store.create(plan)
+    loop = req.rate_loop
+    if loop is not None:  # kept with the plan as the stored one keeps it: new moves start at its rates
+        from reassign_cli.backends.plan_store import update
+        from reassign_cli.ops.stored_rates import kept_from
+
+        def keep() -> None:
+            update(store, lambda p: kept_from(p, loop))
+
+        keep()
+        loop.on_change = keep
+    lease = sp.Lease(secrets.token_hex(8), here, os.getpid())
+    take_lease(store, lease, pacer.observer, time.monotonic)
+    return st.StepEnv(backend, store, sizer=pacer.sizer), lease
+
+
+def _settle_seconds() -> float:
+    """How long a throttle write that concerns the moves starting is given (read at each run)."""
+    return THROTTLE_SETTLE_SECONDS
 
 
 def _moves(n: int, many: str, one: str) -> str:

@@ -2,7 +2,9 @@
 core/pacing.py's window rules, write through the stored plan's fence, then submit.
 
 Used by `execute --detach` (its first step), `execute --resume` with no plan file (steps until done, holding
-the lease) and `verify` with a stored plan (one step per run; `--no-advance` only reports).
+the lease), `verify` with a stored plan (one step per run; `--no-advance` only reports) and the foreground
+window (ops/pacing._Window: a step per poll, holding the lease; `StepEnv.finish` False leaves the end to
+execute).
 
 One step, in this order:
 1. take the driver lease (backends/plan_store.take_lease); another run's fresh lease: report who drives,
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     from reassign_cli.core.record_log import LeaseWatch
 
 SETTLE_SECONDS = 1.0  # brokers apply config changes asynchronously: a throttle write is given this long
+HEALTH_REFRESH_SECONDS = 30.0  # a lazy driver reads health at least this often (a controller change, min ISR)
 
 
 @dataclass(slots=True)
@@ -76,6 +79,18 @@ class StepEnv:
     # batches (ops/stored_batches.gate): what is submitted when moves start together, after the last batch
     gate: Callable[..., Any] | None = None
     additional: bool = True  # False through ZooKeeper alone: a batch is the trigger znode, created alone
+    # A foreground run (ops/pacing._Window) ends the plan itself (execute's end: the throttles cleared as
+    # today, log-dir moves, --elect-leaders) and runs its own rate loop: `finish` False makes a step whose
+    # moves are all done return `all_done` (nothing cleared, nothing deleted); `rates` False ticks no loop.
+    finish: bool = True
+    rates: bool = True
+    # A driver that steps every poll holding its lease (the foreground window, `lazy`): its lease is not
+    # written again by each step's take; the health signals (a whole-cluster read) are read only when a move
+    # could start, or HEALTH_REFRESH_SECONDS after the last read; the plan is written only when it changed
+    # or its lease is due for renewal. A cron step (a new process each time) is never lazy.
+    lazy: bool = False
+    written_at: float | None = None  # `clock` at this run's last write of the plan
+    health_at: float | None = None  # `clock` at this run's last read of the health signals
 
 
 @dataclass(slots=True)
@@ -112,6 +127,12 @@ class StepResult:
     log_dirs: Any = None  # the plan's log-dir moves (ops/stored_log_dirs.DirCounts; None: it names no dir)
     in_dirs_phase: bool = False  # every partition move done, the log-dir moves stepped: held_line counts them
     dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
+    all_done: bool = False  # every partition move done, the end left to the caller (StepEnv.finish False)
+    state: ClusterState | None = None  # the plan's topics as this step read them
+    writes: Any = None  # the throttle writes before this step's submit (ops/execute.ThrottleWrites), if any
+    plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
+    submit_seconds: float = 0.0  # what starting this step's moves took (throttle writes, settle, submit)
+    health_read: bool = True  # False: a lazy driver's step that read no health (no move could start)
 
     def progress_line(self) -> str:
         text = f"{self.moving} moving, {self.queued} queued, {self.done} done of {self.total}"
@@ -161,6 +182,14 @@ def decide(
     queue = pc.Queue(waiting, order)
     new = queue.take(running, cap) if waiting else []
     return [m.tp for m in new], [m.tp for m in queue.heads(cap)]
+
+
+def stored_sizes(plan: sp.StoredPlan) -> dict[TopicPartition, int] | None:
+    """The bytes each move copies, as stored, when every one is known (the window's default order is then
+    largest-first, as core/pacing.default_order says); None otherwise."""
+    if any(s is None for s in plan.sizes):
+        return None
+    return {(e.topic, e.partition): s for e, s in zip(plan.entries, plan.sizes, strict=True) if s is not None}
 
 
 def observed(plan: sp.StoredPlan, seen: Seen, now: float) -> sp.StoredPlan:
@@ -228,7 +257,14 @@ def step(
 
 
 def _take(env: StepEnv, me: sp.Lease, observer: LeaseWatch) -> tuple[bool, ps.Versioned | None]:
-    return take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+    if env.lazy:  # the lease ours already: read, not written (the step's own write renews it when due)
+        seen = env.store.read()
+        if seen is not None and seen.plan.lease is not None and seen.plan.lease.run == me.run:
+            return True, seen
+    taken, seen = take_watching(env.store, me, observer, env.clock, env.sleep, env.watch_seconds)
+    if taken:
+        env.written_at = env.clock()
+    return taken, seen
 
 
 def take_watching(
@@ -261,13 +297,11 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     results = classify(targets, state)
     view = observe(plan, results)
     plan = observed(plan, view, now)
-    result = StepResult()
+    result = StepResult(state=state, plan=plan)
     wait = schedule_wait(plan, now)
-    verdict = _health(env, plan, now, ignore)
-    result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
+    verdict = _verdict(env, plan, state, wait, now, ignore, result)
     if verdict is not None:
         plan = with_holds_seen(plan, env.first_seen)  # written with this step's compare-and-set
-    if verdict is not None:
         moved = _cancel_under_min_isr(env, seen, plan, verdict, now, result)
         if moved is None:
             return result
@@ -278,33 +312,98 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     may_start = wait is None and (verdict is None or not verdict.held)
     may_start_tp = verdict.may_start if verdict else lambda tp: True  # a partition at min ISR waits
     if may_start:
-        new, heads = decide(plan, state, may_start_tp)
+        new, heads = decide(plan, state, may_start_tp, stored_sizes(plan))
     picked = None if env.gate is None else env.gate(plan, view, resubmit, new, heads, may_start, may_start_tp)
     if picked is not None:  # batches (ops/stored_batches.py): nothing while the last batch runs
         resubmit, new, heads = picked.resubmit, picked.new, picked.heads
     if len(plan.done) == len(plan.entries):
+        if not env.finish:
+            counts(plan, result, now)
+            result.all_done = True
+            return result
         if _dirs_phase(env, seen, plan, me, wait is None, now, result):
             return result
         return _finish(env, seen, plan, result, now)
     plan = sp.mark_started(plan, new, now) if new else plan
-    plan = sp.stepped(plan, now, verdict.epoch if verdict else None)
+    plan = sp.stepped(plan, now, verdict.epoch if verdict else _epoch(seen.plan))
     plan = sp.renew_lease(plan, me.run)
     ticked = _tick(env, plan, state, now, verdict)
+    if not resubmit and not new and _unchanged(env, seen.plan, ticked.plan):
+        counts(plan, result, now)  # a lazy driver: nothing to write yet, nothing to submit
+        return _held(env, verdict, plan, now, result)
     written = env.store.replace(seen, ticked.plan)
     if written is None:  # another writer won: start nothing this step
         result.lost_fence = True
         counts(seen.plan, result, now)
         return result
+    env.written_at = env.clock()
     plan, result.rate_lines, result.rate_changes = _write_rates(env, written, state, ticked, now)
-    _submit(env, state, plan, [*resubmit, *new], heads, now)
+    result.plan = plan
+    t0 = env.clock()
+    result.writes = _submit(env, state, plan, [*resubmit, *new], heads, now)
+    result.submit_seconds = env.clock() - t0
     result.started, result.resubmitted = new, resubmit
     counts(plan, result, now)
+    return _held(env, verdict, plan, now, result)
+
+
+def _held(
+    env: StepEnv, verdict: hc.Verdict | None, plan: sp.StoredPlan, now: float, result: StepResult
+) -> StepResult:
+    """`result` with the hold's line (what holds, since when, with the plan's counts), when one holds."""
     if verdict is not None:
         pr = sp.progress(plan)
         result.held_line = hc.render_line(
             verdict, first_seen=env.first_seen, now=now, moving=pr.moving, queued=pr.queued
         )
     return result
+
+
+def _verdict(
+    env: StepEnv,
+    plan: sp.StoredPlan,
+    state: ClusterState,
+    wait: str | None,
+    now: float,
+    ignore: Iterable[str],
+    result: StepResult,
+) -> hc.Verdict | None:
+    """The health verdict of this step (None: not checked), recorded in `result`."""
+    result.health_read = _health_due(env, plan, state, wait)
+    verdict = _health(env, plan, now, ignore) if result.health_read else None
+    result.verdict, result.wait, result.first_seen, result.at = verdict, wait, env.first_seen, now
+    return verdict
+
+
+def _health_due(env: StepEnv, plan: sp.StoredPlan, state: ClusterState, wait: str | None) -> bool:
+    """Whether this step reads the health signals: always, but for a lazy driver whose last read is fresh
+    and under whose cap no move could start now (a hold would change nothing but its line)."""
+    if not env.lazy or env.health is None:
+        return True
+    fresh = env.health_at is not None and env.clock() - env.health_at < HEALTH_REFRESH_SECONDS
+    if fresh and (wait is not None or not decide(plan, state, lambda tp: True, stored_sizes(plan))[0]):
+        return False
+    env.health_at = env.clock()
+    return True
+
+
+def _epoch(plan: sp.StoredPlan) -> int | None:
+    """The controller epoch the last step saw (kept by a step that read no health)."""
+    return plan.last_step.controller_epoch if plan.last_step is not None else None
+
+
+def _unchanged(env: StepEnv, before: sp.StoredPlan, after: sp.StoredPlan) -> bool:
+    """A lazy driver's plan that only gained a step's time and a renewal, with its last write fresher than
+    RENEW_SECONDS - 1: not written (a poll is then a read of the plan and of its partitions, no more)."""
+    if not env.lazy or env.written_at is None or env.clock() - env.written_at >= sp.RENEW_SECONDS - 1:
+        return False
+    return _essence(before) == _essence(after)
+
+
+def _essence(plan: sp.StoredPlan) -> sp.StoredPlan:
+    """The plan without what every step changes (its time, the lease's renewal count)."""
+    lease = None if plan.lease is None else replace(plan.lease, renewals=0)
+    return replace(plan, last_step=sp.LastStep(0.0, _epoch(plan)), updated=0.0, lease=lease)
 
 
 def _dirs_phase(
@@ -352,6 +451,8 @@ def _tick(
     from reassign_cli.ops import stored_rates
     from reassign_cli.ops.rate_loop import every_partition
 
+    if not env.rates:
+        return stored_rates.Ticked(plan)
     # the ISR signal watches every partition led by a broker of ours, not only the plan's
     return stored_rates.tick(
         plan, state, now, env.sizer, tripped(verdict), lambda: every_partition(env.backend, state)
@@ -438,27 +539,31 @@ def _submit(
     submit: Sequence[TopicPartition],
     heads: Sequence[TopicPartition],
     now: float | None = None,
-) -> None:
-    """Throttle lists (running, starting, next in line) through the fenced commit, then the submit."""
-    from reassign_cli.ops.execute import apply_throttles
+) -> Any:
+    """Throttle lists (running, starting, next in line) through the fenced commit, then the submit; the
+    throttle writes (None: none)."""
+    from reassign_cli.ops.execute import apply_throttles, concerns
+    from reassign_cli.ops.stored_rates import for_new_moves
 
     if not submit:
-        return
+        return None
     by_tp = {(e.topic, e.partition): e for e in plan.entries}
     running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
     listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
-    from reassign_cli.ops.stored_rates import for_new_moves
-
+    batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
     pace = plan.pace
     rate, overrides = for_new_moves(plan, env.now() if now is None else now)
+    writes = None
     if rate is not None or pace.log_dir_throttle is not None:
         writes = apply_throttles(env.backend, state, listed, rate, pace.log_dir_throttle, overrides=overrides)
-        if writes.changes:
+        # the brokers apply configs asynchronously: a wait only when the write concerned these moves
+        # (the moves next in line were listed ahead by an earlier step)
+        if writes.changes and concerns(writes.changes, state, batch, rate):
             time.sleep(env.throttle_settle)
-    batch: list[PlanEntry] = [by_tp[tp] for tp in submit]
     stored_log_dirs.tell(env, plan, state, batch)  # the arriving replicas' log dirs, before the submit
     if not env.backend.create_reassignment(batch, additional=env.additional):
         raise OperationalError("the reassignment could not be submitted; the next step tries again")
+    return writes
 
 
 def _finish(

@@ -254,9 +254,11 @@ def describe(result: st.StepResult) -> dict[str, Any]:
 
 
 class Keeper:
-    """A foreground paced execute's stored plan (issue 25 item 2): the window (ops/pacing._Window) marks
-    every move started through the fence BEFORE it submits it, notes the moves that ended (written with the
-    next start or renewal: one write, not two), and renews the lease from its polls (every RENEW_SECONDS - 1). A kill -9 of the execute leaves the plan stored
+    """A foreground paced execute's stored plan (issue 25 item 2) and its lease: the window (ops/pacing._Window)
+    steps it with ops/step.step (which marks, ends and renews); ZooKeeper mode's foreground batches
+    (ops/execute._run_batches) mark each batch started through the fence BEFORE it submits it, note the
+    moves that ended (written with the next start or renewal: one write, not two), and renew the lease
+    from their polls (every RENEW_SECONDS - 1). A kill -9 of the execute leaves the plan stored
     with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
     or stopped with an error or Ctrl-C, as today) deletes it."""
 
@@ -330,9 +332,11 @@ def keep_paced(
     order: pc.Order | None,
     watch: Callable[..., Any],
     schedule: dict[str, Any] | None = None,
+    sizes: list[int | None] | None = None,
 ) -> Keeper:
     """Store a foreground paced execute's plan before its first move (another plan's bytes stored: exit 4,
-    nothing written; the same bytes: a resume of it) and take its lease (`watch`: ops/step.take_watching)."""
+    nothing written; the same bytes: a resume of it) and take its lease (`watch`: ops/step.take_watching).
+    `sizes`: the bytes each move copies (move_sizes), for the window's largest-first order and its bytes."""
     from reassign_cli.core.model import parse_reassignment
 
     entries = sorted_entries(parse_reassignment(req.data))
@@ -341,7 +345,7 @@ def keep_paced(
     schedule = with_ignore(
         schedule, req.ignore_health
     )  # --ignore-health: the cron steps after a kill -9 honour it
-    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(time.time()), schedule=schedule)
+    stored = sp.new_plan(req.data, entries, pace_of(req, order), origin(time.time()), sizes, schedule)
     loop = req.rate_loop
     if loop is not None:  # where a detached plan keeps it: a cron step taking over goes on with it
         stored = stored_rates.kept_from(stored, loop)
@@ -359,3 +363,22 @@ def keep_paced(
     if loop is not None:
         loop.on_change = keeper.keep_loop
     return keeper
+
+
+def move_sizes(backend: Backend, sizer: SizeReader | None, data: bytes) -> list[int | None] | None:
+    """The bytes each move of the plan `data` copies (the leaders' sizes through the brokers), in stored
+    order; None without a size reader or when they cannot be read (an invalid plan is refused by execute's
+    validation after this, not here)."""
+    from reassign_cli.core.model import parse_reassignment
+    from reassign_cli.errors import ReassignError
+    from reassign_cli.ops.pacing import leader_sizes
+
+    if sizer is None:
+        return None
+    try:
+        entries = sorted_entries(parse_reassignment(data))
+        full = backend.read_state(sorted({e.topic for e in entries}), partition_state=True)
+        moves = pc.make_moves(entries, full, leader_sizes(sizer, full, entries))
+    except ReassignError:
+        return None
+    return [None if m.size is None else m.total_bytes for m in moves]

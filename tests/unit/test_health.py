@@ -143,6 +143,18 @@ def test_ignoring_min_isr_lifts_the_waits_too() -> None:
     assert v.holds == () and v.waiting == frozenset() and v.may_start(("a", 0))
 
 
+def test_the_tools_own_topics_are_skipped() -> None:
+    """The stored plan's topic and autopilot's ledger are ours as the record topic is: a broker of theirs
+    stopped (a rolling restart) is no hold (seen on the real cluster: __reassign_cli_plan-0 under-replicated
+    held a foreground window)."""
+    from reassign_cli.backends.admin.ledger_topic import TOPIC as LEDGER
+
+    sick = PH(leader=2, replicas=(1, 2), isr=(2,))
+    for topic in ("__reassign_cli_plan", LEDGER):
+        assert run(signals({(topic, 0): sick})).holds == ()
+    assert {h.check for h in run(signals({("__reassign_cli_planx", 0): sick})).holds} == {"under-replicated"}
+
+
 def test_record_topic_is_skipped() -> None:
     sick = PH(leader=-1, replicas=(1, 2), isr=(), offline=(1, 2))
     assert run(signals({(RECORD_TOPIC, 0): sick})).holds == ()

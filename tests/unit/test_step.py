@@ -347,3 +347,88 @@ def test_a_hold_is_said_since_the_first_step_that_saw_it_across_processes() -> N
     third.health = lambda: signals
     assert one(third).held_line is None
     assert store.plan is not None and st.HOLDS_SEEN not in store.plan.schedule
+
+
+def test_a_lazy_driver_reads_health_only_when_a_move_could_start_and_writes_only_when_due() -> None:
+    store, cluster, env = make(n=2, cap=1)
+    env.lazy = True
+    now = ticking(env)
+    reads: list[float] = []
+    ok = hc.Signals(
+        registered=frozenset(range(1, 6)), fenced=None, partitions={}, min_isr={}, controller_epoch=7
+    )
+
+    def health() -> hc.Signals:
+        reads.append(now[0])
+        return ok
+
+    env.health = health
+    r = one(env, keep_lease=True)  # the first step: a move starts, health read, the plan written
+    assert r.started == [("t", 0)] and reads == [0.0] and r.health_read
+    written = store.version
+    # t-0 still moves: broker 2 (every move's source) is full at cap 1, so nothing could start; by hand:
+    # no health read, and nothing written (the last write is 0 s old, under RENEW_SECONDS - 1 = 4 s)
+    now[0] = 1.0
+    r = one(env, keep_lease=True)
+    assert (
+        reads == [0.0] and not r.health_read and store.version == written and cluster.submits == [[("t", 0)]]
+    )
+    assert r.plan is not None and r.plan.started == {("t", 0)}
+    now[0] = 4.0  # 4 s since the last write: the lease is renewed (one write), still no health read
+    one(env, keep_lease=True)
+    assert reads == [0.0] and store.version == written + 1
+    assert store.plan is not None and store.plan.last_step is not None
+    assert store.plan.last_step.controller_epoch == 7  # kept from the step that read health
+    cluster.end(0)  # now t-1 fits: health read before it starts; the move ended and the start written
+    now[0] = 5.0
+    r = one(env, keep_lease=True)
+    assert reads == [0.0, 5.0] and r.started == [("t", 1)] and store.version == written + 2
+    assert store.plan.lease is not None and store.plan.lease.run == ME.run
+
+
+def test_a_lazy_driver_reads_health_every_refresh_even_when_nothing_could_start() -> None:
+    _, _, env = make(n=2, cap=1)
+    env.lazy = True
+    now = ticking(env)
+    reads: list[float] = []
+    ok = hc.Signals(
+        registered=frozenset(range(1, 6)), fenced=None, partitions={}, min_isr={}, controller_epoch=7
+    )
+    env.health = lambda: reads.append(now[0]) or ok  # type: ignore[func-returns-value]
+    one(env, keep_lease=True)
+    now[0] = st.HEALTH_REFRESH_SECONDS - 1
+    one(env, keep_lease=True)
+    now[0] = st.HEALTH_REFRESH_SECONDS
+    one(env, keep_lease=True)
+    assert reads == [0.0, st.HEALTH_REFRESH_SECONDS]
+
+
+def test_a_step_that_is_not_lazy_reads_health_and_writes_every_time() -> None:
+    store, _, env = make(n=2, cap=1)
+    reads: list[int] = []
+    ok = hc.Signals(
+        registered=frozenset(range(1, 6)), fenced=None, partitions={}, min_isr={}, controller_epoch=7
+    )
+    env.health = lambda: reads.append(1) or ok  # type: ignore[func-returns-value]
+    one(env, keep_lease=True)
+    v = store.version
+    one(env, keep_lease=True)  # a cron step: nothing could start, still a health read and a write
+    assert len(reads) == 2 and store.version > v
+
+
+def test_a_lazy_step_that_writes_nothing_still_says_what_holds() -> None:
+    """Seen on the real cluster: a held step with nothing to write returned no line, so the window said the
+    same hold twice (it says a hold again only after a step without one)."""
+    store, cluster, env = make(n=2, cap=1)
+    env.lazy = True
+    now = ticking(env)
+    env.health = lambda: hc.Signals(
+        registered=frozenset({1, 2, 4, 5}), fenced=None, partitions={}, min_isr={}, controller_epoch=None
+    )
+    first = one(env, keep_lease=True)
+    written = store.version
+    now[0] = 1.0
+    second = one(env, keep_lease=True)  # a move could start, so health is read: held, nothing to write
+    assert second.health_read and store.version == written and cluster.submits == []
+    assert first.held_line is not None and second.held_line is not None
+    assert second.held_line.startswith("held: broker 3 is not registered")
