@@ -331,8 +331,13 @@ def uses_shared_cluster(item: pytest.Item) -> bool:
 
 
 def _in_shared_half(item: pytest.Item) -> bool:
-    """The shared cluster's tests, and tests/spark (no Kafka cluster: they even out the halves' times)."""
-    return uses_shared_cluster(item) or (REPO / "tests" / "spark") in Path(str(item.fspath)).parents
+    """The shared cluster's tests, and to even out the halves' times: tests/spark (no Kafka cluster) and the
+    fault suite's ZooKeeper-mode tests (on its own `$CLUSTER_DIR-faults`; its KRaft tests, on `kc`, stay in
+    the private half)."""
+    parents = Path(str(item.fspath)).parents
+    if (REPO / "tests" / "faults") in parents:
+        return "kc" not in getattr(item, "fixturenames", ())
+    return uses_shared_cluster(item) or (REPO / "tests" / "spark") in parents
 
 
 def _select_half(config: pytest.Config, items: list[pytest.Item], half: str) -> None:

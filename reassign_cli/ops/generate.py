@@ -207,7 +207,7 @@ class BalancedStrategy:
     def _check_disks(self, brokers: Sequence[Broker]) -> None:
         """Disk by disk (--disks, or a broker of B with several log dirs): the log dirs chosen, refused
         when a replica fits on no disk of its broker under --max-disk-utilization."""
-        if self.disks is None and not balance_disks.wanted(self.state.disks, brokers):
+        if self.disks is None and not balance_disks.wanted(self.state.disks, brokers, self.state.capacities):
             return
         if not any(self.state.disks.get(b.id) for b in brokers):
             raise UsageError(

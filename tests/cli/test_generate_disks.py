@@ -142,3 +142,39 @@ def test_the_summary_in_text(tmp_path: Path) -> None:
     )
     assert "log dirs: goal 20.0% each\n" in text
     assert "1:/a: 40.0% -> 20.0% (peak 40.0%); 1:/b: 0.0% -> 20.0% (peak 20.0%); 2:/a: 20.0% -> 20.0%" in text
+
+
+def _one_filesystem(shared: bool) -> Any:
+    """Brokers 1-3 with four 10-byte partitions each, two on /a and two on /b, and an empty broker 4; every
+    broker's /a and /b report one filesystem's figures (1000 bytes, the same usable bytes)."""
+    place = {1: {0: 0, 1: 0, 2: 1, 3: 1}, 2: {4: 0, 5: 0, 6: 1, 7: 1}, 3: {8: 0, 9: 0, 10: 1, 11: 1}, 4: {}}
+    doc = _doc(place, {b: [("/a", 1000), ("/b", 1000)] for b in place})
+    for b in doc["brokers"]:
+        used = sum(d["bytes"] for d in b["log_dirs"])
+        b["disk_total_bytes"], b["disk_usable_bytes"] = 1000, 1000 - used
+        b["disk_shared_log_dirs"] = shared
+        for d in b["log_dirs"]:
+            d["usable_bytes"] = 1000 - used
+    return doc
+
+
+def test_log_dirs_on_one_filesystem_are_named_by_no_plan(tmp_path: Path) -> None:
+    """Declared on one filesystem (--shared-log-dirs, recorded in the snapshot), a broker's two dirs are one
+    disk: there is nothing to balance between them, so the plan names no dir ("any": Kafka picks one), as
+    the plan without disks. The 12 x 10 bytes end 30 per broker: three partitions move to broker 4."""
+    r = _gen(tmp_path, _one_filesystem(shared=True))
+    assert r.returncode == 0, r.stderr
+    got = _dirs(r.stdout)
+    assert sum(1 for replicas, _ in got.values() if replicas == [4]) == 3
+    assert all(dirs == ["any"] for _, dirs in got.values())
+    assert "bytes_moved_within_brokers" not in orjson.loads(r.stdout)["stats"]
+
+
+def test_the_same_dirs_not_declared_shared_are_disks_of_their_own(tmp_path: Path) -> None:
+    """The same cluster without the declaration: each dir is its own disk (the default), so the replicas
+    arriving on broker 4 are given a dir, and stderr says the dirs look like one filesystem."""
+    r = _gen(tmp_path, _one_filesystem(shared=False))
+    assert r.returncode == 0, r.stderr
+    arriving = [dirs for replicas, dirs in _dirs(r.stdout).values() if replicas == [4]]
+    assert len(arriving) == 3 and all(d in (["/a"], ["/b"]) for d in arriving)
+    assert "--shared-log-dirs" in r.stderr

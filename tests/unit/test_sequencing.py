@@ -445,3 +445,34 @@ def test_verify_names_the_orphaned_throttles_it_removes() -> None:
     c.state.topics["t"].isr[0] = [3, 2]
     outcome = verify(FakeBackend(c), {("t", 0): [3, 2]})
     assert outcome.orphans is None and outcome.cleared is not None
+
+
+class _BatchReads(FakeBackend):
+    """A backend that reads many entities' configs in one request (the admin API's DescribeConfigs)."""
+
+    def read_configs(self, keys: Any) -> dict[Any, Any]:
+        keys = list(keys)
+        self._log("read_configs", tuple(keys))
+        return {k: (None if (c := self._configs.get(k)) is None else dict(c)) for k in keys}
+
+
+def test_a_clear_reads_the_entities_it_only_looks_at_in_one_batch_where_the_backend_can() -> None:
+    """Topic t and broker 3 are not in our record: the clear only looks at them for throttle keys someone
+    else set (broker 3's rates: kept and reported). Through a backend that reads many configs at once,
+    that is one batched read, not one read each; what is kept and written is the same as read one by one."""
+    record = {"version": 1, "brokers": {"1": {LR: "777", FR: None}, "2": {LR: None, FR: None}}}
+    c = cluster(record=record)
+    c.configs.update({("topics", "t"): {"retention.ms": "1000"}, ("brokers", "1"): dict(RATES)})
+    c.configs.update({("brokers", "2"): dict(RATES), ("brokers", "3"): dict(RATES)})
+    result = clear_throttles(_BatchReads(c), {("t", 0): [3, 2]})
+    assert result is not None
+    assert result.kept == [f"broker 3: {LR}=5000", f"broker 3: {FR}=5000"]
+    assert ("read_configs", (("topics", "t"), ("brokers", "3"))) in c.log
+    assert not [
+        op for op in c.log if op[0] == "read_config" and op[1:] in (("topics", "t"), ("brokers", "3"))
+    ]
+    assert c.writes() == [
+        ("write_configs", (("brokers", "1", {LR: "777"}), ("brokers", "2", {}))),
+        ("delete_priors",),
+    ]
+    assert c.configs[("brokers", "3")] == RATES

@@ -29,10 +29,13 @@ def test_the_two_halves_split_the_cluster_tests_exactly() -> None:
     assert shared and private
     assert not shared & private
     assert shared | private == everything
-    # the fault suite and the docker tests define a `cluster` of their own: never the shared half; Spark's
-    # tests use no Kafka cluster and go with the shared half (they even out the two halves' times)
-    assert not {t for t in shared if t.startswith(("tests/faults/", "tests/docker/"))}
-    assert not {t for t in private if t.startswith("tests/spark/")}
+    # the docker tests define a `cluster` of their own: never the shared half; to even out the two halves'
+    # times, Spark's tests (no Kafka cluster) and the fault suite's ZooKeeper-mode tests (a cluster of their
+    # own) go with the shared half, the fault suite's KRaft tests with the private one
+    assert not {t for t in shared if t.startswith(("tests/docker/", "tests/faults/test_kraft_"))}
+    assert not {t for t in private if t.startswith(("tests/spark/", "tests/faults/test_step_faults.py"))}
+    assert any(t.startswith("tests/faults/test_faults.py::") for t in shared)
+    assert any(t.startswith("tests/faults/test_kraft_step_faults.py::") for t in private)
     # a test of the shared cluster (make_topic is the root conftest's, on the shared cluster)
     assert any(t.startswith("tests/integration/test_step_zk.py::") for t in shared)
     assert any(t.startswith("tests/integration/test_kraft_rate_loop.py::") for t in private)

@@ -221,9 +221,19 @@ def _regular_entries(
     return ((template % tuple(block.ravel().tolist())) % tuple(dirs)).replace(_MARK, tq)
 
 
-def wanted(disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker]) -> bool:
-    """Whether the plan is made disk by disk without --disks: some broker of B has several log dirs."""
-    return any(len(disks.get(b.id, ())) > 1 for b in brokers)
+def wanted(
+    disks: Mapping[int, Sequence[LogDir]], brokers: Sequence[Broker], capacities: Mapping[int, Capacity]
+) -> bool:
+    """Whether the plan is made disk by disk without --disks: some broker of B has several disks. Log dirs
+    declared on one filesystem (--shared-log-dirs) are one disk: a broker whose dirs all share one has
+    nothing to balance between them, and its plan names no dir (Kafka picks one, as without disks)."""
+    for b in brokers:
+        dirs = disks.get(b.id, ())
+        if len(dirs) > 1:
+            cap = capacities.get(b.id)
+            if len(_groups(dirs, cap is not None and cap.shared is True)) > 1:
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
