@@ -496,14 +496,14 @@ def _changed(
     gains = ((new >= 0) & ~found).any(axis=1)
     at_new = np.minimum(np.searchsorted(key, new), max(len(key) - 1, 0))
     new_in_b = (key[at_new] == new) if len(key) else np.zeros_like(neg)
-    arrive = np.nonzero(live & ~found & new_in_b)
+    r_a, c_a = np.nonzero(live & ~found & new_in_b)
     # leaving replicas of the rows that gain one: their bytes leave their disk once the plan ends
     dup_later = np.zeros((n_rows, span), dtype=bool)  # a broker listed again later (the dict's last)
     for j in range(span - 1):
         dup_later[:, j] = ((oldp[:, j + 1 :] == oldp[:, j : j + 1]) & valid[:, j + 1 :]).any(axis=1)
     in_new = (oldp[:, :, None] == new[:, None, :]).any(axis=2)
     r_l, c_l = np.nonzero(gains[:, None] & valid & ~dup_later & ~in_new & (gold >= 0))
-    return final, arrive, (r_l, gold[r_l, c_l]), np.flatnonzero(gains)
+    return final, (r_a, c_a), (r_l, gold[r_l, c_l]), np.flatnonzero(gains)
 
 
 def _explicit(
