@@ -466,6 +466,7 @@ class _TopicsBuilder:
     ) -> None:
         self.topics: dict[str, Topic] = {}
         self.store = ReplicaStore()
+        self.dir_store = ReplicaStore()  # the replicas' dir indexes, where _dir_views keeps them
         self.partition_state = partition_state
         # Read the partitions' "dirs"/"future_dirs" (with the optional fields' pass), each index checked
         # against its broker's number of log dirs (dir_counts); None: not read.
@@ -499,7 +500,14 @@ class _TopicsBuilder:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
             bulk = self.dirs is not None and _bulk_dirs(
-                new, list(map(len, plists)), pids, parts, (reps, lens, block), self.dirs, self.table
+                new,
+                list(map(len, plists)),
+                pids,
+                parts,
+                (reps, lens, block),
+                self.dirs,
+                self.table,
+                self.dir_store,
             )
             plain = _PLAIN_KEYS if self.partition_state else _PLAIN_KEYS_NO_STATE
             if not (bulk and all(map(plain.issuperset, parts))):  # else no partition has more to read
@@ -542,6 +550,7 @@ class _TopicsBuilder:
 
     def finish(self) -> dict[str, Topic]:
         self.store.finish()
+        self.dir_store.finish()
         return self.topics
 
 
@@ -607,11 +616,13 @@ def _bulk_dirs(
     replicas: tuple[list[Any], list[int], np.ndarray],
     dirs: Mapping[int, int],
     table: _DirTable | None = None,
+    store: ReplicaStore | None = None,
 ) -> bool:
     """The partitions' "dirs" of one chunk into their topics, checked in flat passes (numpy for the
     indexes); False (nothing stored) when one is wrong: the per-partition pass then names it.
     `replicas`: the chunk's replica lists, their lengths and every replica id in one array (as the
-    store holds them); `table`: _dir_table(dirs), when the caller has it."""
+    store holds them); `table`: _dir_table(dirs), when the caller has it; `store`: where _dir_views may
+    keep them."""
     reps, lens, block = replicas
     dl = list(map(_DIRS, parts))
     if None in dl:
@@ -636,6 +647,8 @@ def _bulk_dirs(
     if not _dirs_ok(held, brokers, table if table is not None else _dir_table(dirs)):
         return False
     if len(idx) == len(dl):  # every partition has "dirs" (as a snapshot from the brokers writes)
+        if store is not None and _NONE not in kinds and _dir_views(topics, counts, held, store):
+            return True
         first = 0
         for t, count in zip(topics, counts, strict=True):
             if count:
@@ -652,6 +665,23 @@ def _bulk_dirs(
         if got:
             t.dirs = got
         first += count
+    return True
+
+
+def _dir_views(topics: list[Topic], counts: list[int], held: np.ndarray, store: ReplicaStore) -> bool:
+    """A chunk of regular topics (TopicReplicas) whose every replica's dir is known: each topic's `dirs` a
+    read-only view over `store` (the chunk's dir indexes `held`, in replica order, as one array; a
+    TopicReplicas too), not a dict of lists: no Python object per partition outlives the chunk, and
+    planning/balanced/disks.py reads them with one numpy slice. False (nothing stored) when a topic of
+    the chunk is not regular."""
+    rfs = [t.replicas.rf if isinstance(t.replicas, TopicReplicas) else -1 for t in topics]
+    if min(rfs, default=0) < 0:
+        return False
+    pos = store.append(held.astype(np.int32))
+    for t, count, rf in zip(topics, counts, rfs, strict=True):
+        if count:
+            t.dirs = TopicReplicas(store, pos, count, rf)  # type: ignore[assignment]  # a Mapping, no None
+        pos += count * rf
     return True
 
 

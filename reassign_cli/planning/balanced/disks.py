@@ -47,7 +47,7 @@ import numpy as np
 
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
-from reassign_cli.core.replicas import TopicReplicas
+from reassign_cli.core.replicas import TopicReplicas, stack
 from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
@@ -337,6 +337,15 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
         old_lens = np.fromiter(map(len, cur_rows), dtype=np.int64, count=len(cur_rows))
         old_flat = np.fromiter(chain.from_iterable(cur_rows), dtype=np.int64, count=int(old_lens.sum()))
     bounds = np.concatenate([[0], np.cumsum(old_lens)]).astype(np.int64)
+    block = (
+        _dir_block([topics[n] for n in names], maps, old_lens)
+        if aligned and result.size is not None
+        else None
+    )
+    if block is not None:
+        return _rows_of(
+            names, result, (tix, pids, old_lens, old_flat, bounds), block.ravel().astype(np.int64)
+        )
     held_bytes: list[int] = []
     where_rows: list[Sequence[int | None]] = []  # per row: a dir (or None) for each current replica
     starts, plist, llist = result.starts.tolist(), pids.tolist(), old_lens.tolist()
@@ -367,6 +376,37 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     else:  # every dir known (a snapshot from the brokers): no float pass
         dflat = np.array(flat_dirs, dtype=np.int64)
     del flat_dirs
+    size = np.array(held_bytes, dtype=np.int64) if result.size is None else result.size.astype(np.int64)
+    return _rows_of(names, result, (tix, pids, old_lens, old_flat, bounds), dflat, size)
+
+
+def _dir_block(
+    ts: list[Topic], maps: list[Mapping[int, Sequence[int]]], lens: np.ndarray
+) -> np.ndarray | None:
+    """Every row's current dirs as one (rows x rf) block, when the loader kept every topic's as a view
+    over one store (snapshot._dir_views) in the layout of its replicas (`maps`, `lens` as _flatten read
+    them, no reassignment running): one numpy slice, no Python list per partition. Else None."""
+    if not ts or any(t.removing for t in ts):
+        return None
+    views = [t.dirs for t in ts]
+    if not all(len(v) == len(m) for v, m in zip(views, maps, strict=True)):
+        return None
+    block = stack(views)  # type: ignore[arg-type]  # TopicReplicas views (a dict: None, read row by row)
+    if block is None or block.size != len(lens) * block.shape[1] or not (lens == block.shape[1]).all():
+        return None
+    return block
+
+
+def _rows_of(
+    names: Sequence[str],
+    result: Balanced,
+    flat: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    dflat: np.ndarray,
+    size: np.ndarray | None = None,
+) -> _Rows:
+    """_Rows from the flat current replicas and their dirs (`flat`: tix, pids, old_lens, old_flat,
+    bounds as _rows read them); `size`: each row's bytes, else the plan's (Balanced.size)."""
+    tix, pids, old_lens, old_flat, bounds = flat
     n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
     row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
     col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
@@ -375,7 +415,9 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     old[row, col] = old_flat
     old_dir[row, col] = dflat
     new = result.rows.astype(np.int64)
-    size = np.array(held_bytes, dtype=np.int64) if result.size is None else result.size.astype(np.int64)
+    if size is None:
+        assert result.size is not None
+        size = result.size.astype(np.int64)
     return _Rows(list(names), tix, pids, new, size, old, old_dir, old_lens, size.tolist())
 
 
