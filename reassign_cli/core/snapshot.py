@@ -466,6 +466,7 @@ class _TopicsBuilder:
     ) -> None:
         self.topics: dict[str, Topic] = {}
         self.store = ReplicaStore()
+        self.dir_store = ReplicaStore()  # the replicas' dir indexes, where _dir_views keeps them
         self.partition_state = partition_state
         # Read the partitions' "dirs"/"future_dirs" (with the optional fields' pass), each index checked
         # against its broker's number of log dirs (dir_counts); None: not read.
@@ -489,8 +490,9 @@ class _TopicsBuilder:
             and set(map(type, flat)) <= _INT
         ):
             raise TypeError
-        start = self.store.append(int_array(flat))
-        views = self._views(start, list(map(len, plists)), pids, list(map(len, reps)))
+        block = int_array(flat)
+        start = self.store.append(block)
+        views = self._views(start, list(map(len, plists)), pids, lens := list(map(len, reps)))
         ids = list(map(_TOPIC_ID, raw))
         none = itertools.repeat(NO_ENTRIES)
         new = list(map(Topic, names, views, none, none, none, none, ids, none, none, none))
@@ -498,7 +500,14 @@ class _TopicsBuilder:
             _check_optional(new)  # raises with the topic's name
         if self.optional:
             bulk = self.dirs is not None and _bulk_dirs(
-                new, list(map(len, plists)), pids, parts, reps, self.dirs, self.table
+                new,
+                list(map(len, plists)),
+                pids,
+                parts,
+                (reps, lens, block),
+                self.dirs,
+                self.table,
+                self.dir_store,
             )
             plain = _PLAIN_KEYS if self.partition_state else _PLAIN_KEYS_NO_STATE
             if not (bulk and all(map(plain.issuperset, parts))):  # else no partition has more to read
@@ -541,6 +550,7 @@ class _TopicsBuilder:
 
     def finish(self) -> dict[str, Topic]:
         self.store.finish()
+        self.dir_store.finish()
         return self.topics
 
 
@@ -603,40 +613,42 @@ def _bulk_dirs(
     counts: list[int],
     pids: list[int],
     parts: list[Any],
-    reps: list[Any],
+    replicas: tuple[list[Any], list[int], np.ndarray],
     dirs: Mapping[int, int],
-    table: tuple[np.ndarray, np.ndarray] | None = None,
+    table: _DirTable | None = None,
+    store: ReplicaStore | None = None,
 ) -> bool:
     """The partitions' "dirs" of one chunk into their topics, checked in flat passes (numpy for the
-    indexes); False (nothing stored) when one is wrong: the per-partition pass then names it. `table`:
-    _dir_table(dirs), when the caller has it."""
+    indexes); False (nothing stored) when one is wrong: the per-partition pass then names it.
+    `replicas`: the chunk's replica lists, their lengths and every replica id in one array (as the
+    store holds them); `table`: _dir_table(dirs), when the caller has it; `store`: where _dir_views may
+    keep them."""
+    reps, lens, block = replicas
     dl = list(map(_DIRS, parts))
     if None in dl:
         idx = list(itertools.compress(range(len(dl)), map(is_not, dl, itertools.repeat(None))))
         vs, rs = list(map(dl.__getitem__, idx)), list(map(reps.__getitem__, idx))
+        rlens = list(map(len, rs))
     else:  # every partition has "dirs" (as a snapshot from the brokers writes)
-        idx, vs, rs = dl, dl, reps
-    if not set(map(type, vs)) <= _LIST or list(map(len, vs)) != list(map(len, rs)):
+        idx, vs, rs, rlens = dl, dl, reps, lens
+    if not set(map(type, vs)) <= _LIST or list(map(len, vs)) != rlens:
         return False
     flat = list(itertools.chain.from_iterable(vs))
     kinds = set(map(type, flat))
     if not kinds <= _DIR_TYPES:
         return False
-    keys, limit = table if table is not None else _dir_table(dirs)
-    if not len(keys):
-        return False
     try:
         held = np.array(
             flat if _NONE not in kinds else [-1 if x is None else x for x in flat], dtype=np.int64
         )
-        brokers = np.array(list(itertools.chain.from_iterable(rs)), dtype=np.int64)
+        brokers = block if rs is reps else np.array(list(itertools.chain.from_iterable(rs)), dtype=np.int64)
     except OverflowError:
         return False
-    at = np.minimum(np.searchsorted(keys, brokers), len(keys) - 1)
-    ok = (held == -1) | ((keys[at] == brokers) & (held >= 0) & (held < limit[at]))
-    if not bool(ok.all()):
+    if not _dirs_ok(held, brokers, table if table is not None else _dir_table(dirs)):
         return False
     if len(idx) == len(dl):  # every partition has "dirs" (as a snapshot from the brokers writes)
+        if store is not None and _NONE not in kinds and _dir_views(topics, counts, held, store):
+            return True
         first = 0
         for t, count in zip(topics, counts, strict=True):
             if count:
@@ -656,11 +668,51 @@ def _bulk_dirs(
     return True
 
 
-def _dir_table(dirs: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """(the broker ids of `dirs`, sorted; each one's number of log dirs) as arrays, for _bulk_dirs: built
-    once a snapshot (_TopicsBuilder), not once a chunk."""
+def _dir_views(topics: list[Topic], counts: list[int], held: np.ndarray, store: ReplicaStore) -> bool:
+    """A chunk of regular topics (TopicReplicas) whose every replica's dir is known: each topic's `dirs` a
+    read-only view over `store` (the chunk's dir indexes `held`, in replica order, as one array; a
+    TopicReplicas too), not a dict of lists: no Python object per partition outlives the chunk, and
+    planning/balanced/disks.py reads them with one numpy slice. False (nothing stored) when a topic of
+    the chunk is not regular."""
+    rfs = [t.replicas.rf if isinstance(t.replicas, TopicReplicas) else -1 for t in topics]
+    if min(rfs, default=0) < 0:
+        return False
+    pos = store.append(held.astype(np.int32))
+    for t, count, rf in zip(topics, counts, rfs, strict=True):
+        if count:
+            t.dirs = TopicReplicas(store, pos, count, rf)  # type: ignore[assignment]  # a Mapping, no None
+        pos += count * rf
+    return True
+
+
+# (the broker ids, sorted; each one's number of log dirs; that number by broker id, 0 for no broker, one
+# past the largest id too, when the ids are small and not negative, else None)
+_DirTable = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+
+
+def _dir_table(dirs: Mapping[int, int]) -> _DirTable:
+    """`dirs` (broker -> its number of log dirs) as arrays, for _bulk_dirs: built once a snapshot
+    (_TopicsBuilder), not once a chunk."""
     known = sorted(dirs)
-    return np.array(known, dtype=np.int64), np.array([dirs[b] for b in known], dtype=np.int64)
+    keys, limit = np.array(known, dtype=np.int64), np.array([dirs[b] for b in known], dtype=np.int64)
+    dense = None
+    if known and known[0] >= 0 and known[-1] < 1 << 22:  # usual broker ids: a lookup beats a bisection
+        dense = np.zeros(known[-1] + 2, dtype=np.int64)
+        dense[keys] = limit
+    return keys, limit, dense
+
+
+def _dirs_ok(held: np.ndarray, brokers: np.ndarray, table: _DirTable) -> bool:
+    """Whether each replica's dir index `held` is -1 (null) or one of its broker's log dirs."""
+    keys, limit, dense = table
+    if not len(keys):
+        return False
+    if dense is not None:
+        top = len(dense) - 2
+        most = dense[np.where((brokers >= 0) & (brokers <= top), brokers, top + 1)]
+        return bool(((held == -1) | ((held >= 0) & (held < most))).all())
+    at = np.minimum(np.searchsorted(keys, brokers), len(keys) - 1)
+    return bool(((held == -1) | ((keys[at] == brokers) & (held >= 0) & (held < limit[at]))).all())
 
 
 def _check_indexes(topic: str, p: int, field: str, v: Any, replicas: Any, counts: Mapping[int, int]) -> None:

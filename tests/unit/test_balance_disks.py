@@ -358,3 +358,29 @@ def test_band_note_names_the_disk_and_why() -> None:
     )
     assert "1:/b (broker 1 holds 1000 bytes" in note
     assert "2:/a (broker 2 is 22 bytes from the edge of its disks' bands together" in note
+
+
+@SETTINGS
+@given(jbods(roomy=True), st.sampled_from([1, 64 << 10]))
+def test_a_loaded_snapshot_plans_the_same(c: Jbod, chunk: int) -> None:
+    """A snapshot's replica dirs, every one known, load as views over one array (snapshot._dir_views),
+    which the disk pass reads in one numpy slice (disks._dir_block): the same plan as from the dicts."""
+    from reassign_cli.core import snapshot
+    from reassign_cli.core.replicas import TopicReplicas
+
+    state, result, d = run(c, limit=1.0)
+    old, snapshot.CHUNK_BYTES = snapshot.CHUNK_BYTES, chunk
+    try:
+        loaded = snapshot.loads(snapshot.dumps(state), partition_state=False, replica_dirs=True)
+    finally:
+        snapshot.CHUNK_BYTES = old
+    assert all(isinstance(t.dirs, TopicReplicas) for t in loaded.topics.values())
+    assert {n: dict(t.dirs) for n, t in loaded.topics.items()} == {n: t.dirs for n, t in state.topics.items()}
+    specs = planmod.topic_specs(loaded, list(c.place))
+    result2, _ = plan_bytes(loaded.topics, loaded.brokers, specs, 1, 0.05, capacities=loaded.capacities,
+                            max_utilization=1.0)  # fmt: skip
+    assert rows_of(result2) == rows_of(result)
+    d2 = plan_disks(loaded.topics, loaded.brokers, result2, loaded.disks, loaded.capacities, 0.05, 1.0)
+    assert d2.explicit == d.explicit and d2.unplaced == d.unplaced
+    assert [(x.after, x.peak) for x in d2.disks] == [(x.after, x.peak) for x in d.disks]
+    assert (d2.moves_within, d2.bytes_within) == (d.moves_within, d.bytes_within)

@@ -202,6 +202,29 @@ def test_dirs_not_read_for_planning_unless_asked() -> None:
         assert loads(data, partition_state=False, replica_dirs=True).topics["t"].dirs == {0: [0]}
 
 
+@pytest.mark.parametrize("broker", [0, 3, 4194303, 4194304, 1 << 40])
+def test_dirs_read_whatever_the_broker_id(broker: int) -> None:
+    """The replicas' dirs are checked against their broker's log dirs by a lookup table for the usual ids
+    and by bisection beyond (snapshot._dirs_ok): both read the same dirs; a replica on a broker with no
+    log dirs known may only be null."""
+    state = ClusterState(
+        [Broker(broker), Broker(broker + 1)],
+        {
+            "t": Topic(
+                "t", {0: [broker, broker + 1], 1: [broker + 1, broker]}, dirs={0: [1, None], 1: [None, 0]}
+            )
+        },
+        disks={broker: (LogDir("/a"), LogDir("/b"))},
+    )
+    for chunk in (1, 64 << 10):
+        old, snapshot.CHUNK_BYTES = snapshot.CHUNK_BYTES, chunk
+        try:
+            got = snapshot.loads(snapshot.dumps(state), partition_state=False, replica_dirs=True)
+        finally:
+            snapshot.CHUNK_BYTES = old
+        assert got.topics["t"].dirs == {0: [1, None], 1: [None, 0]}
+
+
 # --------------------------------------------------------------------------------------------- rejections
 
 _BROKER = '{"id":1,"log_dirs":[{"path":"/a","offline":false,"cordoned":null},{"path":"/b"}]}'
@@ -227,6 +250,13 @@ def _doc(broker: str, partition: str = '{"partition":0,"replicas":[1],"dirs":[1]
         (_BROKER, '{"partition":0,"replicas":[1],"dirs":[0,1]}', '"dirs" must list a log dir index or null'),
         (_BROKER, '{"partition":0,"replicas":[1],"future_dirs":[-1]}', '"future_dirs": -1 is not the index'),
         ('{"id":1}', '{"partition":0,"replicas":[1],"dirs":[0]}', "of broker 1's 0 log dirs"),
+        # a broker above the largest with log dirs; a broker id too large for a lookup table (bisected)
+        (_BROKER, '{"partition":0,"replicas":[7],"dirs":[0]}', "0 is not the index of one of broker 7's 0"),
+        (
+            _BROKER.replace('"id":1', '"id":4194304'),
+            '{"partition":0,"replicas":[4194304],"dirs":[2]}',
+            "2 is not the index of one of broker 4194304's 2",
+        ),
     ],
 )
 def test_rejections(broker: str, partition: str | None, message: str) -> None:

@@ -495,7 +495,7 @@ def _result(prob: planner._Problem, w: Work, bx: _Bytes, recv: np.ndarray) -> pl
     band = (np.minimum(bx.cmin, w.count), np.maximum(bx.cmax, w.count))
     stats = dataclasses.replace(stats, lower_bound=copies_bound(prob, recv, *band))
     rows = np.where(ordered >= 0, prob.ids[np.maximum(ordered, 0)], -1)
-    return planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats)
+    return planner.Balanced(prob.names, prob.starts, prob.pid, rows, prob.rf, stats, bx.size)
 
 
 def _trim(w: Work, bx: _Bytes, mean: np.ndarray) -> None:

@@ -47,7 +47,7 @@ import numpy as np
 
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
-from reassign_cli.core.replicas import TopicReplicas
+from reassign_cli.core.replicas import TopicReplicas, stack
 from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
@@ -337,6 +337,15 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
         old_lens = np.fromiter(map(len, cur_rows), dtype=np.int64, count=len(cur_rows))
         old_flat = np.fromiter(chain.from_iterable(cur_rows), dtype=np.int64, count=int(old_lens.sum()))
     bounds = np.concatenate([[0], np.cumsum(old_lens)]).astype(np.int64)
+    block = (
+        _dir_block([topics[n] for n in names], maps, old_lens)
+        if aligned and result.size is not None
+        else None
+    )
+    if block is not None:
+        return _rows_of(
+            names, result, (tix, pids, old_lens, old_flat, bounds), block.ravel().astype(np.int64)
+        )
     held_bytes: list[int] = []
     where_rows: list[Sequence[int | None]] = []  # per row: a dir (or None) for each current replica
     starts, plist, llist = result.starts.tolist(), pids.tolist(), old_lens.tolist()
@@ -344,7 +353,8 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
         t = topics[name]
         lo, hi = starts[i], starts[i + 1]
         seg = plist[lo:hi]
-        held_bytes.extend(map(t.sizes.get, seg, [0] * len(seg)))
+        if result.size is None:
+            held_bytes.extend(map(t.sizes.get, seg, [0] * len(seg)))
         if not t.removing:  # the dirs index the current replicas, in order (read only: shared)
             got = list(map(t.dirs.get, seg))
             if None in got:
@@ -366,6 +376,37 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     else:  # every dir known (a snapshot from the brokers): no float pass
         dflat = np.array(flat_dirs, dtype=np.int64)
     del flat_dirs
+    size = np.array(held_bytes, dtype=np.int64) if result.size is None else result.size.astype(np.int64)
+    return _rows_of(names, result, (tix, pids, old_lens, old_flat, bounds), dflat, size)
+
+
+def _dir_block(
+    ts: list[Topic], maps: list[Mapping[int, Sequence[int]]], lens: np.ndarray
+) -> np.ndarray | None:
+    """Every row's current dirs as one (rows x rf) block, when the loader kept every topic's as a view
+    over one store (snapshot._dir_views) in the layout of its replicas (`maps`, `lens` as _flatten read
+    them, no reassignment running): one numpy slice, no Python list per partition. Else None."""
+    if not ts or any(t.removing for t in ts):
+        return None
+    views = [t.dirs for t in ts]
+    if not all(len(v) == len(m) for v, m in zip(views, maps, strict=True)):
+        return None
+    block = stack(views)  # type: ignore[arg-type]  # TopicReplicas views (a dict: None, read row by row)
+    if block is None or block.size != len(lens) * block.shape[1] or not (lens == block.shape[1]).all():
+        return None
+    return block
+
+
+def _rows_of(
+    names: Sequence[str],
+    result: Balanced,
+    flat: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    dflat: np.ndarray,
+    size: np.ndarray | None = None,
+) -> _Rows:
+    """_Rows from the flat current replicas and their dirs (`flat`: tix, pids, old_lens, old_flat,
+    bounds as _rows read them); `size`: each row's bytes, else the plan's (Balanced.size)."""
+    tix, pids, old_lens, old_flat, bounds = flat
     n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
     row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
     col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
@@ -374,7 +415,9 @@ def _rows(topics: Mapping[str, Topic], result: Balanced) -> _Rows:
     old[row, col] = old_flat
     old_dir[row, col] = dflat
     new = result.rows.astype(np.int64)
-    size = np.array(held_bytes, dtype=np.int64)
+    if size is None:
+        assert result.size is not None
+        size = result.size.astype(np.int64)
     return _Rows(list(names), tix, pids, new, size, old, old_dir, old_lens, size.tolist())
 
 
@@ -418,7 +461,7 @@ def plan_disks(
     arrived = set(zip(arrivals[:, 0].tolist(), arrivals[:, 1].tolist(), strict=True))
     origin = _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
     _largest(plan, rows, final, which)
-    _explicit(plan, rows, final, (moved_rows, changed), origin, disk_of)
+    _explicit(plan, rows, final, changed, origin, disk_of)
     return plan
 
 
@@ -431,30 +474,58 @@ def _start(
     """(final, arrivals, moved): final[r, c] the global dir of the c-th new replica of row r (-1: any,
     _PAD beyond the row), where it stays (the dir it is in), arrivals (row, column, broker) the replicas
     arriving on a broker of B (to place), moved the rows that gain a replica; the bytes of the replicas
-    leaving a disk taken off its `after`. In numpy over every row."""
+    leaving a disk taken off its `after`. In numpy over every row; what only the rows whose replicas
+    change need (a few in ten), over those alone (_changed)."""
     new, old, old_len = rows.new, rows.old, rows.old_len
     n_rows, width = new.shape
-    v = old.shape[1]
-    span = max(width, v)
-    oldp = np.full((n_rows, span), -1, dtype=np.int64)
-    oldp[:, :v] = old
-    cols = np.arange(span, dtype=np.int64)
-    valid = cols[None, :] < old_len[:, None]  # (P, span)
+    span = max(width, old.shape[1])
+    oldp, newp = _padded(old, span), _padded(new, span)
+    valid = np.arange(span, dtype=np.int64)[None, :] < old_len[:, None]  # (P, span)
     # global dir of each current replica: its broker's first dir + its local index, -1 unknown / not in B
     key = np.array(ids, dtype=np.int64)
     firsts_a = np.array(firsts, dtype=np.int64)
     at = np.minimum(np.searchsorted(key, oldp), max(len(ids) - 1, 0))
     in_b = (key[at] == oldp) & valid if len(ids) else np.zeros_like(valid)
-    dirp = np.full((n_rows, span), -1, dtype=np.int64)
-    dirp[:, :v] = rows.old_dir
+    dirp = _padded(rows.old_dir, span)
     gold = np.where(in_b & (dirp >= 0), firsts_a[at] + dirp if len(ids) else -1, -1)
-    newp = np.full((n_rows, span), -1, dtype=np.int64)
-    newp[:, :width] = new
     # the same replicas: row[:n] == cur and (len(row) == n or row[n] < 0)
     eq = (newp == oldp) | ~valid
     nxt = newp[np.arange(n_rows), np.minimum(old_len, span - 1)]
     same = (old_len <= width) & eq.all(axis=1) & ((old_len == width) | (nxt < 0))
-    final = np.full((n_rows, width), _PAD, dtype=np.int64)
+    final = np.where(valid[:, :width], gold[:, :width], _PAD)  # the same replicas: where they are
+    ch = np.flatnonzero(~same)
+    final[ch], arrive, leave, gains = _changed(new[ch], oldp[ch], valid[ch], gold[ch], key)
+    r_a, c_a = ch[arrive[0]], arrive[1]
+    arrivals = np.stack([r_a, c_a, new[r_a, c_a]], axis=1).astype(np.int64).reshape(-1, 3)
+    r_l, g_l = ch[leave[0]], leave[1]
+    gdisk = which[np.where(g_l >= 0, g_l, len(which) - 1)]
+    keep = gdisk >= 0
+    delta = np.zeros(len(plan.disks), dtype=np.int64)
+    np.add.at(delta, gdisk[keep], rows.size[r_l[keep]])
+    for k in np.flatnonzero(delta).tolist():
+        plan.disks[k].after -= int(delta[k])
+    moved = np.zeros(n_rows, dtype=bool)
+    moved[ch[gains]] = True
+    return final, arrivals, moved
+
+
+def _padded(a: np.ndarray, span: int) -> np.ndarray:
+    """`a` (rows x columns) with -1 columns up to `span`."""
+    if a.shape[1] == span:
+        return a
+    out = np.full((a.shape[0], span), -1, dtype=np.int64)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+def _changed(
+    new: np.ndarray, oldp: np.ndarray, valid: np.ndarray, gold: np.ndarray, key: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """For rows whose replicas change (new, and the current replicas padded to `span` columns: oldp,
+    valid, gold as in _start): (final, arrivals as (rows, columns), the leaving replicas of the rows that
+    gain one as (rows, global dirs), those rows)."""
+    n_rows, width = new.shape
+    span = oldp.shape[1]
     # new replica c of a row: its match among the current replicas (the last, as a dict keeps it)
     match = (new[:, :, None] == oldp[:, None, :]) & valid[:, None, :]  # (P, W, span)
     found = match.any(axis=2)
@@ -464,42 +535,31 @@ def _start(
     nlen = np.where(neg.any(axis=1), np.argmax(neg, axis=1), width)
     live = np.arange(width)[None, :] < nlen[:, None]
     final = np.where(live, np.where(found, stay, -1), _PAD)
-    same_cols = np.arange(width)[None, :] < old_len[:, None]
-    final = np.where(same[:, None], np.where(same_cols, gold[:, :width], _PAD), final)
-    gains = ~same & ((new >= 0) & ~found).any(axis=1)
-    at_new = np.minimum(np.searchsorted(key, new), max(len(ids) - 1, 0))
-    new_in_b = (key[at_new] == new) if len(ids) else np.zeros_like(neg)
-    arr = ~same[:, None] & live & ~found & new_in_b
-    r_a, c_a = np.nonzero(arr)
-    arrivals = np.stack([r_a, c_a, new[r_a, c_a]], axis=1).astype(np.int64).reshape(-1, 3)
+    gains = ((new >= 0) & ~found).any(axis=1)
+    at_new = np.minimum(np.searchsorted(key, new), max(len(key) - 1, 0))
+    new_in_b = (key[at_new] == new) if len(key) else np.zeros_like(neg)
+    r_a, c_a = np.nonzero(live & ~found & new_in_b)
     # leaving replicas of the rows that gain one: their bytes leave their disk once the plan ends
     dup_later = np.zeros((n_rows, span), dtype=bool)  # a broker listed again later (the dict's last)
     for j in range(span - 1):
         dup_later[:, j] = ((oldp[:, j + 1 :] == oldp[:, j : j + 1]) & valid[:, j + 1 :]).any(axis=1)
     in_new = (oldp[:, :, None] == new[:, None, :]).any(axis=2)
-    gdisk = which[np.where(gold >= 0, gold, len(which) - 1)]
-    leave = gains[:, None] & valid & ~dup_later & ~in_new & (gold >= 0) & (gdisk >= 0)
-    r_l, c_l = np.nonzero(leave)
-    delta = np.zeros(len(plan.disks), dtype=np.int64)
-    np.add.at(delta, gdisk[r_l, c_l], rows.size[r_l])
-    for k in np.flatnonzero(delta).tolist():
-        plan.disks[k].after -= int(delta[k])
-    return final, arrivals, gains
+    r_l, c_l = np.nonzero(gains[:, None] & valid & ~dup_later & ~in_new & (gold >= 0))
+    return final, (r_a, c_a), (r_l, gold[r_l, c_l]), np.flatnonzero(gains)
 
 
 def _explicit(
     plan: DiskPlan,
     rows: _Rows,
     final: np.ndarray,
-    moved: tuple[set[int], set[int]],
+    changed: set[int],
     origin: dict[tuple[int, int], int],
     disk_of: dict[int, int],
 ) -> None:
-    """The log dirs written (see the module docstring): `moved` (rows with a dir to write, rows whose
-    replica set changes)."""
-    moved_rows, changed = moved
+    """The log dirs written (see the module docstring): every replica's for the rows whose replica set
+    changes (`changed`); for the others, those of the staying replicas moved within their broker
+    (`origin`: (row, column) -> the disk it was on) that end on another disk."""
     paths = plan.paths
-    order = sorted(moved_rows)
     ch = np.array(sorted(changed), dtype=np.int64)
     label = np.array([p for _, p in paths] + ["any"], dtype=object)  # "any": no dir (and _PAD, cut)
     got = final[ch]
@@ -508,17 +568,17 @@ def _explicit(
     for i in short:
         every[i] = every[i][: int((got[i] != _PAD).sum())]
     bulk = dict(zip(ch.tolist(), every, strict=True))
+    cols: dict[int, set[int]] = {}  # the same replicas: only those moved to another disk of their broker
+    for (r, c), src in origin.items():
+        if r not in bulk and disk_of[int(final[r, c])] != src:
+            cols.setdefault(r, set()).add(c)
+    for r, moved in cols.items():
+        row = [g for g in final[r].tolist() if g != _PAD]
+        bulk[r] = [paths[g][1] if c in moved else "any" for c, g in enumerate(row)]
+    order = sorted(bulk)
     at = np.array(order, dtype=np.int64)
     keys = zip([rows.names[t] for t in rows.tix[at].tolist()], rows.pid[at].tolist(), strict=True)
-    for r, key in zip(order, keys, strict=True):
-        dirs = bulk.get(r)
-        if dirs is None:  # the same replicas: only those moved to another disk of their broker
-            row = [g for g in final[r].tolist() if g != _PAD]
-            cols = {c for c, g in enumerate(row) if (r, c) in origin and disk_of[g] != origin[(r, c)]}
-            if not cols:
-                continue
-            dirs = [paths[g][1] if c in cols else "any" for c, g in enumerate(row)]
-        plan.explicit[key] = dirs
+    plan.explicit.update(zip(keys, map(bulk.__getitem__, order), strict=True))
 
 
 def _fits(d: _Disk, s: int, limit: float) -> bool:

@@ -80,6 +80,9 @@ class Balanced:
     rows: np.ndarray  # (P, W) broker ids, -1 beyond the row's RF
     rf: np.ndarray  # (P,)
     stats: BalanceStats
+    # (P,) bytes of each row, when the planner read them (--balance bytes): planning/balanced/disks.py
+    # reads them from here rather than from every topic again
+    size: np.ndarray | None = None
 
     def cut(self, n: int) -> list[Balanced]:
         """The plan in at most n pieces of whole topics, in order, of about equal partition counts: each a
