@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from reassign_cli.backends.plan_store import Versioned
+from reassign_cli.backends.plan_store import MemoryPlanStore, Versioned
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import plan_view as pv
 from reassign_cli.core import stored_plan as sp
@@ -26,27 +26,17 @@ from reassign_cli.render.stored_plan import stored_plan_lines
 NOW = datetime(2026, 12, 1, 2, 30, 15, tzinfo=UTC)
 
 
-class MemStore:
+class MemStore(MemoryPlanStore):
+    """The in-memory store, counting its writes."""
+
     def __init__(self, plan: sp.StoredPlan | None = None) -> None:
-        self.plan, self.version, self.writes = plan, 0, 0
-
-    def read(self) -> Versioned | None:
-        return None if self.plan is None else Versioned(self.plan, self.version)
-
-    def create(self, plan: sp.StoredPlan, connection: object = ()) -> tuple[Versioned, bool]:
-        raise NotImplementedError
+        super().__init__()
+        self.plan, self.writes = plan, 0
 
     def replace(self, seen: Versioned, new: sp.StoredPlan) -> Versioned | None:
-        if self.plan is None or seen.version != self.version:
-            return None
-        self.plan, self.version, self.writes = new, self.version + 1, self.writes + 1
-        return Versioned(new, self.version)
-
-    def delete(self, seen: Versioned | None = None) -> bool:
-        if self.plan is None or (seen is not None and seen.version != self.version):
-            return False
-        self.plan = None
-        return True
+        written = super().replace(seen, new)
+        self.writes += written is not None
+        return written
 
 
 def plan4(**kw: object) -> sp.StoredPlan:

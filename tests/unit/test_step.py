@@ -349,7 +349,8 @@ def test_a_hold_is_said_since_the_first_step_that_saw_it_across_processes() -> N
     assert store.plan is not None and st.HOLDS_SEEN not in store.plan.schedule
 
 
-def test_a_lazy_driver_reads_health_only_when_a_move_could_start_and_writes_only_when_due() -> None:
+def lazy() -> tuple[FakeStore, FakeCluster, st.StepEnv, list[float], list[float]]:
+    """A lazy driver's env (2 moves, cap 1) on a ticking clock (now[0]); `reads`: when health was read."""
     store, cluster, env = make(n=2, cap=1)
     env.lazy = True
     now = ticking(env)
@@ -363,6 +364,11 @@ def test_a_lazy_driver_reads_health_only_when_a_move_could_start_and_writes_only
         return ok
 
     env.health = health
+    return store, cluster, env, now, reads
+
+
+def test_a_lazy_driver_reads_health_only_when_a_move_could_start_and_writes_only_when_due() -> None:
+    store, cluster, env, now, reads = lazy()
     r = one(env, keep_lease=True)  # the first step: a move starts, health read, the plan written
     assert r.started == [("t", 0)] and reads == [0.0] and r.health_read
     written = store.version
@@ -387,14 +393,7 @@ def test_a_lazy_driver_reads_health_only_when_a_move_could_start_and_writes_only
 
 
 def test_a_lazy_driver_reads_health_every_refresh_even_when_nothing_could_start() -> None:
-    _, _, env = make(n=2, cap=1)
-    env.lazy = True
-    now = ticking(env)
-    reads: list[float] = []
-    ok = hc.Signals(
-        registered=frozenset(range(1, 6)), fenced=None, partitions={}, min_isr={}, controller_epoch=7
-    )
-    env.health = lambda: reads.append(now[0]) or ok  # type: ignore[func-returns-value]
+    _, _, env, now, reads = lazy()
     one(env, keep_lease=True)
     now[0] = st.HEALTH_REFRESH_SECONDS - 1
     one(env, keep_lease=True)
