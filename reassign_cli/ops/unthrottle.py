@@ -27,7 +27,7 @@ from reassign_cli.errors import OtherRecordError
 
 
 def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
-    return lambda cur: th.restore_config(cur, keys, priors)
+    return th.Restorer(keys, priors)
 
 
 # An execute's setup takes a second or two; a killed one's mark lasts a ZooKeeper session, its lease on the

@@ -357,3 +357,54 @@ def test_a_fresh_read_does_not_wait_for_a_partition_that_is_not_mid_move(
     # and a later read of the same backend does not wait for them either
     b.read_state(["t"])
     assert admin.calls.count(("describe_topics", ("t",))) == 2
+
+
+def test_a_restore_sends_its_keys_even_when_a_lagging_broker_shows_them_gone(admin: FakeAdmin) -> None:
+    """Seen on KRaft under load (test_kraft_record_races): another run had just written topic t's throttle
+    lists; the broker that answered our DescribeConfigs did not show them yet, so the clear sent nothing,
+    forgot its record entry and left the lists behind. A restore (core.throttle.Restorer) sends its keys
+    whatever the read shows (deleting a key that is not set is harmless); it reports only what it saw change."""
+    from kafka.admin import AlterConfigOp
+
+    from reassign_cli.core import throttle as th
+
+    lrep, frep = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+    admin.configs = [{"topic": {"t": {}}}]  # the lagging broker: no dynamic key of t yet
+    b = backend(admin)
+    changes = b.update_configs(
+        [("topics", "t", th.Restorer([lrep, frep], {lrep: None, frep: None}))], create=False
+    )
+    assert changes == []
+    assert admin.calls[-1] == (
+        "alter",
+        [("TOPIC", "t", {lrep: (AlterConfigOp.DELETE, None), frep: (AlterConfigOp.DELETE, None)})],
+    )
+    # a function that is not a restore, on the same read: nothing to send, nothing sent (as before)
+    admin.calls.clear()
+    assert (
+        b.update_configs([("topics", "t", lambda c: {k: v for k, v in c.items() if k != lrep})], create=False)
+        == []
+    )
+    assert [c for c in admin.calls if c[0] == "alter"] == []
+
+
+def test_a_restore_that_changes_keys_names_its_entity_once(admin: FakeAdmin) -> None:
+    """A request may not name one resource twice: the keys the read shows set and the rest go together."""
+    from kafka.admin import AlterConfigOp
+
+    from reassign_cli.core import throttle as th
+
+    lrep, frep = "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"
+    admin.configs = [
+        {"topic": {"t": {lrep: {"value": "0:1", "config_source": "DYNAMIC_TOPIC_CONFIG"}}}},
+        {"topic": {"t": {}}},
+    ]
+    b = backend(admin)
+    changes = b.update_configs(
+        [("topics", "t", th.Restorer([lrep, frep], {lrep: None, frep: None}))], create=False
+    )
+    assert [(ch.before, ch.after) for ch in changes] == [({lrep: "0:1"}, {})]
+    assert admin.calls[-1] == (
+        "alter",
+        [("TOPIC", "t", {lrep: (AlterConfigOp.DELETE, None), frep: (AlterConfigOp.DELETE, None)})],
+    )

@@ -323,14 +323,17 @@ class AdminBackend:
         there is no version to check: a change to one of the same keys between the read and the write is
         overwritten, as with Kafka's own tool."""
         changes: list[ConfigChange] = []
+        sent: list[ConfigChange] = []  # the changes, and a restore's keys a read shows restored already
         stored_now = self.read_configs((e, n) for e, n, _ in updates)
         for entity, name, fn in updates:
             if entity == "brokers" and int(name) not in self._live_brokers():
                 blind = _blind_change(name, fn) if self.controller is not None else None
                 changes += [blind] if blind is not None else []
+                sent += [blind] if blind is not None else []
                 continue  # else out of reach (see offline_broker_configs)
             stored = stored_now[(entity, name)]
-            if stored is None and not create:
+            exact = [] if self.dry_run else list(getattr(fn, "exact", ()))  # core.throttle.Restorer
+            if stored is None and not create and not exact:
                 continue
             current = stored or {}
             new = fn(dict(current))
@@ -338,14 +341,14 @@ class AdminBackend:
                 new = th.fit_replica_lists(new)
             keys = [k for k in new if current.get(k) != new[k]] + [k for k in current if k not in new]
             if keys:
-                changes.append(
-                    ConfigChange(
-                        entity, name, {k: current.get(k) for k in keys}, {k: new[k] for k in keys if k in new}
-                    )
+                changes.append(_change(entity, name, keys, current, new))
+            if keys or exact:  # one resource an entity: a request may not name one twice
+                sent.append(
+                    _change(entity, name, [*keys, *(k for k in exact if k not in keys)], current, new)
                 )
-        if changes:
+        if sent:
             self.fence()
-            self._alter(changes, create)
+            self._alter(sent, create)
         return changes
 
     def _alter(self, changes: list[ConfigChange], create: bool) -> None:
@@ -697,6 +700,15 @@ def open_admin_backend(
 
 
 _UNREAD = "\0unread"  # the value of a key of a broker that is down (its config cannot be read)
+
+
+def _change(
+    entity: Entity, name: str, keys: Sequence[str], current: Mapping[str, str], new: Mapping[str, str]
+) -> ConfigChange:
+    """The change of `keys` from `current` to `new` (a key not in `new` is deleted)."""
+    return ConfigChange(
+        entity, name, {k: current.get(k) for k in keys}, {k: new[k] for k in keys if k in new}
+    )
 
 
 def _blind_change(name: str, fn: Any) -> ConfigChange | None:
