@@ -1158,6 +1158,16 @@ def write_configs(c: Cluster, zk_port: int, bports: dict[int, int]) -> None:
         )
 
 
+def random_cluster_id(draw: Callable[[int], bytes] = os.urandom) -> str:
+    """A random 16-byte id in Kafka's Uuid text form (URL-safe base64, no padding), never one that starts
+    with "-": kafka-storage's argument parser takes `-t -...` for an option and refuses the format (1 id in
+    64; a CI run's KRaft cluster failed to start so). Kafka's own Uuid.randomUuid draws again likewise."""
+    while True:
+        text = base64.urlsafe_b64encode(draw(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
 def format_kraft_storage(c: Cluster, cluster_id: str) -> None:
     """`kafka-storage format` for the three nodes (in parallel): KRaft needs it before the first start."""
     libs = ensure_jars(c.version)
@@ -1306,8 +1316,7 @@ def fresh_state(
     }
     if mode == "kraft":
         state["controller_ports"] = {str(i): next(picked) for i in BROKER_IDS}
-        # a random 16-byte id in Kafka's Uuid text form (URL-safe base64, no padding)
-        state["cluster_id"] = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        state["cluster_id"] = random_cluster_id()
     if mode == "secure":
         pw = make_secrets(c.secrets)
         state.update(key_password=pw["key_password"], kafka_password=pw["kafka_password"])
