@@ -14,7 +14,6 @@ from typing import Any
 from reassign_cli.backends.protocol import (
     Backend,
     ClearResult,
-    ConfigFn,
     ConfigReader,
     ConfigUpdate,
     SetupInProgress,
@@ -24,11 +23,6 @@ from reassign_cli.core.model import TopicPartition
 from reassign_cli.core.names import shorten
 from reassign_cli.core.progress import anything_reassigning
 from reassign_cli.errors import OtherRecordError
-
-
-def _restorer(keys: Sequence[str], priors: dict[str, str | None] | None) -> ConfigFn:
-    return th.Restorer(keys, priors)
-
 
 # An execute's setup takes a second or two; a killed one's mark lasts a ZooKeeper session, its lease on the
 # admin API until seen unrenewed for record_log.LEASE_SECONDS (30 s).
@@ -134,14 +128,14 @@ def _plan_clear(
         priors = th.record_entry(record, "topics", t)
         if priors:
             if t in full.topics:  # a deleted topic's config went with it
-                updates.append(("topics", t, _restorer(list(priors), priors)))
+                updates.append(("topics", t, th.Restorer(priors, priors)))
             forget.append(("topics", t))
         elif t in full.topics:
             _keep(result, "topics", t, read("topics", t), th.TOPIC_KEYS)
     for b in sorted(brokers):
         priors = th.record_entry(record, "brokers", b)
         if priors:
-            updates.append(("brokers", str(b), _restorer(list(priors), priors)))
+            updates.append(("brokers", str(b), th.Restorer(priors, priors)))
             forget.append(("brokers", b))
         else:
             _keep(result, "brokers", str(b), read("brokers", str(b)), th.BROKER_KEYS)
