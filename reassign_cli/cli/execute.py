@@ -21,8 +21,8 @@ from reassign_cli.cli.throttle_types import RATE_OR_AUTO, SECONDS, THROTTLE_SCHE
 from reassign_cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from reassign_cli.ops.execute import ExecuteRequest
     from reassign_cli.ops.pacing import BatchKeeper, Pacer
+    from reassign_cli.ops.request import ExecuteRequest
     from reassign_cli.render.progress import ExecuteReport
 
 
@@ -330,7 +330,7 @@ def _ignored(names: tuple[str, ...]) -> frozenset[str]:
 
 
 def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> ExecuteRequest:
-    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.request import ExecuteRequest
 
     return ExecuteRequest(
         file_name=reassignment_file,

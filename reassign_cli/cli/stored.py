@@ -183,7 +183,7 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
     from reassign_cli.cli.inputs import read_input_file
     from reassign_cli.core.schedule import Schedule
     from reassign_cli.ops import stored
-    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.request import ExecuteRequest
     from reassign_cli.ops.stored_health import with_ignore
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport

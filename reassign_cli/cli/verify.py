@@ -216,8 +216,8 @@ def _say_unchecked(out: Any, unchecked: bool) -> None:
 
 def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
     """Why throttles stay although nothing may move right now, and how the run goes on."""
-    from reassign_cli.ops.execute import resume_command
     from reassign_cli.ops.pacing import PACE_SUFFIX, run_option
+    from reassign_cli.ops.request import resume_command
 
     again = resume_command(
         file_name,

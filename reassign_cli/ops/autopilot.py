@@ -412,7 +412,7 @@ def start(
     its order of damage: as-planned; a rebalance largest-first when sizes are known). Exit 4: work left."""
     from reassign_cli.core.schedule import Schedule
     from reassign_cli.ops import stored
-    from reassign_cli.ops.execute import ExecuteRequest
+    from reassign_cli.ops.request import ExecuteRequest
 
     ereq = ExecuteRequest(
         file_name="rebalance",

@@ -14,28 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from reassign_cli.backends.protocol import (
     Backend,
-    ConfigChange,
-    ConfigFn,
-    ConfigReader,
-    ConfigUpdate,
     LogDirMoves,
     ReplicaDirs,
-    ReplicaKey,
     SetupInProgress,
     SetupLost,
 )
 from reassign_cli.core import rates
 from reassign_cli.core import run_plan as rp
 from reassign_cli.core import throttle as th
-from reassign_cli.core.hints import ConnectionOption, command_line
 from reassign_cli.core.model import (
     Broker,
     ClusterState,
@@ -46,16 +40,13 @@ from reassign_cli.core.model import (
     parse_reassignment,
     tp_str,
 )
-from reassign_cli.core.names import NAMES_SHOWN, count, listed, shorten
+from reassign_cli.core.names import NAMES_SHOWN, count, shorten
 from reassign_cli.core.progress import (
-    MoveStatus,
     PartitionProgress,
     ReplicaMoveProgress,
     Status,
     StuckWatch,
-    anything_reassigning,
     classify,
-    moves_ongoing,
     verify_exit,
 )
 from reassign_cli.core.validate import (
@@ -68,44 +59,33 @@ from reassign_cli.core.znodes import REASSIGN_PARTITIONS, encode_reassignment
 from reassign_cli.errors import (
     BusyError,
     ExitCode,
-    Interrupted,
     InvalidInputError,
     OperationalError,
 )
+from reassign_cli.ops.dir_moves import log_dir_moves, raise_hard, start_until_done, wait_for_log_dirs
 from reassign_cli.ops.elect import ElectRequest, elect_leaders
+from reassign_cli.ops.request import (
+    Clock,
+    ExecuteReport,
+    ExecuteRequest,
+    WaitInterrupted,
+    describe_moving,
+    request_resume_command,
+    stuck_line,
+    verify_command,
+)
+from reassign_cli.ops.throttle_writes import (
+    ThrottleWrites,
+    apply_throttles,
+    said_writes,
+    seconds_at,
+    undo_throttles,
+)
 from reassign_cli.ops.unthrottle import SETUP_WAIT_SECONDS, clear_throttles
-from reassign_cli.ops.verify import replica_moves
 
 if TYPE_CHECKING:
-    from contextlib import AbstractContextManager
-
-    from reassign_cli.backends.protocol import ClearResult, PlannedWrite
-    from reassign_cli.core.elect_rules import LeaderStatus
+    from reassign_cli.backends.protocol import ClearResult
     from reassign_cli.core.progress import PartitionProgress, ReplicaMoveProgress
-
-
-class ProgressSink(Protocol):
-    """Where a wait shows its polls (render.progress.ProgressView)."""
-
-    def update(self, results: Sequence[PartitionProgress], elapsed: float) -> None: ...
-
-
-class ExecuteReport(Protocol):
-    """What execute tells the operator; render.progress.ExecuteReport draws it (the CLI passes one in)."""
-
-    def result(self, line: str) -> None: ...
-    def info(self, line: str) -> None: ...
-    def warn(self, line: str) -> None: ...
-    def rollback(self, js: str) -> None: ...
-    def rollback_saved(self, path: str) -> None: ...
-    def dry_run(self, planned: Sequence[PlannedWrite]) -> None: ...
-    def run_plan(self, lines: Sequence[str], doc: dict[str, Any]) -> None: ...
-    def cleared(self, result: ClearResult | None) -> None: ...
-    def log_dir_progress(self, moves: Sequence[ReplicaMoveProgress], elapsed: float) -> None: ...
-    def election(self, initial: Sequence[LeaderStatus], final: Sequence[LeaderStatus]) -> None: ...
-    def finished(self, results: Sequence[PartitionProgress] | None) -> None: ...
-    def moved(self, partitions: int, seconds: float) -> None: ...
-    def progress(self, total: int) -> AbstractContextManager[ProgressSink]: ...
 
 
 BUSY_MESSAGE = (
@@ -149,40 +129,6 @@ class DirPacer(Protocol):
         report: ExecuteReport,
     ) -> list[ReplicaMoveProgress]: ...
     def dry_run(self, report: ExecuteReport) -> None: ...
-
-
-class WaitInterrupted(Interrupted):
-    """Ctrl-C while waiting: the reassignment keeps running in the cluster."""
-
-
-@dataclass(slots=True)
-class ExecuteRequest:
-    file_name: str
-    data: bytes
-    throttle: int | None = None
-    log_dir_throttle: int | None = None
-    bootstrap_server: str | None = None
-    dry_run: bool = False
-    wait: bool = False
-    poll_interval: float = 5.0
-    timeout: float | None = None
-    rollback_file: str | None = None
-    batch_size: int | None = None
-    log_dir_timeout: float = 10.0
-    elect_leaders: bool = False  # after waiting: move leadership to the preferred replicas
-    resume: bool = False  # skip what is done, wait for our own batch still moving (also with batch_size)
-    stuck_after: float = 300.0  # while waiting: warn once a target broker is unregistered this long
-    connection: tuple[ConnectionOption, ...] = ()  # the connection options given as flags (core.hints)
-    max_moves: int | None = None  # --max-moves-per-broker: a window (ops.pacing), implies waiting
-    additional: bool = False  # --additional: add to the reassignments running (KIP-455) instead of refusing
-    disallow_rf_change: bool = False  # --disallow-replication-factor-change: refuse a plan that changes one
-    ignore_health: frozenset[str] = (
-        frozenset()
-    )  # --ignore-health: stored with the plan (ops/stored_health.py)
-    stored: Any = (
-        None  # ops/stored.Keeper: ZooKeeper mode's batches marked in the stored plan (cli/stored.py)
-    )
-    rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,265 +201,6 @@ def same_reassignment(state: ClusterState, targets: dict[TopicPartition, list[in
     return bool(znode) or any(
         (topic := state.topics.get(t)) is not None and topic.is_reassigning(p) for t, p in targets
     )
-
-
-def verify_command(req: ExecuteRequest) -> str:
-    """The verify to paste: this plan, this run's connection options."""
-    return command_line(["verify", "--reassignment-json-file", req.file_name], req.connection)
-
-
-def cancel_command(req: ExecuteRequest) -> str:
-    """cancel goes through the admin API: without brokers known to this run (ZooKeeper alone), the hint
-    names the option to fill in."""
-    brokers = () if req.bootstrap_server else (("--bootstrap-server", "HOST:PORT"),)
-    return command_line(["cancel", "--reassignment-json-file", req.file_name], (*req.connection, *brokers))
-
-
-def resume_command(
-    file_name: str,
-    connection: Sequence[ConnectionOption] = (),
-    *,
-    cap: int | None = None,
-    batch_size: int | None = None,
-    throttle: int | None = None,
-    log_dir_throttle: int | None = None,
-    loop: Sequence[str] = (),
-) -> str:
-    """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and its rates (a
-    resumed run without them would start its moves unthrottled; `loop`: the options of a rate loop, in
-    place of --throttle), and the connection flags given."""
-    args = ["execute", "--resume", "--reassignment-json-file", file_name]
-    for flag, value in (
-        ("--max-moves-per-broker", cap),
-        ("--batch-size", batch_size),
-        ("--throttle", throttle),
-        ("--replica-alter-log-dirs-throttle", log_dir_throttle),
-    ):
-        if value is not None:
-            args += [flag, str(value)]
-    return command_line([*args, *loop], connection)
-
-
-def request_resume_command(req: ExecuteRequest) -> str:
-    """resume_command for this run: its cap or batch size, its rates, its connection flags."""
-    return resume_command(
-        req.file_name,
-        req.connection,
-        cap=req.max_moves,
-        batch_size=req.batch_size,
-        throttle=req.throttle if req.rate_loop is None else None,
-        log_dir_throttle=req.log_dir_throttle,
-        loop=() if req.rate_loop is None else req.rate_loop.resume_args(),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# throttles
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ThrottleWrites:
-    changes: list[ConfigChange]
-    record_before: dict[str, Any]
-    brokers: list[int]
-    topics: list[str]
-    record_after: dict[str, Any] = field(default_factory=dict)
-    setup: bool = False  # this run holds the setup mark (backend.commit_throttles guard)
-    offline: list[int] = dataclasses.field(default_factory=list)  # brokers not throttled: not registered
-
-
-def throttle_configs(
-    state: ClusterState,
-    entries: Sequence[PlanEntry],
-    rate: int | None,
-    log_dir_rate: int | None,
-    topics_too: bool = True,
-    overrides: Mapping[int, Mapping[str, str]] | None = None,
-) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
-    """The throttle keys to set: per broker (rates) and per topic (replica lists, only with a rate)."""
-    targets = {(e.topic, e.partition): e.replicas for e in entries}
-    broker_cfgs: dict[int, dict[str, str]] = {}
-    topic_cfgs: dict[str, dict[str, str]] = {}
-    if rate is not None:
-        moves = th.move_map(targets, state)
-        if topics_too:
-            topic_cfgs = th.topic_throttles(moves)
-        for b in th.throttled_brokers(moves):
-            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(rate, None))
-    if log_dir_rate is not None:
-        for b in th.log_dir_move_brokers(entries):
-            broker_cfgs.setdefault(b, {}).update(th.broker_rate_config(None, log_dir_rate))
-    for b, cfg in broker_cfgs.items():  # the rates an adaptive loop holds (ops.rate_loop) over `rate`
-        cfg.update({k: v for k, v in (overrides or {}).get(b, {}).items() if k in cfg})
-    return broker_cfgs, topic_cfgs
-
-
-def concerns(
-    changes: Sequence[ConfigChange], state: ClusterState, batch: Sequence[PlanEntry], rate: int | None
-) -> bool:
-    """Whether a throttle write changed what throttles `batch` (so the brokers are given time to apply it
-    before the batch starts): a broker's rate, or a topic list that lacked one of its replicas. A write that
-    only listed the moves next in line ahead (a step or a window start) needs no wait."""
-    if any(ch.entity == "brokers" for ch in changes):
-        return True
-    _, wanted = throttle_configs(state, batch, rate, None)
-    for ch in changes:
-        for key, value in wanted.get(ch.name, {}).items() if ch.entity == "topics" else ():
-            before = ch.before.get(key, value) or ""
-            if before != "*" and not set(value.split(",")) <= set(before.split(",")):
-                return True
-    return False
-
-
-def apply_throttles(
-    backend: Backend,
-    state: ClusterState,
-    entries: Sequence[PlanEntry],
-    rate: int | None,
-    log_dir_rate: int | None,
-    *,
-    topics_too: bool = True,
-    begin_setup: bool = False,
-    overrides: Mapping[int, Mapping[str, str]] | None = None,
-) -> ThrottleWrites:
-    """The prior values recorded and the topic lists (rate only) and broker rates written, in ONE fenced
-    commit (backend.commit_throttles): the priors are the configs as that commit found them.
-
-    topics_too=False: only the broker rates (changing the speed of a running move). begin_setup: also
-    mark this execute as being set up until its reassignment is created (verify keeps off meanwhile).
-    overrides: per broker, the rate keys an adaptive loop holds, written instead of `rate`.
-    """
-    broker_cfgs, topic_cfgs = throttle_configs(state, entries, rate, log_dir_rate, topics_too, overrides)
-    offline: list[int] = []
-    if not backend.offline_broker_configs:
-        # A source replica on a broker that is down: its rate can only be set through it. It sends
-        # nothing while down; Kafka's tool would fail here instead.
-        offline = sorted(b for b in broker_cfgs if b not in set(state.broker_ids))
-        broker_cfgs = {b: c for b, c in broker_cfgs.items() if b not in offline}
-    if not broker_cfgs and not topic_cfgs:
-        return ThrottleWrites([], backend.read_priors(), [], [], offline=offline)
-    backend.ensure_writable()
-    updates: list[ConfigUpdate] = [("topics", t, _setter(cfg)) for t, cfg in topic_cfgs.items()]
-    updates += [("brokers", str(b), _setter(cfg)) for b, cfg in sorted(broker_cfgs.items())]
-    before: list[dict[str, Any]] = []
-
-    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
-        # The record as this run first found it: a later attempt (after a conflict) may find the entries
-        # of this run's own transactions that had landed, which the undo must still take for this run's.
-        before.append(th.load_record(th.dump_record(rec)))
-        items: list[tuple[th.Entity, str | int, dict[str, str], Any]]
-        items = [("topics", t, read("topics", t), cfg.keys()) for t, cfg in topic_cfgs.items()]
-        items += [("brokers", b, read("brokers", str(b)), cfg.keys()) for b, cfg in broker_cfgs.items()]
-        return updates, th.record_priors_all(rec, items)
-
-    done = backend.commit_throttles(plan, guard="begin" if begin_setup else "none")
-    assert done is not None  # plan never declines
-    changes, after = done
-    had = _record_before(before, changes)
-    return ThrottleWrites(changes, had, sorted(broker_cfgs), sorted(topic_cfgs), after, begin_setup, offline)
-
-
-def _record_before(seen: list[dict[str, Any]], changes: Sequence[ConfigChange]) -> dict[str, Any]:
-    """The record before this run: as its first attempt read it, plus what a later attempt found recorded
-    for keys this run did not write (another run's, between two attempts). A key this run wrote that
-    appeared meanwhile was recorded by this run's own transaction that landed before a conflict."""
-    out = th.load_record(th.dump_record(seen[0]))
-    ours = {(ch.entity, ch.name, k) for ch in changes for k in ch.after}
-    for rec in seen[1:]:
-        for entity, entries in rec.items():
-            if entity not in ("brokers", "topics"):
-                continue
-            for name, priors in entries.items():
-                for k, v in priors.items():
-                    if (entity, name, k) not in ours:
-                        out.setdefault(entity, {}).setdefault(name, {}).setdefault(k, v)
-    return out
-
-
-def _setter(updates: dict[str, str]) -> ConfigFn:
-    return lambda cur: th.apply_config(cur, updates)
-
-
-def undo_throttles(backend: Backend, writes: ThrottleWrites, *, lost: bool = False) -> None:
-    """Take back exactly what this run changed, in one fenced commit that also ends its setup mark: a
-    config key only where it still holds the value this run wrote, a record entry only where this run
-    added it. What another run wrote since is left alone. lost (the setup mark went with an expired
-    session, other runs may have acted): broker rates are shared, so while anything reassigns they stay
-    (recorded; verify takes them off once nothing does)."""
-    ours = {(ch.entity, ch.name): ch for ch in writes.changes}
-    if lost and anything_reassigning(backend.read_state()):
-        ours = {k: ch for k, ch in ours.items() if k[0] != "brokers"}
-
-    def revert(ch: ConfigChange) -> ConfigFn:
-        def fn(cur: dict[str, str]) -> dict[str, str]:
-            out = dict(cur)
-            for k, v in ch.before.items():
-                if out.get(k) == ch.after.get(k):
-                    if v is None:
-                        out.pop(k, None)
-                    else:
-                        out[k] = v
-            return out
-
-        return fn
-
-    def plan(rec: dict[str, Any], read: ConfigReader) -> tuple[list[ConfigUpdate], dict[str, Any]]:
-        rec = th.load_record(th.dump_record(rec))
-        for (entity, name), ch in ours.items():
-            had = writes.record_before.get(entity, {}).get(name, {})
-            added = writes.record_after.get(entity, {}).get(name, {})
-            entry = rec.get(entity, {}).get(name)
-            current = read(entity, name)
-            for k in ch.after:
-                # ours to take back: still the value we wrote, and recorded by this run
-                if entry is not None and k in added and k not in had and current.get(k) == ch.after[k]:
-                    entry.pop(k, None)
-            if entry == {}:
-                del rec[entity][name]
-        updates = [(e, n, revert(ch)) for (e, n), ch in reversed(list(ours.items()))]
-        return updates, rec
-
-    backend.commit_throttles(plan, guard="end" if writes.setup else "none", record_last=True, create=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# log-dir moves (AlterReplicaLogDirs: backend.LogDirMoves, kafka-python's admin client by default)
-# ---------------------------------------------------------------------------------------------
-
-
-def log_dir_moves(entries: Iterable[PlanEntry]) -> ReplicaDirs:
-    return ReassignmentFile(list(entries)).log_dir_targets()
-
-
-def raise_hard(failed: dict[ReplicaKey, str]) -> None:
-    """Errors other than "replica not there yet" end the attempt (Kafka retries only those)."""
-    hard = {k: e for k, e in failed.items() if e not in ("ReplicaNotAvailableError", "NoResponse")}
-    if hard:
-        k, e = sorted(hard.items())[0]
-        raise OperationalError(f"log-dir move of replica {k[0]}-{k[1]} on broker {k[2]} failed: {e}")
-
-
-def start_until_done(mover: LogDirMoves, moves: ReplicaDirs, timeout: float, report: ExecuteReport) -> None:
-    """Retry until every move has started, or raise after the timeout (Kafka's message)."""
-    pending = dict(moves)
-    deadline = time.monotonic() + timeout
-    while True:
-        started, failed = mover.attempt(pending)
-        for key in sorted(started):
-            t, p, b = key
-            report.result(
-                f"Successfully started moving log directory to {pending[key]} for replica {t}-{p} "
-                f"with broker {b} "
-            )
-            pending.pop(key)
-        if not pending:
-            return
-        raise_hard(failed)
-        if time.monotonic() >= deadline:
-            names = shorten((f"{t}-{p} on broker {b}" for t, p, b in sorted(pending)), sep=", ")
-            raise OperationalError(f"Timed out before log directory move(s) could be started for: {names}")
-        time.sleep(0.5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -703,34 +390,6 @@ def warn_low_rates(
             report.warn(line)
 
 
-def seconds_at(
-    state: ClusterState, entries: Sequence[PlanEntry], rate: int, sizer: object | None
-) -> float | None:
-    """The least time the plan's copies take at `rate` per broker (planning.sizes: the busiest receiver's
-    bytes / rate); None without sizes (no brokers to ask, or a moving partition whose size is unknown)."""
-    from reassign_cli.planning import sizes
-
-    ask = getattr(sizer, "replica_sizes", None)
-    if ask is None:
-        return None
-    live = set(state.broker_ids)
-    current: dict[str, dict[int, list[int]]] = {}
-    proposed: dict[str, dict[int, list[int]]] = {}
-    for e in entries:
-        current.setdefault(e.topic, {})[e.partition] = list(state.topics[e.topic].replicas[e.partition])
-        proposed.setdefault(e.topic, {})[e.partition] = list(e.replicas)
-    keys = [(t, p, b) for t, parts in current.items() for p, reps in parts.items() for b in reps if b in live]
-    try:
-        found, _ = ask(keys)
-    except OperationalError:
-        return None
-    known: dict[str, dict[int, int]] = {}
-    for (t, p), size in sizes.largest(found).items():
-        known.setdefault(t, {})[p] = size
-    copied = sizes.copy_bytes(current, proposed, known)
-    return None if copied.copies_unknown else copied.seconds_at(rate)
-
-
 def _resume(
     backend: Backend,
     state: ClusterState,
@@ -851,7 +510,7 @@ def clear_until_back(
         "throttles this tool set on "
         f"{'it' if len(b) == 1 else 'them'} (a broker's config is changed through that broker)"
     )
-    clock = _Clock(req if req.timeout is not None else dataclasses.replace(req, timeout=BROKER_BACK_SECONDS))
+    clock = Clock(req if req.timeout is not None else dataclasses.replace(req, timeout=BROKER_BACK_SECONDS))
     changes = list(cleared.changes)
     try:
         while cleared is not None and cleared.pending and not clock.expired():
@@ -946,29 +605,6 @@ def _list_batches(batches: list[list[PlanEntry]], report: ExecuteReport) -> None
         line = would_start_line([(e.topic, e.partition) for e in batch])
         lines.append(f"Batch {i + 1}/{n}: {line}" if n > 1 else line)
     report.run_plan(lines, {"batches": [_tps(b) for b in batches]})
-
-
-def said_writes(writes: ThrottleWrites, report: ExecuteReport) -> None:
-    """A throttle write's lines: brokers not throttled (not registered), lists widened to '*'."""
-    if writes.offline:
-        report.info(
-            f"Not throttled: broker{'' if len(writes.offline) == 1 else 's'} "
-            f"{shorten(writes.offline)}, not registered (a broker's rate is set through that broker)"
-        )
-    _warn_widened(writes.changes, report)
-
-
-def _warn_widened(changes: Sequence[ConfigChange], report: ExecuteReport) -> None:
-    """A topic whose throttled-replica list went as "*" (over a request's string: admin backend)."""
-    widened = sorted({ch.name for ch in changes if ch.entity == "topics" and "*" in ch.after.values()})
-    if widened:
-        report.warn(
-            listed(
-                "Every replica of {} is throttled ('*'): the list of this plan's replicas is longer than the "
-                f"{th.MAX_REQUEST_STRING} bytes a request carries",
-                widened,
-            )
-        )
 
 
 def submit_batch(
@@ -1099,32 +735,13 @@ def change_running_throttle(
 # ---------------------------------------------------------------------------------------------
 
 
-class _Clock:
-    """One wait's --timeout and --poll-interval."""
-
-    def __init__(self, req: ExecuteRequest) -> None:
-        self.start = time.monotonic()
-        self.timeout = req.timeout
-        self.interval = req.poll_interval
-
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-    def expired(self) -> bool:
-        return self.timeout is not None and self.elapsed() >= self.timeout
-
-    def pause(self) -> None:
-        left = self.interval if self.timeout is None else self.timeout - self.elapsed()
-        time.sleep(max(min(self.interval, left), 0.05))
-
-
 def wait_for(
     backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
 ) -> list[PartitionProgress]:
     """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
     Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
     topics = sorted({t for t, _ in targets})
-    clock = _Clock(req)
+    clock = Clock(req)
     stuck = StuckWatch(req.stuck_after)
     try:
         with report.progress(len(targets)) as bar:
@@ -1152,55 +769,3 @@ def wait_for(
             "Interrupted while waiting; the reassignment keeps running in the cluster",
             hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
         ) from None
-
-
-def wait_for_log_dirs(
-    mover: LogDirMoves, dirs: ReplicaDirs, req: ExecuteRequest, report: ExecuteReport
-) -> list[ReplicaMoveProgress]:
-    """Poll DescribeLogDirs (verify's check) until no planned replica has a future copy left. --timeout:
-    BusyError naming the replicas still copying (the throttles stay); Ctrl-C: WaitInterrupted."""
-    clock = _Clock(req)
-    try:
-        while True:
-            moves = replica_moves(dirs, mover)
-            report.log_dir_progress(moves, clock.elapsed())
-            if not moves_ongoing(moves):
-                for m in moves:
-                    if m.status is not MoveStatus.COMPLETE:
-                        report.warn(m.line())
-                return moves
-            if clock.expired():
-                raise BusyError(
-                    f"Timed out after {req.timeout:g}s; replicas still moving between log dirs: "
-                    f"{describe_copying(moves)}",
-                    hint=f"The moves keep running. Check them with: {verify_command(req)}",
-                )
-            clock.pause()
-    except KeyboardInterrupt:
-        raise WaitInterrupted(
-            "Interrupted while waiting; the replica moves between log dirs keep running",
-            hint=f"Check them (and remove the throttles once they are done) with: {verify_command(req)}",
-        ) from None
-
-
-def describe_copying(moves: Sequence[ReplicaMoveProgress], limit: int = 10) -> str:
-    """The replicas that still have a future copy: "t-0 on broker 1 (to /d1)"."""
-    copying = [m for m in moves if m.future is not None]
-    parts = [f"{m.topic}-{m.partition} on broker {m.broker} (to {m.future})" for m in copying[:limit]]
-    if len(copying) > limit:
-        parts.append(f"and {len(copying) - limit} more")
-    return ", ".join(parts)
-
-
-def stuck_line(name: str, broker: int, gone: float, req: ExecuteRequest) -> str:
-    return (
-        f"{name} is stuck: its target broker {broker} has not been registered for {gone:.0f} s. Start "
-        f"broker {broker}, or cancel the move: {cancel_command(req)}"
-    )
-
-
-def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str:
-    parts = [f"{p.name} ({p.reason})" if p.reason else p.name for p in moving[:limit]]
-    if len(moving) > limit:
-        parts.append(f"and {len(moving) - limit} more")
-    return ", ".join(parts)

@@ -27,18 +27,17 @@ from reassign_cli.core.model import ClusterState, PlanEntry
 from reassign_cli.core.names import count, shorten
 from reassign_cli.core.progress import ReplicaMoveProgress
 from reassign_cli.errors import BusyError
-from reassign_cli.ops.execute import (
-    THROTTLE_SETTLE_SECONDS,
+from reassign_cli.ops.dir_moves import start_until_done, wait_for_log_dirs
+from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS
+from reassign_cli.ops.request import (
+    Clock,
     ExecuteReport,
     ExecuteRequest,
     WaitInterrupted,
-    _Clock,
-    apply_throttles,
     cancel_command,
-    start_until_done,
     verify_command,
-    wait_for_log_dirs,
 )
+from reassign_cli.ops.throttle_writes import apply_throttles
 
 SHOW_EVERY = 30.0  # seconds: the progress line at least this often (else when it changes)
 
@@ -193,7 +192,7 @@ class _Run:
         return out
 
     def go(self) -> None:
-        clock = _Clock(self.req)
+        clock = Clock(self.req)
         what = f"at most {self.p.cap} per disk" + (", one broker at a time" if self.p.one_broker else "")
         self.report.info(
             f"Moving {count(len(self.queue) + len(self.running), 'replica')} between log dirs, {what}"
@@ -219,7 +218,7 @@ class _Run:
             ) from None
         self._summary(clock.elapsed())
 
-    def _poll(self, clock: _Clock) -> None:
+    def _poll(self, clock: Clock) -> None:
         now = time.monotonic()
         states = dir_states(self.mover, {k: m.target for k, m in self.running.items()})
         silent = set(getattr(self.mover, "unanswered", ()))

@@ -32,21 +32,23 @@ from reassign_cli.ops import step as st
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
+    _run_batches,
+    started_line,
+    submit_batch,
+    would_start_line,
+)
+from reassign_cli.ops.request import (
+    Clock,
     ExecuteReport,
     ExecuteRequest,
     WaitInterrupted,
-    _Clock,
-    _run_batches,
     cancel_command,
     describe_moving,
     request_resume_command,
-    said_writes,
-    started_line,
     stuck_line,
-    submit_batch,
     verify_command,
-    would_start_line,
 )
+from reassign_cli.ops.throttle_writes import said_writes
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -387,7 +389,7 @@ class _Window:
         self.failing_since: float | None = None
 
     def run(self) -> list[PartitionProgress]:
-        clock = _Clock(self.req)
+        clock = Clock(self.req)
         if self.sized:
             self.meter.add(time.monotonic(), 0)  # nothing copied yet: the rate is known from the first poll
         try:
@@ -427,7 +429,7 @@ class _Window:
         rate = copied / elapsed if self.sized and elapsed > 0 else None
         sink.update(pc.Snapshot(copied, copied, rate, None, 0, 0, self.done), elapsed)
 
-    def _settled(self, clock: _Clock) -> list[PartitionProgress]:
+    def _settled(self, clock: Clock) -> list[PartitionProgress]:
         """Where the plan ended. A broker's metadata may trail the controller's by more than the backend
         waits for it (seen at 3,000 moves under load 15-20): a partition that reads not as planned with its
         target and more replicas (the set a move passes through) is read again, every poll, for up to
@@ -549,7 +551,7 @@ class _Window:
                 hint=f"Once it has finished, continue with: {request_resume_command(self.req)}",
             )
 
-    def _timeout(self, clock: _Clock) -> None:
+    def _timeout(self, clock: Clock) -> None:
         if clock.expired():
             moving = [r for r in self._running() if r.status is Status.IN_PROGRESS]
             raise BusyError(

@@ -129,7 +129,7 @@ class StepResult:
     dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
     all_done: bool = False  # every partition move done, the end left to the caller (StepEnv.finish False)
     state: ClusterState | None = None  # the plan's topics as this step read them
-    writes: Any = None  # the throttle writes before this step's submit (ops/execute.ThrottleWrites), if any
+    writes: Any = None  # the throttle writes before this step's submit (ops/throttle_writes.ThrottleWrites), if any
     plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
     submit_seconds: float = 0.0  # what starting this step's moves took (throttle writes, settle, submit)
     health_read: bool = True  # False: a lazy driver's step that read no health (no move could start)
@@ -542,8 +542,8 @@ def _submit(
 ) -> Any:
     """Throttle lists (running, starting, next in line) through the fenced commit, then the submit; the
     throttle writes (None: none)."""
-    from reassign_cli.ops.execute import apply_throttles, concerns
     from reassign_cli.ops.stored_rates import for_new_moves
+    from reassign_cli.ops.throttle_writes import apply_throttles, concerns
 
     if not submit:
         return None

@@ -21,12 +21,13 @@ from reassign_cli.core.model import TopicPartition, tp_str
 from reassign_cli.errors import ExitCode, UsageError
 from reassign_cli.ops import step as st
 from reassign_cli.ops import stored_rates
-from reassign_cli.ops.execute import ExecuteRequest, prepare, rollback_json, sorted_entries
+from reassign_cli.ops.execute import prepare, rollback_json, sorted_entries
+from reassign_cli.ops.request import ExecuteRequest
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend
-    from reassign_cli.ops.execute import ExecuteReport
     from reassign_cli.ops.pacing import SizeReader
+    from reassign_cli.ops.request import ExecuteReport
 
 
 def me() -> sp.Lease:

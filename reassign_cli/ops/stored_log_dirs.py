@@ -192,7 +192,7 @@ def tell(env: StepEnv, plan: sp.StoredPlan, state: ClusterState, batch: Sequence
     replica its broker already holds is an intra-broker move: paced by `phase`)."""
     if stored(plan) is None:
         return
-    from reassign_cli.ops.execute import raise_hard
+    from reassign_cli.ops.dir_moves import raise_hard
     from reassign_cli.ops.log_dirs import intra_moves
 
     held = intra_moves(batch, state)
@@ -284,8 +284,9 @@ def _settle(
 
 def _start(env: StepEnv, plan: sp.StoredPlan, new: list[lp.DirMove]) -> None:
     """The log-dir throttle through execute's fenced commit (prior values recorded), then the moves."""
-    from reassign_cli.ops.execute import apply_throttles, raise_hard
+    from reassign_cli.ops.dir_moves import raise_hard
     from reassign_cli.ops.stored_logdir_rates import overrides
+    from reassign_cli.ops.throttle_writes import apply_throttles
 
     rate = plan.pace.log_dir_throttle
     if rate is not None:

@@ -76,7 +76,7 @@ def patch(target: int) -> None:
     from reassign_cli.backends.zookeeper.backend import ZkBackend
     from reassign_cli.backends.zookeeper.session import ZkSession
     from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
-    from reassign_cli.ops import execute, verify
+    from reassign_cli.ops import execute, throttle_writes, verify
 
     init = ZkSession.__init__
 
@@ -91,7 +91,10 @@ def patch(target: int) -> None:
     for store in (ZkPlanStore, TopicPlanStore):
         store.replace = traced(store.replace, "replace", target)  # type: ignore[method-assign]
         store.delete = traced(store.delete, "delete", target)  # type: ignore[method-assign]
-    execute.apply_throttles = traced(execute.apply_throttles, "throttles", target)
+    # the step imports it from its module when it runs; execute's own batches hold their import
+    traced_throttles = traced(throttle_writes.apply_throttles, "throttles", target)
+    throttle_writes.apply_throttles = traced_throttles
+    execute.apply_throttles = traced_throttles
     verify.clear_throttles = traced(verify.clear_throttles, "clear", target)
     submit = traced(ZkBackend.create_reassignment, "submit", target, submitted)
     ZkBackend.create_reassignment = submit  # type: ignore[method-assign]

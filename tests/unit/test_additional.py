@@ -12,7 +12,8 @@ import reassign_cli.ops.execute as executor
 from reassign_cli.core.model import parse_reassignment
 from reassign_cli.core.validate import replication_factor_changes
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
 from tests.fakes import WRITES, FakeBackend, FakeCluster, make_state

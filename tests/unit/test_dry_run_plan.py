@@ -14,8 +14,9 @@ import pytest
 import reassign_cli.ops.execute as executor
 from reassign_cli.core.model import PlanEntry
 from reassign_cli.errors import ExitCode
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
 from reassign_cli.ops.pacing import Pacer
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
 from tests.fakes import FakeBackend, FakeCluster, make_state

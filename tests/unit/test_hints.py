@@ -88,7 +88,7 @@ def test_cancel_timeout_hint_carries_the_typed_connection() -> None:
 
 
 def test_cancel_hint_names_the_brokers_it_needs() -> None:
-    from reassign_cli.ops.execute import ExecuteRequest, cancel_command
+    from reassign_cli.ops.request import ExecuteRequest, cancel_command
 
     zk_only = ExecuteRequest("p.json", b"", connection=(("--zookeeper", "zk:1/k"),))
     assert cancel_command(zk_only) == (

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from reassign_cli.errors import ExitCode
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
 from reassign_cli.ops.log_dirs import LogDirPacer
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
 from tests.fakes import FakeBackend, FakeCluster, make_state

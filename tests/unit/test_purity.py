@@ -28,7 +28,16 @@ def _modules_under(package: str) -> list[str]:
 PURE_MODULES = [m for p in PURE_PACKAGES for m in _modules_under(p)] + PURE_SINGLE
 # Sequencing modules reach the cluster only through a backend.Backend: nothing of kazoo, kafka-python or
 # the zookeeper package is imported with them (an admin-API backend can take ZooKeeper's place).
-BACKEND_AGNOSTIC = ["ops.execute", "ops.unthrottle", "ops.elect", "ops.verify", "ops.cancel"]
+BACKEND_AGNOSTIC = [
+    "ops.execute",
+    "ops.request",
+    "ops.throttle_writes",
+    "ops.dir_moves",
+    "ops.unthrottle",
+    "ops.elect",
+    "ops.verify",
+    "ops.cancel",
+]
 FORBIDDEN = ["kazoo", "kafka", "click", "rich", "pyspark"]
 
 PROBE = """

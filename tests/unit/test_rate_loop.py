@@ -15,8 +15,8 @@ from reassign_cli.core import autothrottle as at
 from reassign_cli.core.model import Broker, ClusterState, Topic
 from reassign_cli.core.throttle import FOLLOWER_RATE, LEADER_RATE
 from reassign_cli.core.throttle_schedule import parse_throttle_schedule
-from reassign_cli.ops.execute import apply_throttles
 from reassign_cli.ops.rate_loop import RateLoop, Runner, resumed_state
+from reassign_cli.ops.throttle_writes import apply_throttles
 from reassign_cli.ops.unthrottle import clear_throttles
 from tests.fakes import FakeBackend, FakeCluster
 
@@ -262,7 +262,7 @@ def test_the_changes_and_the_rates_held_are_in_the_json_document(capsys: pytest.
 
 def test_a_write_that_fails_is_warned_and_decided_again_and_the_resume_line_names_the_loop() -> None:
     from reassign_cli.errors import OperationalError
-    from reassign_cli.ops.execute import ExecuteRequest, request_resume_command
+    from reassign_cli.ops.request import ExecuteRequest, request_resume_command
 
     class Failing(FakeBackend):
         def commit_throttles(self, *a: Any, **k: Any) -> Any:

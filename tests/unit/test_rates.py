@@ -135,7 +135,8 @@ def test_execute_tells_the_time_at_a_low_rate_with_sizes(
 ) -> None:
     """t-0 moves [1,2] -> [3,2]: broker 3 receives 6,000 bytes. At 5 B/s that is 1,200 s = 0:20:00 (warned
     with the time); at 100 B/s, 60 s (short: no warning)."""
-    from reassign_cli.ops.execute import seconds_at, warn_low_rates
+    from reassign_cli.ops.execute import warn_low_rates
+    from reassign_cli.ops.throttle_writes import seconds_at
     from reassign_cli.render import Output
     from reassign_cli.render.progress import ExecuteReport
     from tests.unit.test_sequencing import cluster

@@ -15,7 +15,8 @@ import reassign_cli.ops.execute as executor
 from reassign_cli.backends.protocol import Backend
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError, OperationalError, ReassignError
 from reassign_cli.ops.elect import ElectRequest, elect_leaders
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.ops.unthrottle import clear_throttles
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
@@ -303,7 +304,7 @@ def test_undo_leaves_what_someone_else_wrote_since() -> None:
     # 9999. The undo takes back only broker 2's key and the record entry of broker 2; broker 1's value and
     # its record entry stay, for a later verify to restore.
     from reassign_cli.backends.protocol import ConfigChange
-    from reassign_cli.ops.execute import ThrottleWrites, undo_throttles
+    from reassign_cli.ops.throttle_writes import ThrottleWrites, undo_throttles
 
     after = {"version": 1, "brokers": {"1": {LR: None}, "2": {LR: None}}, "topics": {}}
     c = cluster(record=after)

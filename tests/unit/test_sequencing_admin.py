@@ -14,7 +14,8 @@ import reassign_cli.ops.execute as executor
 from reassign_cli.core.model import Topic
 from reassign_cli.errors import BusyError, ExitCode, InvalidInputError
 from reassign_cli.ops.cancel import cancel
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.ops.unthrottle import clear_throttles
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport

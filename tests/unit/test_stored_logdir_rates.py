@@ -81,7 +81,7 @@ def test_a_steps_log_dir_phase_ticks_the_loop_and_writes_through_the_fence(
     """t-0 stays on [1, 2], broker 1's replica from /a0 into /a1 (fakes for the sequencing only): the step
     that starts the move sets the baseline; 20 s later the rate is set at R1; 20 s later, 5.9 MB copied where
     300 kB/s allowed 6 MB, raised to 375 kB/s, written through the fenced commit and kept with the plan."""
-    from reassign_cli.ops import execute as ex
+    from reassign_cli.ops import throttle_writes as ex
     from tests.unit.test_step import FakeStore, one
     from tests.unit.test_stored_log_dirs import FakeMover
     from tests.unit.test_stored_rates import Cluster, _env

@@ -15,8 +15,8 @@ from reassign_cli.core import pacing as pc
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import PlanEntry
 from reassign_cli.core.throttle_schedule import parse_throttle_schedule
-from reassign_cli.ops import execute as ex
 from reassign_cli.ops import stored_rates as sr
+from reassign_cli.ops import throttle_writes as ex
 from reassign_cli.ops.rate_loop import Meter, RateLoop
 from tests.unit.test_step import FakeCluster, FakeStore, one
 
@@ -236,8 +236,8 @@ def test_a_foreground_paced_run_keeps_its_loop_where_a_stored_plan_does_and_a_re
     from datetime import UTC, datetime
 
     from reassign_cli.core.model import Broker, ClusterState, Topic
-    from reassign_cli.ops.execute import ExecuteRequest
     from reassign_cli.ops.rate_loop import Runner
+    from reassign_cli.ops.request import ExecuteRequest
     from reassign_cli.ops.stored import keep_paced
     from tests.fakes import FakeBackend
     from tests.fakes import FakeCluster as Fakes

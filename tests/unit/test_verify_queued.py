@@ -23,7 +23,8 @@ from reassign_cli.core.progress import (
     verify_exit,
 )
 from reassign_cli.errors import ExitCode, Interrupted
-from reassign_cli.ops.execute import ExecuteRequest, execute
+from reassign_cli.ops.execute import execute
+from reassign_cli.ops.request import ExecuteRequest
 from reassign_cli.ops.verify import verify
 from reassign_cli.render import Output
 from reassign_cli.render.metrics import VerifyMetrics, registry
