@@ -132,7 +132,7 @@ def _check_choice(reassignment_file: str | None, cancel_every: bool, rollback_fi
 def _forget_run(out: Any, file_name: str | None) -> None:
     """A paced run of the plan is over once it is cancelled: verify no longer calls its moves queued."""
     from reassign_cli.cli.inputs import read_input_file
-    from reassign_cli.ops.pacing import PACE_SUFFIX, forget_run
+    from reassign_cli.ops.pace_file import PACE_SUFFIX, forget_run
 
     if file_name is not None and forget_run(file_name, read_input_file(file_name)):
         out.info(

@@ -473,7 +473,8 @@ def _pacer(req: ExecuteRequest, order: Any, report: ExecuteReport, mover: Any) -
     batches' runner that keeps a --batch-size run beside the plan (given, or kept and resumed)."""
     if req.max_moves is None and not req.resume and req.batch_size is None:
         return None
-    from reassign_cli.ops.pacing import BatchKeeper, PaceFile, Pacer, resumed_pace
+    from reassign_cli.ops.pace_file import PaceFile, resumed_pace
+    from reassign_cli.ops.pacing import BatchKeeper, Pacer
 
     keep = PaceFile.beside(req.file_name, req.data)
     if req.batch_size is not None:  # given anew: the size given holds, whatever was kept

@@ -149,7 +149,7 @@ def _verify(
     from reassign_cli.core.model import parse_reassignment
     from reassign_cli.core.pacing import plan_digest
     from reassign_cli.ops import stored as stored_ops
-    from reassign_cli.ops.pacing import work_left
+    from reassign_cli.ops.pace_file import work_left
     from reassign_cli.ops.verify import verify
     from reassign_cli.render import Output
 
@@ -216,7 +216,7 @@ def _say_unchecked(out: Any, unchecked: bool) -> None:
 
 def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
     """Why throttles stay although nothing may move right now, and how the run goes on."""
-    from reassign_cli.ops.pacing import PACE_SUFFIX, run_option
+    from reassign_cli.ops.pace_file import PACE_SUFFIX, run_option
     from reassign_cli.ops.request import resume_command
 
     again = resume_command(

@@ -440,7 +440,7 @@ PACE_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Pace:
-    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pacing.PaceFile), and the
+    """The cap and order a plan runs with, as kept for `execute --resume` (ops.pace_file.PaceFile), and the
     rates it was given (a resume without --throttle keeps throttling the moves it starts; verify's hint
     names them)."""
 

@@ -141,7 +141,7 @@ def _not_as_planned_reason(
 
 
 def queued(results: Iterable[PartitionProgress]) -> list[PartitionProgress]:
-    """The results of a plan whose run has work left (ops.pacing.work_left): a partition that is neither
+    """The results of a plan whose run has work left (ops.pace_file.work_left): a partition that is neither
     moving nor at its target has not been started yet, so it is queued, not "not as planned". The others
     are unchanged."""
     out = []

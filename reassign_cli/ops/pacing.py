@@ -13,12 +13,10 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core import pacing as pc
@@ -27,7 +25,7 @@ from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition, tp_str
 from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
-from reassign_cli.errors import BusyError, InvalidInputError, OperationalError, UsageError
+from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
@@ -37,6 +35,7 @@ from reassign_cli.ops.execute import (
     submit_batch,
     would_start_line,
 )
+from reassign_cli.ops.pace_file import PaceFile
 from reassign_cli.ops.request import (
     Clock,
     ExecuteReport,
@@ -49,6 +48,14 @@ from reassign_cli.ops.request import (
     verify_command,
 )
 from reassign_cli.ops.throttle_writes import said_writes
+from reassign_cli.ops.window_watch import (
+    Bytes,
+    SizeReader,
+    diagnose,
+    leader_sizes,
+    moves_phrase,
+    stalled_line,
+)
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -64,12 +71,6 @@ ZK_NOTE = (
 )
 
 
-class SizeReader(Protocol):
-    """DescribeLogDirs sizes (admin.log_dirs.LogDirMover.replica_sizes)."""
-
-    def replica_sizes(self, replicas: Sequence[ReplicaKey]) -> tuple[dict[ReplicaKey, int], list[int]]: ...
-
-
 class PaceSink(Protocol):
     def update(self, snap: pc.Snapshot, elapsed: float) -> None: ...
 
@@ -79,129 +80,6 @@ class PaceView(Protocol):
 
     def pacing(self, total: int) -> AbstractContextManager[PaceSink]: ...
     def paced(self, summary: dict[str, Any]) -> None: ...
-
-
-PACE_SUFFIX = ".pacing.json"
-
-
-@dataclass(frozen=True, slots=True)
-class PaceFile:
-    """`<plan file>.pacing.json`, beside the plan: the cap and order a paced run started with, kept until
-    the run ends, so that `execute --resume` continues with the same cap (core.pacing.dump_pace)."""
-
-    path: Path
-    plan: bytes
-
-    @classmethod
-    def beside(cls, file_name: str, plan: bytes) -> PaceFile:
-        return cls(Path(file_name + PACE_SUFFIX), plan)
-
-    def read(self) -> pc.Pace | None:
-        """The pace kept for this very plan; None when there is none (or it is for another plan)."""
-        return self.kept()[0]
-
-    def kept(self) -> tuple[pc.Pace | None, str | None]:
-        """(the pace kept for this plan, None) or (None, why the file there cannot be used); (None, None)
-        when there is no file."""
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return None, None
-        except OSError as e:
-            return None, f"cannot be read ({e.strerror or e})"
-        found = pc.read_pace(data)
-        if found is None:
-            return None, "is not a pace this version keeps"
-        if found[1] != pc.plan_digest(self.plan):
-            return None, (
-                "was kept for other plan bytes (the plan was edited since, or the file comes from "
-                "another directory or host)"
-            )
-        return found[0], None
-
-    def save(self, pace: pc.Pace, report: ExecuteReport) -> None:
-        """Written whole (a temporary file renamed over it); a failure is a warning, not an error."""
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        try:
-            tmp.write_bytes(pc.dump_pace(pace, self.plan))
-            os.replace(tmp, self.path)
-        except OSError as e:
-            again = run_option(pace)
-            report.warn(
-                f"cannot keep the cap in {self.path} ({e.strerror or e}): execute --resume will need {again} again"
-            )
-
-    def forget(self) -> None:
-        """The run ended: nothing to resume."""
-        self.path.unlink(missing_ok=True)
-
-
-def resumed_pace(
-    keep: PaceFile, cap: int | None, order: pc.Order | None, resume: bool, report: ExecuteReport
-) -> pc.Pace | None:
-    """This run's pace: the options given; with --resume, what they leave out comes from the kept file (a
-    cap given anew replaces the kept one, said on stderr). None: not paced. A kept file that is not this
-    plan's (other bytes, unreadable) is refused unless a cap is given (then it is said, and replaced):
-    resuming unpaced would start every remaining move at once."""
-    kept, problem = keep.kept() if resume else (None, None)
-    if problem is not None:
-        if cap is None:
-            raise InvalidInputError(
-                f"Cannot resume: {keep.path} {problem}; nothing was started. Give --max-moves-per-broker N "
-                "to resume paced with that cap, or remove the file to resume unpaced"
-            )
-        report.info(f"Not using {keep.path}: it {problem}; the cap given, {cap}, holds from now on")
-    if cap is None and kept is None:
-        if order is not None:
-            where = f" (no cap is kept in {keep.path})" if resume else ""
-            raise UsageError(f"--order needs --max-moves-per-broker{where}")
-        return None
-    if cap is None:
-        assert kept is not None
-        if kept.cap is None:  # a --batch-size run
-            if order is not None:
-                raise UsageError(
-                    f"--order needs --max-moves-per-broker ({keep.path} keeps a --batch-size run)"
-                )
-            report.info(f"Resuming with {run_option(kept)}, as kept in {keep.path}")
-            return kept
-        pace = dataclasses.replace(kept, order=order or kept.order)
-        how = f" --order {pace.order}" if pace.order else ""
-        report.info(f"Resuming with --max-moves-per-broker {pace.cap}{how}, as kept in {keep.path}")
-        return pace
-    if kept is not None and kept.cap != cap:
-        was = kept.cap if kept.cap is not None else run_option(kept)
-        report.info(
-            f"Resuming with --max-moves-per-broker {cap} instead of the {was} this plan started with "
-            f"(kept in {keep.path}): the new cap holds from now on"
-        )
-    if kept is not None:
-        return dataclasses.replace(kept, cap=cap, order=order or kept.order, batch_size=None)
-    return pc.Pace(cap, order)
-
-
-def run_option(pace: pc.Pace) -> str:
-    """The option a kept run goes with: `--max-moves-per-broker N` or `--batch-size N`."""
-    if pace.cap is not None:
-        return f"--max-moves-per-broker {pace.cap}"
-    return f"--batch-size {pace.batch_size}"
-
-
-def work_left(file_name: str, plan: bytes) -> pc.Pace | None:
-    """THE test of whether a run of this plan has not ended (a paced or --batch-size run, interrupted or
-    between two moves or batches): its pace, or None. verify then calls what is not started "queued" and keeps the throttles.
-    Today the pace file beside the plan (kept from before the first move until the run ends)."""
-    return PaceFile.beside(file_name, plan).read()
-
-
-def forget_run(file_name: str, plan: bytes) -> bool:
-    """The run of this plan is over (cancelled): nothing of it is queued or to resume any more. True when
-    a pace was kept for it (and is now gone)."""
-    keep = PaceFile.beside(file_name, plan)
-    if keep.read() is None:
-        return False
-    keep.forget()
-    return True
 
 
 @dataclass(slots=True)
@@ -320,28 +198,6 @@ def pc_name(m: pc.Move) -> str:
     return tp_str(m.tp)
 
 
-def leader_sizes(
-    sizer: SizeReader | None, state: ClusterState, entries: Sequence[PlanEntry]
-) -> dict[TopicPartition, int] | None:
-    """Each moving partition's leader's log size (DescribeLogDirs); None without a size reader."""
-    if sizer is None:
-        return None
-    keys = [(m.tp[0], m.tp[1], m.source) for m in pc.make_moves(entries, state)]
-    sizes, _ = sizer.replica_sizes(keys)
-    return {(t, p): s for (t, p, _), s in sizes.items()}
-
-
-@dataclass(slots=True)
-class _Bytes:
-    """Byte bookkeeping of the running moves: what each has copied, and its leader's log over time."""
-
-    copied: dict[TopicPartition, int] = field(default_factory=dict)
-    total: dict[TopicPartition, int] = field(default_factory=dict)
-    leader: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
-    move: dict[TopicPartition, pc.Meter] = field(default_factory=dict)
-    done: int = 0  # bytes of the moves that ended
-
-
 class _Window:
     """One paced run through the admin API: steps of ops/step.py (read, decide by core/pacing.py's rules,
     mark through the stored plan's fence, write the throttle lists, submit) until every move is done, on
@@ -378,7 +234,7 @@ class _Window:
         self.done = 0
         self.started_any = False
         self.peak = 0
-        self.bytes = _Bytes()
+        self.bytes = Bytes()
         self.meter = pc.Meter()
         self.overhead = pc.Overhead()
         self.stalls = pc.Stalls(req.stuck_after)
@@ -409,8 +265,8 @@ class _Window:
             results = self._settled(clock)
         except KeyboardInterrupt:
             raise WaitInterrupted(
-                f"Interrupted while pacing; {_moves(len(self.running), 'started keep', 'started keeps')} "
-                f"running in the cluster, {_moves(len(self.queued), 'are', 'is')} not started",
+                f"Interrupted while pacing; {moves_phrase(len(self.running), 'started keep', 'started keeps')} "
+                f"running in the cluster, {moves_phrase(len(self.queued), 'are', 'is')} not started",
                 hint=f"Continue with: {request_resume_command(self.req)} (or check with: "
                 f"{verify_command(self.req)})",
             ) from None
@@ -607,35 +463,8 @@ class _Window:
 
     def _diagnose(self) -> None:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
-        into: dict[int, list[pc.Span]] = {}
-        copies: dict[TopicPartition, pc.Span] = {}
-        for tp, m in self.running.items():
-            moved = pc.span(self.bytes.move.get(tp))
-            if moved is None or not m.receivers or not _long_enough(self.bytes.move.get(tp)):
-                continue  # a new move's first fetches pass before the quota measures them
-            copies[tp] = pc.Span(moved.gained / len(m.receivers), moved.seconds)  # per receiver
-            for b in m.receivers:
-                into.setdefault(b, []).append(copies[tp])
-        throttle = self.req.throttle
-        for b, spans in sorted(into.items()):
-            if "throttle" not in self.told and pc.at_throttle(spans, throttle):
-                self.told.add("throttle")
-                r = sum(s.rate for s in spans)
-                self.report.info(
-                    f"Broker {b} receives at {pc.human_bytes(r)}/s, the throttle's rate ({throttle} B/s): "
-                    "the throttle is the limit. To go faster, run this execute again with a higher --throttle "
-                    "(it changes the rate of the running moves)"
-                )
-        for tp, copy in copies.items():
-            m, grew = self.running[tp], pc.span(self.bytes.leader.get(tp))
-            if grew is None or tp_str(tp) in self.told:
-                continue
-            sharing = sum(1 for o in self.running.values() if set(o.receivers) & set(m.receivers))
-            limit = pc.copy_limit(copy, throttle, sharing)
-            need = pc.catch_up_throttle(grew.rate, limit, throttle, sharing)
-            if need is not None:
-                self.told.add(tp_str(tp))
-                self.report.warn(grows_line(tp_str(tp), grew.rate, limit, need, throttle))
+        for level, line in diagnose(self.running, self.bytes, self.req.throttle, self.told):
+            (self.report.info if level == "info" else self.report.warn)(line)
 
 
 def _memory_env(
@@ -673,49 +502,3 @@ def _memory_env(
 def _settle_seconds() -> float:
     """How long a throttle write that concerns the moves starting is given (read at each run)."""
     return THROTTLE_SETTLE_SECONDS
-
-
-def _moves(n: int, many: str, one: str) -> str:
-    """ "2 moves started keep", "1 move started keeps"."""
-    return f"{n} move {one}" if n == 1 else f"{n} moves {many}"
-
-
-def grows_line(name: str, growth: float, limit: float, need: int, throttle: int | None = None) -> str:
-    """The "cannot catch up" warning: a --throttle to use only when the throttle is the limit (need > 0);
-    otherwise the brokers are, and a throttle cannot help."""
-    head = (
-        f"{name}: its leader's log grows at {pc.human_bytes(growth)}/s, faster than the copy can go "
-        f"({pc.human_bytes(limit)}/s at most): it cannot catch up"
-    )
-    if need > 0:
-        return f"{head} at this throttle; --throttle {need} would let it finish"
-    below = (
-        f" (the copy goes slower than the throttle, {pc.human_bytes(throttle)}/s, allows)"
-        if throttle is not None and throttle > 0
-        else ""
-    )
-    return (
-        f"{head}; the brokers (disk or network), not the throttle, are the limit{below}: a higher --throttle "
-        "will not help. Lower the writes to the topic, or move this partition when its traffic is lower"
-    )
-
-
-def _long_enough(meter: pc.Meter | None) -> bool:
-    """Enough samples behind a rate to judge a move by it (a third of the rate window)."""
-    return (
-        meter is not None
-        and len(meter.samples) >= 3
-        and meter.samples[-1][0] - meter.samples[0][0] >= pc.RATE_WINDOW / 3
-    )
-
-
-def stalled_line(name: str, m: pc.Move, down: Sequence[int], secs: float, cancel: str) -> str:
-    if down:
-        why = f"its target broker {','.join(map(str, down))} is not registered: start it, or "
-    else:
-        who = ",".join(map(str, m.receivers))
-        why = f"check broker {who} (its log and the replica fetcher) and broker {m.source} (the leader), or "
-    return (
-        f"{name} is stuck: no bytes copied to broker {','.join(map(str, m.receivers))} for {secs:.0f} s; {why}"
-        f"cancel the move: {cancel}"
-    )

@@ -129,7 +129,9 @@ class StepResult:
     dirs_started: list[tuple[str, int, int]] = field(default_factory=list)  # log-dir moves this step started
     all_done: bool = False  # every partition move done, the end left to the caller (StepEnv.finish False)
     state: ClusterState | None = None  # the plan's topics as this step read them
-    writes: Any = None  # the throttle writes before this step's submit (ops/throttle_writes.ThrottleWrites), if any
+    writes: Any = (
+        None  # the throttle writes before this step's submit (ops/throttle_writes.ThrottleWrites), if any
+    )
     plan: sp.StoredPlan | None = None  # the plan as this step left it (None: not read)
     submit_seconds: float = 0.0  # what starting this step's moves took (throttle writes, settle, submit)
     health_read: bool = True  # False: a lazy driver's step that read no health (no move could start)

@@ -26,8 +26,8 @@ from reassign_cli.ops.request import ExecuteRequest
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend
-    from reassign_cli.ops.pacing import SizeReader
     from reassign_cli.ops.request import ExecuteReport
+    from reassign_cli.ops.window_watch import SizeReader
 
 
 def me() -> sp.Lease:
@@ -54,7 +54,7 @@ def plan_to_store(
     """Validate the plan file as execute does (exit 3, nothing written, on any problem), and the plan to
     store: its entries in execute's order, the bytes each move copies (when the brokers tell the leaders'
     sizes), the pace. Also the rollback JSON (the current assignment)."""
-    from reassign_cli.ops.pacing import leader_sizes
+    from reassign_cli.ops.window_watch import leader_sizes
 
     if req.max_moves is None and req.batch_size is None:
         raise UsageError("--detach needs --max-moves-per-broker N or --batch-size N")
@@ -372,7 +372,7 @@ def move_sizes(backend: Backend, sizer: SizeReader | None, data: bytes) -> list[
     validation after this, not here)."""
     from reassign_cli.core.model import parse_reassignment
     from reassign_cli.errors import ReassignError
-    from reassign_cli.ops.pacing import leader_sizes
+    from reassign_cli.ops.window_watch import leader_sizes
 
     if sizer is None:
         return None

@@ -58,7 +58,7 @@ def verify(
     work_left: bool = False,
 ) -> VerifyOutcome:
     """`dirs`: the plan's replica moves between log dirs, checked through `log_dirs` when given.
-    `work_left`: a run of this plan (paced or batched) has not ended (ops.pacing.work_left): what it has
+    `work_left`: a run of this plan (paced or batched) has not ended (ops.pace_file.work_left): what it has
     not started is queued, and its throttles stay while anything is."""
     backend.expect(targets)
     state = backend.read_state(sorted({t for t, _ in targets}), partition_state=True)

@@ -11,7 +11,7 @@ import pytest
 
 from reassign_cli.core import pacing as pc
 from reassign_cli.errors import UsageError
-from reassign_cli.ops.pacing import PaceFile, resumed_pace
+from reassign_cli.ops.pace_file import PaceFile, resumed_pace
 from reassign_cli.render import Output
 from reassign_cli.render.progress import ExecuteReport
 
@@ -139,7 +139,7 @@ def test_the_rates_are_kept_with_the_cap_and_come_back_on_resume(tmp_path: Path)
 
 
 def test_work_left_is_the_pace_kept_for_this_very_plan(tmp_path: Path) -> None:
-    from reassign_cli.ops.pacing import work_left
+    from reassign_cli.ops.pace_file import work_left
 
     name = str(tmp_path / "plan.json")
     assert work_left(name, PLAN) is None
@@ -151,7 +151,7 @@ def test_work_left_is_the_pace_kept_for_this_very_plan(tmp_path: Path) -> None:
 
 
 def test_a_cancelled_run_is_forgotten_only_when_the_pace_is_this_plans(tmp_path: Path) -> None:
-    from reassign_cli.ops.pacing import forget_run, work_left
+    from reassign_cli.ops.pace_file import forget_run, work_left
 
     name = str(tmp_path / "plan.json")
     assert forget_run(name, PLAN) is False  # nothing kept

@@ -264,7 +264,7 @@ def test_catch_up_advises_a_throttle_only_when_the_throttle_is_the_limit() -> No
     (300e6 + 1 MiB) / 60 = 5,017,476 B/s: below 6 MB/s, so it cannot catch up; but the throttle's share
     (100e6) is far above what the copy does: the brokers are the limit, not the throttle. Before the fix
     this advised --throttle 12000001 (2 x 6e6 + 1)."""
-    from reassign_cli.ops.pacing import grows_line
+    from reassign_cli.ops.window_watch import grows_line
 
     copy = pc.Span(300e6, 60.0)
     assert int(copy.high) == 5_017_476

@@ -138,7 +138,7 @@ def test_zookeeper_alone_sends_the_window_as_batches(
 
 def test_the_cap_is_kept_before_the_first_move_starts(tmp_path: Path) -> None:
     from reassign_cli.core.pacing import Pace, load_pace
-    from reassign_cli.ops.pacing import PaceFile
+    from reassign_cli.ops.pace_file import PaceFile
 
     plan = _plan({("t", 0): [3], ("t", 1): [3]})
     keep = PaceFile.beside(str(tmp_path / "plan.json"), plan)

@@ -154,7 +154,8 @@ def test_a_batch_size_run_is_kept_before_its_first_batch_and_forgotten_by_the_cl
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from reassign_cli.core.pacing import Pace, load_pace
-    from reassign_cli.ops.pacing import BatchKeeper, PaceFile
+    from reassign_cli.ops.pace_file import PaceFile
+    from reassign_cli.ops.pacing import BatchKeeper
 
     monkeypatch.setattr(executor, "THROTTLE_SETTLE_SECONDS", 0.0)
     plan = (
@@ -179,7 +180,7 @@ def test_a_batch_size_run_is_kept_before_its_first_batch_and_forgotten_by_the_cl
 
 
 def test_the_window_interrupted_counts_its_moves_in_words() -> None:
-    from reassign_cli.ops.pacing import _moves
+    from reassign_cli.ops.window_watch import moves_phrase
 
-    assert _moves(1, "started keep", "started keeps") == "1 move started keeps"
-    assert _moves(2, "are", "is") == "2 moves are"
+    assert moves_phrase(1, "started keep", "started keeps") == "1 move started keeps"
+    assert moves_phrase(2, "are", "is") == "2 moves are"
