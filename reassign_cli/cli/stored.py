@@ -234,8 +234,8 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
 
 @contextlib.contextmanager
 def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: Any = None) -> Iterator[None]:
-    """A foreground paced execute (the window through the admin API; batches in ZooKeeper mode, --batch-size
-    there too): its plan stored in the cluster before the first move (ops/stored.Keeper, set on the window's
+    """A foreground paced or batched execute (the window through the admin API; batches in ZooKeeper mode,
+    and --batch-size on every backend): its plan stored in the cluster before the first move (ops/stored.Keeper, set on the window's
     `pacer`, or on the request for the batches) and deleted at its end, whatever the end (a kill -9 leaves
     it for cron). Not for a dry run."""
     # the window (ops/pacing._Window) runs where moves are added beside running ones; in ZooKeeper mode
@@ -243,8 +243,10 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
     usable = callable(getattr(backend, "add_reassignment", None))
-    batches = not usable and isinstance(backend, ZkBackend)
-    batches = batches and (req.max_moves is not None or req.batch_size is not None)
+    # --batch-size runs batches on every backend (through the brokers too: the next batch once the last ended)
+    batches = req.batch_size is not None or (
+        not usable and isinstance(backend, ZkBackend) and req.max_moves is not None
+    )
     from reassign_cli.ops.stored import places_dirs
 
     # a plan that names log dirs is stored when its log-dir moves are paced by the window (--max-moves-per-disk:
@@ -256,8 +258,8 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
         from reassign_cli.errors import UsageError
 
         raise UsageError(
-            "--ignore-health is kept with a stored plan: it needs --detach, or --max-moves-per-broker (or, in "
-            "ZooKeeper mode, --batch-size); a plan that names log dirs, --max-moves-per-disk too"
+            "--ignore-health is kept with a stored plan: it needs --detach, --max-moves-per-broker or "
+            "--batch-size; a plan that names log dirs, --max-moves-per-disk too (and no batches)"
         )
     if req.dry_run or unstored:
         yield

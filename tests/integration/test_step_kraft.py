@@ -83,9 +83,16 @@ def test_detach_then_cron_verifies_from_elsewhere_until_done(
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "pace",
+    [["--max-moves-per-broker", "1", "--order", "as-planned"], ["--batch-size", "1"]],
+    ids=["paced", "batch"],
+)
 def test_kill_9_of_a_foreground_paced_execute_then_verify_carries_on(
-    kc: ExtraCluster, ka: Admin, tmp_path: Path
+    kc: ExtraCluster, ka: Admin, tmp_path: Path, pace: list[str]
 ) -> None:
+    """A foreground paced execute (the window) and a foreground `--batch-size 1` execute (batches through
+    the brokers: stored too) are killed -9 while their first move runs; `verify` alone carries it on."""
     from tests.faults.support import Child
     from tests.integration.reassign_support import produce, write_plan
 
@@ -96,10 +103,14 @@ def test_kill_9_of_a_foreground_paced_execute_then_verify_carries_on(
     flags = ["--bootstrap-server", kc.bootstrap]
     try:
         child = Child(
-            None, tmp_path, "execute", "--reassignment-json-file", plan, *flags, "--max-moves-per-broker", "1",
-            "--order", "as-planned", "--throttle", RATE, "--poll-interval", "0.5", bootstrap=kc.bootstrap,
+            None, tmp_path, "execute", "--reassignment-json-file", plan, *flags, *pace,
+            "--throttle", RATE, "--poll-interval", "0.5", bootstrap=kc.bootstrap,
         )  # fmt: skip
-        child.wait_for_line("1 moving, 2 queued")
+        if pace[0] == "--batch-size":
+            child.wait_for_line("Batch 1/3: 1 partition")
+            wait_until(lambda: bool(ka.reassignments()), timeout=60, message="the first batch moving")
+        else:
+            child.wait_for_line("1 moving, 2 queued")
         with topic_store(kc.bootstrap) as store:
             assert store.read() is not None  # stored before its first move
         child.kill9()
