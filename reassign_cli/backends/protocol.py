@@ -249,3 +249,13 @@ class LogDirScan(LogDirMoves, Protocol):
         """Every replica with a future copy (a move between log dirs in flight) on `brokers`: the future
         copy's log dir. The brokers that did not answer are kept in `unanswered`."""
         ...
+
+
+def adds_moves(backend: object) -> bool:
+    """Whether moves can be added beside the running ones (KIP-455's AlterPartitionReassignments): through
+    the admin API (a backend with `add_reassignment`), and in ZooKeeper mode given the brokers too (its
+    create_reassignment(additional=True) sends them through the brokers once the trigger znode is taken).
+    Through ZooKeeper alone the create-only trigger znode takes one batch at a time."""
+    if callable(getattr(backend, "add_reassignment", None)):
+        return True
+    return getattr(backend, "adds_beside", False) is True

@@ -240,9 +240,10 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
     it for cron). Not for a dry run."""
     # the window (ops/pacing._Window) runs where moves are added beside running ones; in ZooKeeper mode
     # batches (--max-moves-per-broker, --batch-size), each marked in the stored plan before its submit
+    from reassign_cli.backends.protocol import adds_moves
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
-    usable = callable(getattr(backend, "add_reassignment", None))
+    usable = adds_moves(backend)  # the window: the admin API, or ZooKeeper mode with the brokers
     # --batch-size runs batches on every backend (through the brokers too: the next batch once the last ended)
     batches = req.batch_size is not None or (
         not usable and isinstance(backend, ZkBackend) and req.max_moves is not None

@@ -1,6 +1,7 @@
 """`execute --max-moves-per-broker N`: the window in the foreground (the pure rules are core/pacing.py).
 
-Through the admin API (a backend that can `add_reassignment`) the window is a loop over ops/step.step on
+Through the admin API, and in ZooKeeper mode given the brokers too (backends.protocol.adds_moves: the
+trigger znode first, then AlterPartitionReassignments beside it), the window is a loop over ops/step.step on
 the plan ops/stored.Keeper stored (or one kept in this process's memory): each poll is one step, which
 notes the moves that ended, holds on pause, hours and health, marks the moves that fit through the fence,
 rewrites the throttle lists for the moves running, starting and next in line, and submits them beside the
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from reassign_cli.backends.protocol import adds_moves
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import run_plan as rp
 from reassign_cli.core import stored_plan as sp
@@ -66,8 +68,7 @@ READ_RETRY_SECONDS = 60.0
 TRAILING_SECONDS = 60.0  # the end of a run: how long a broker's metadata may still show a move's replica set
 ZK_NOTE = (
     "Through ZooKeeper alone the window runs as batches (the trigger znode takes one at a time); the "
-    "brokers would allow a window that starts a move as soon as one ends: run it with --bootstrap-server "
-    "(without --zookeeper)"
+    "brokers would allow a window that starts a move as soon as one ends: give --bootstrap-server as well"
 )
 
 
@@ -131,7 +132,7 @@ class Pacer:
         mover: LogDirMoves | None,
     ) -> list[PartitionProgress]:
         entries = [e for b in batches for e in b]
-        adds = callable(getattr(backend, "add_reassignment", None))
+        adds = adds_moves(backend)  # the admin API, or ZooKeeper mode with the brokers
         if not entries:
             return []
         if self.keep is not None and not req.dry_run:

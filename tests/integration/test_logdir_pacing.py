@@ -179,6 +179,17 @@ def test_one_move_per_disk_under_the_log_dir_throttle(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_foreground_disk_plan_given_the_brokers_is_stored_in_zookeeper_mode(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """ZooKeeper mode (Kafka 3.9.2) with the brokers: the foreground window stores a log-dir plan in znodes
+    as it does through the admin API alone (it ran as batches and stored nothing)."""
+    bootstrap, zookeeper, dirs = jbod
+    foreground_stored_then_cancelled(bootstrap, admin, dirs, tmp_path, zookeeper=zookeeper)
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
     """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
@@ -466,19 +477,21 @@ def list_in_dirs_phase(zookeeper: str | None, bootstrap: str, step: str) -> list
 
 
 def foreground_stored_then_cancelled(
-    bootstrap: str, admin: Admin, dirs: dict[int, list[str]], tmp_path: Path
+    bootstrap: str, admin: Admin, dirs: dict[int, list[str]], tmp_path: Path, zookeeper: str | None = None
 ) -> None:
-    """A foreground `execute --max-moves-per-broker 1 --max-moves-per-disk 1` of a log-dir plan through the
-    admin API stores its plan, log-dir queue included: a verify of the file between two of its moves calls
-    the queued ones queued (exit 4), not "not being moved"; `list` says them; `cancel` of the stored plan
-    stops the running log-dir move (1 KiB/s: it crawls) and the execute starts no other."""
+    """A foreground `execute --max-moves-per-broker 1 --max-moves-per-disk 1` of a log-dir plan given the
+    brokers (ZooKeeper mode too, `zookeeper`) stores its plan, log-dir queue included: a verify of the file
+    between two of its moves calls the queued ones queued (exit 4), not "not being moved"; `list` says them;
+    `cancel` of the stored plan stops the running log-dir move (1 KiB/s: it crawls) and the execute starts
+    no other."""
+    conn = connection(zookeeper, bootstrap)
     d0, d1 = dirs[1]
     tmp_path.mkdir(exist_ok=True)
     topic, values = admin.make_topic("fgstored", {p: [1] for p in range(3)}, messages=1600, size=2500)
     place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
     plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
     err = tmp_path / "execute.err"
-    cmd = [PYTHON, "-m", "reassign_cli", "execute", "--bootstrap-server", bootstrap, "--reassignment-json-file",
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", *conn, "--reassignment-json-file",
            str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-broker",
            "1", "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024"]  # fmt: skip
     with err.open("w") as f:
@@ -487,14 +500,14 @@ def foreground_stored_then_cancelled(
     try:
         wait_until(lambda: "log-dir moves: copied" in err.read_text() and "1 moving, 2 queued" in err.read_text(),
                    timeout=300, message=lambda: err.read_text())  # fmt: skip
-        v, counts = verify(None, bootstrap, plan, tmp_path / "m.prom")
+        v, counts = verify(zookeeper, bootstrap, plan, tmp_path / "m.prom")
         assert v.returncode == 4, v.stdout + v.stderr
         assert (counts["in_progress"], counts["queued"], counts["not_moving"]) == (1, 2, 0), counts
         assert "not being moved" not in v.stdout, v.stdout
-        ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", "--bootstrap-server", bootstrap],
+        ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *conn],
                             capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
         assert "  log-dir moves: 1 moving, 2 queued, 0 done of 3" in ls.stdout, ls.stdout + ls.stderr
-        cancel = subprocess.run([PYTHON, "-m", "reassign_cli", "cancel", "--bootstrap-server", bootstrap],
+        cancel = subprocess.run([PYTHON, "-m", "reassign_cli", "cancel", *conn],
                                 capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
         out, _ = proc.communicate(timeout=300)
@@ -507,6 +520,6 @@ def foreground_stored_then_cancelled(
     assert dirs_of(bootstrap, topic) == {(p, 1): d0 for p in range(3)}
     assert consume_all(bootstrap, topic) == values
     assert LOG_DIR_RATE not in admin.configs("brokers", 1)
-    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", "--bootstrap-server", bootstrap],
+    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
     assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr

@@ -172,6 +172,38 @@ def test_kill_9_of_a_foreground_driver_then_verify_carries_on(
 
 
 @pytest.mark.timeout(900)
+def test_a_foreground_paced_execute_given_the_brokers_runs_the_window_and_a_kill_9_is_carried_on(
+    cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, operator_rate: Any
+) -> None:
+    """Issue 25 item 9: ZooKeeper mode with the brokers (--zookeeper and --bootstrap-server) runs a
+    foreground `--max-moves-per-broker 1` as the window through the brokers, the plan stored in znodes (it
+    ran as batches, with the note meant for ZooKeeper alone); killed -9 while its first move copies, verify
+    (both options, another directory, no file) carries it on to the end."""
+    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
+    sent = produce(cluster.bootstrap, topic, 0, 1000)
+    plan = mover.plan("window.json", {(topic, p): [3] for p in range(3)})
+    mover.plans.append((plan, [topic]))
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    child = Child(
+        None, mover.tmp, "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker",
+        "1", "--order", "as-planned", "--throttle", RATE, "--poll-interval", "0.5",
+        "--rollback-file", str(mover.tmp / "rb.json"),
+    )  # fmt: skip
+    try:
+        child.wait_for_line("1 moving, 2 queued")  # the window's progress line, not "Batch 1/3"
+        assert zk.exists(HEAD)  # stored before its first move
+        said = "".join(child.err)
+        assert "Batch " not in said and "window runs as batches" not in said, said
+    finally:
+        child.kill9()
+    elsewhere = mover.tmp / "elsewhere"
+    elsewhere.mkdir()
+    _steps_until_done(run_cli, ["verify", *_flags(cluster)], elsewhere)
+    _as_planned_and_clean(zk, topic, sent, consume_all)
+
+
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("n", [2, 10])
 def test_verify_steppers_at_once_never_start_a_move_twice(
     cluster: Any,

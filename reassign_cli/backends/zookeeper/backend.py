@@ -44,6 +44,11 @@ class ZkBackend:
         self.store = ConfigStore(session, dry_run=dry_run)
         self.fenced = FencedThrottles(self.store)
 
+    @property
+    def adds_beside(self) -> bool:
+        """Moves can be added beside running ones (backends.protocol.adds_moves): with the brokers given."""
+        return self.admin is not None
+
     def as_dry_run(self) -> ZkBackend:
         return ZkBackend(self.session, dry_run=True, admin=self.admin)
 
