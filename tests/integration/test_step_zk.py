@@ -61,17 +61,26 @@ def operator_rate(zk: Any, mover: Mover) -> Any:
     set_config(zk, "brokers", 3, before)
 
 
+def three_to_broker_3(
+    cluster: Any, zk: Any, make_topic: Any, mover: Mover, name: str
+) -> tuple[str, list[bytes], Any]:
+    """A topic of 3 partitions on broker 1 (partition 0 with ~1 MB) and a plan `name` moving each to broker
+    3, undone and forgotten at the end: (the topic, the values sent, the plan)."""
+    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
+    sent = produce(cluster.bootstrap, topic, 0, 1000)
+    plan = mover.plan(name, {(topic, p): [3] for p in range(3)})
+    mover.plans.append((plan, [topic]))
+    mover.finally_do.append(lambda: _forget(zk))
+    await_idle(zk)
+    return topic, sent, plan
+
+
 def _detach(
     cluster: Any, zk: Any, make_topic: Any, mover: Mover, run_cli: Any
 ) -> tuple[str, list[bytes], list[str]]:
     """A topic of 3 partitions on broker 1 (partition 0 with ~1 MB), a plan moving each to broker 3, detached
     with one move per broker: (the topic, the values sent, the pasted verify command's words)."""
-    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
-    sent = produce(cluster.bootstrap, topic, 0, 1000)
-    plan = mover.plan("detach.json", {(topic, p): [3] for p in range(3)})
-    mover.plans.append((plan, [topic]))
-    mover.finally_do.append(lambda: _forget(zk))
-    await_idle(zk)
+    topic, sent, plan = three_to_broker_3(cluster, zk, make_topic, mover, "detach.json")
     first = run_cli(
         "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker", "1",
         "--throttle", RATE, "--detach", "--rollback-file", str(mover.tmp / "rb.json"),
@@ -179,12 +188,7 @@ def test_a_foreground_paced_execute_given_the_brokers_runs_the_window_and_a_kill
     foreground `--max-moves-per-broker 1` as the window through the brokers, the plan stored in znodes (it
     ran as batches, with the note meant for ZooKeeper alone); killed -9 while its first move copies, verify
     (both options, another directory, no file) carries it on to the end."""
-    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
-    sent = produce(cluster.bootstrap, topic, 0, 1000)
-    plan = mover.plan("window.json", {(topic, p): [3] for p in range(3)})
-    mover.plans.append((plan, [topic]))
-    mover.finally_do.append(lambda: _forget(zk))
-    await_idle(zk)
+    topic, sent, plan = three_to_broker_3(cluster, zk, make_topic, mover, "window.json")
     child = Child(
         None, mover.tmp, "execute", "--reassignment-json-file", plan, *_flags(cluster), "--max-moves-per-broker",
         "1", "--order", "as-planned", "--throttle", RATE, "--poll-interval", "0.5",

@@ -18,15 +18,17 @@ from typing import Any
 
 import pytest
 
+from reassign_cli.backends.zookeeper.session import ZkOptions, open_session
+from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
 from tests.faults.test_step_faults import _killing
 from tests.helpers import PYTHON, wait_until
-from tests.integration.reassign_support import Mover, await_idle, produce
+from tests.integration.reassign_support import Mover
 from tests.integration.test_step_zk import (
     HEAD,
     RATE,
     _as_planned_and_clean,
-    _forget,
     operator_rate,  # noqa: F401  (a fixture)
+    three_to_broker_3,
 )
 
 pytestmark = pytest.mark.usefixtures("operator_rate")
@@ -44,12 +46,7 @@ def _pasted(stdout: str) -> list[str]:
 def _detach(cluster: Any, zk: Any, make_topic: Any, mover: Mover, run_cli: Any, *pace: str) -> Any:
     """3 partitions on broker 1 (partition 0 with ~1 MB), each planned to broker 3, detached through
     ZooKeeper alone with `pace`: (the topic, the values sent, the pasted verify's words, its stderr)."""
-    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
-    sent = produce(cluster.bootstrap, topic, 0, 1000)
-    plan = mover.plan("batches.json", {(topic, p): [3] for p in range(3)})
-    mover.plans.append((plan, [topic]))
-    mover.finally_do.append(lambda: _forget(zk))
-    await_idle(zk)
+    topic, sent, plan = three_to_broker_3(cluster, zk, make_topic, mover, "batches.json")
     first = run_cli(
         "execute", "--reassignment-json-file", plan, "--zookeeper", cluster.zookeeper, *pace,
         "--throttle", RATE, "--detach", "--rollback-file", str(mover.tmp / "rb.json"), env=ENV, cwd=mover.tmp,
@@ -113,14 +110,9 @@ def test_kill_9_of_a_foreground_zookeeper_execute_then_verify_carries_on(
     cluster: Any, make_topic: Any, zk: Any, mover: Mover, run_cli: Any, consume_all: Any, pace: list[str]
 ) -> None:
     """A foreground `execute --batch-size 1` (and `--max-moves-per-broker 1`, batches in ZooKeeper mode)
-    through ZooKeeper alone stores its plan before its first batch; killed -9 while its first batch runs,
-    the plan is left stored (its lease unrenewed), and `verify` alone (no file) carries it on to the end."""
-    topic = make_topic({0: [1], 1: [1], 2: [1]}, messages=30)
-    sent = produce(cluster.bootstrap, topic, 0, 1000)
-    plan = mover.plan("fg.json", {(topic, p): [3] for p in range(3)})
-    mover.plans.append((plan, [topic]))
-    mover.finally_do.append(lambda: _forget(zk))
-    await_idle(zk)
+    through ZooKeeper alone stores its plan before its first batch; killed -9 once that batch is marked
+    started in it (it may have completed already), the plan is left stored (its lease unrenewed), and `verify` alone (no file) carries it on to the end."""
+    topic, sent, plan = three_to_broker_3(cluster, zk, make_topic, mover, "fg.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REASSIGN_")}
     args = ["--reassignment-json-file", plan, "--zookeeper", cluster.zookeeper, *pace, "--throttle", RATE]
     child = subprocess.Popen(
@@ -128,8 +120,17 @@ def test_kill_9_of_a_foreground_zookeeper_execute_then_verify_carries_on(
         env=env, cwd=mover.tmp, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        wait_until(lambda: zk.exists(TRIGGER) is not None, timeout=120, message="the first batch started")
-        assert zk.exists(HEAD)  # stored before the first batch
+        # Killed once the stored plan records its first batch started: a state that lasts until the run's
+        # next poll. (The trigger znode did not: on an idle machine a 1 MB copy is one fetch, and the
+        # controller deleted the znode between two looks 0.2 s apart; the test then waited in vain.)
+        with open_session(ZkOptions(cluster.zookeeper)) as session:
+            store = ZkPlanStore(session)
+
+            def first_batch_marked() -> bool:
+                seen = store.read()
+                return seen is not None and bool(seen.plan.started)
+
+            wait_until(first_batch_marked, timeout=120, message="the first batch marked started")
     finally:
         child.kill()  # SIGKILL
         child.wait()
