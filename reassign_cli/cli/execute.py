@@ -57,7 +57,7 @@ def _rate(value: int | None) -> int | None:
     "ignore_health",
     multiple=True,
     metavar="CHECK",
-    help="With --detach, --max-moves-per-broker, or --batch-size in ZooKeeper mode (a plan stored in the "
+    help="With --detach, --max-moves-per-broker or --batch-size (a plan stored in the "
     "cluster): every step of the stored plan starts moves although this health check holds (repeatable; "
     "'all' for every check; stored with the plan). See docs/health.md.",
 )

@@ -234,12 +234,12 @@ def detach(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> int:
 
 @contextlib.contextmanager
 def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: Any = None) -> Iterator[None]:
-    """A foreground paced or batched execute (the window through the admin API; batches in ZooKeeper mode,
-    and --batch-size on every backend): its plan stored in the cluster before the first move (ops/stored.Keeper, set on the window's
-    `pacer`, or on the request for the batches) and deleted at its end, whatever the end (a kill -9 leaves
-    it for cron). Not for a dry run."""
-    # the window (ops/pacing._Window) runs where moves are added beside running ones; in ZooKeeper mode
-    # batches (--max-moves-per-broker, --batch-size), each marked in the stored plan before its submit
+    """A foreground paced or batched execute (the window given the brokers; batches through ZooKeeper alone,
+    and --batch-size on every backend): its plan stored in the cluster before the first move
+    (ops/stored.Keeper, set on the window's `pacer`, or on the request for the batches) and deleted at its
+    end, whatever the end (a kill -9 leaves it for cron). Not for a dry run."""
+    # the window (ops/pacing._Window) runs where moves are added beside running ones; batches (ZooKeeper
+    # alone's --max-moves-per-broker, --batch-size) are each marked in the stored plan before their submit
     from reassign_cli.backends.protocol import adds_moves
     from reassign_cli.backends.zookeeper.backend import ZkBackend
 
