@@ -884,9 +884,14 @@ class _Search:
         found.top, found.best = top, best
 
 
+_Swap = tuple[int, int, tuple[int, int], tuple[int, int]]
+_SwapKey = tuple[float, int, int, int, int, int]
+_EXACT = 2**53  # below it an int64 compares with a float64 as Python's int with float does (exactly)
+
+
 def _best_swap(
     plan: DiskPlan, ks: list[int], movable: dict[int, list[int]], sizes: dict[int, list[int]]
-) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:
+) -> _Swap | None:
     """When no single move gains (a broker at the edge of its own band: its disks straddle theirs),
     the exchange of two replicas between two of its disks, x from p to q and y (smaller) from q to p,
     that most reduces the bytes outside the bands, both peaks kept under the limit (ties: the fewer
@@ -894,8 +899,7 @@ def _best_swap(
     counts: for each x, only the y nearest each breakpoint of the gain in d are weighed. Replicas as
     (size, row x width + column) (see _movable)."""
     dl, tol = plan.disks, plan.tolerance
-    best: tuple[float, int, int, int, int, int] | None = None
-    found: dict[tuple[int, int, int, int, int], tuple[int, int, tuple[int, int], tuple[int, int]]] = {}
+    best: tuple[_SwapKey, _Swap] | None = None
     for p in ks:
         a, xs, xsz = dl[p], movable.get(p), sizes.get(p)
         if not xs or not xsz:
@@ -908,37 +912,108 @@ def _best_swap(
             out_t = _out(t.after, t, tol)
             if out_a <= 0 and out_t <= 0:
                 continue
-            alo, ahi = a.goal * (1 - tol), a.goal * (1 + tol)  # the bands as _out computes them
-            tlo, thi = t.goal * (1 - tol), t.goal * (1 + tol)
-            room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
-            room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
-            points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
-                                  t.goal * (1 + tol) - t.after, t.goal * (1 - tol) - t.after) if x > 0]  # fmt: skip
-            for xi, xs0 in zip(xs, xsz, strict=True):
-                if xs0 > room_q:
-                    break
-                for d in points:
-                    j = bisect.bisect_left(ysz, xs0 - int(d))
-                    for k in (j - 1, j):
-                        if not 0 <= k < len(ysz):
-                            continue
-                        ys0 = ysz[k]
-                        if ys0 >= xs0 or ys0 > room_p:
-                            continue
-                        x, y = a.after - xs0 + ys0, t.after + xs0 - ys0  # net xs0 - ys0 moved (_out's floats)
-                        gain = (
-                            out_a
-                            + out_t
-                            - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
-                            - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
-                        )
-                        if gain <= 1e-9:
-                            continue
-                        key = (-gain, xs0 + ys0, xi, ys[k], p, q)
-                        if best is None or key < best:
-                            best = key
-                            found[key[1:]] = (p, q, (xs0, xi), (ys0, ys[k]))
-    return None if best is None else found[best[1:]]
+            got = _swap_pair(plan, (p, q), (xs, xsz, ys, ysz), (out_a, out_t))
+            if got is not None and (best is None or got[0] < best[0]):
+                best = got
+    return None if best is None else best[1]
+
+
+def _swap_pair(
+    plan: DiskPlan,
+    pq: tuple[int, int],
+    lists: tuple[list[int], list[int], list[int], list[int]],
+    outs: tuple[float, float],
+) -> tuple[_SwapKey, _Swap] | None:
+    """_best_swap's best exchange between disks p and q (its key, the smallest wins, and the swap):
+    in numpy over p's replicas when every integer involved is below 2**53 (the same comparisons and
+    floats as one replica after the other), else replica by replica (_swap_loop)."""
+    p, q = pq
+    a, t, tol = plan.disks[p], plan.disks[q], plan.tolerance
+    xs, xsz, ys, ysz = lists
+    room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
+    room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
+    points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
+                          t.goal * (1 + tol) - t.after, t.goal * (1 - tol) - t.after) if x > 0]  # fmt: skip
+    big = max(abs(a.after), abs(t.after)) + max(xsz[-1], ysz[-1])
+    if big >= _EXACT or any(x >= _EXACT for x in points):
+        return _swap_loop(plan, pq, lists, outs)
+    n = bisect.bisect_right(xsz, room_q)  # x fits in q: xsz sorted, the loop's break
+    if n == 0 or not points:
+        return None
+    xa, ya = np.array(xsz[:n], dtype=np.int64), np.array(ysz, dtype=np.int64)
+    js = [np.searchsorted(ya, xa - int(d)) for d in points]  # bisect_left, each x and breakpoint
+    ix = np.tile(np.arange(n), 2 * len(js))
+    ky = np.concatenate([k for j in js for k in (j - 1, j)])
+    ok = (ky >= 0) & (ky < len(ya))
+    ix, ky = ix[ok], ky[ok]
+    x0, y0 = xa[ix], ya[ky]
+    ok = (y0 < x0) & (y0 <= room_p)
+    ix, ky, x0, y0 = ix[ok], ky[ok], x0[ok], y0[ok]
+    gain = _swap_gain(plan, pq, outs, a.after - x0 + y0, t.after + x0 - y0)
+    ok = gain > 1e-9
+    if not ok.any():
+        return None
+    ix, ky, x0, y0, gain = ix[ok], ky[ok], x0[ok], y0[ok], gain[ok]
+    xi, yk = np.array(xs[:n], dtype=np.int64)[ix], np.array(ys, dtype=np.int64)[ky]
+    i = int(np.lexsort((yk, xi, x0 + y0, -gain))[0])
+    key = (-float(gain[i]), int(x0[i] + y0[i]), int(xi[i]), int(yk[i]), p, q)
+    return key, (p, q, (int(x0[i]), int(xi[i])), (int(y0[i]), int(yk[i])))
+
+
+def _swap_gain(
+    plan: DiskPlan, pq: tuple[int, int], outs: tuple[float, float], x: np.ndarray, y: np.ndarray
+) -> np.ndarray:
+    """The gains of exchanges leaving p at x bytes and q at y (_swap_loop's floats, elementwise)."""
+    a, t, tol = plan.disks[pq[0]], plan.disks[pq[1]], plan.tolerance
+    alo, ahi = a.goal * (1 - tol), a.goal * (1 + tol)
+    tlo, thi = t.goal * (1 - tol), t.goal * (1 + tol)
+    out_x = np.where(x > ahi, x - ahi, 0.0) + np.where(alo > x, alo - x, 0.0)
+    out_y = np.where(y > thi, y - thi, 0.0) + np.where(tlo > y, tlo - y, 0.0)
+    return (outs[0] + outs[1]) - out_x - out_y
+
+
+def _swap_loop(
+    plan: DiskPlan,
+    pq: tuple[int, int],
+    lists: tuple[list[int], list[int], list[int], list[int]],
+    outs: tuple[float, float],
+) -> tuple[_SwapKey, _Swap] | None:
+    """_swap_pair replica by replica (integers of 2**53 and more)."""
+    p, q = pq
+    a, t, tol = plan.disks[p], plan.disks[q], plan.tolerance
+    xs, xsz, ys, ysz = lists
+    out_a, out_t = outs
+    best: tuple[_SwapKey, _Swap] | None = None
+    alo, ahi = a.goal * (1 - tol), a.goal * (1 + tol)  # the bands as _out computes them
+    tlo, thi = t.goal * (1 - tol), t.goal * (1 + tol)
+    room_q = plan.limit * t.total - t.peak if t.total is not None else float("inf")
+    room_p = plan.limit * a.total - a.peak if a.total is not None else float("inf")
+    points = [x for x in (a.after - a.goal * (1 + tol), a.after - a.goal * (1 - tol),
+                          t.goal * (1 + tol) - t.after, t.goal * (1 - tol) - t.after) if x > 0]  # fmt: skip
+    for xi, xs0 in zip(xs, xsz, strict=True):
+        if xs0 > room_q:
+            break
+        for d in points:
+            j = bisect.bisect_left(ysz, xs0 - int(d))
+            for k in (j - 1, j):
+                if not 0 <= k < len(ysz):
+                    continue
+                ys0 = ysz[k]
+                if ys0 >= xs0 or ys0 > room_p:
+                    continue
+                x, y = a.after - xs0 + ys0, t.after + xs0 - ys0  # net xs0 - ys0 moved (_out's floats)
+                gain = (
+                    out_a
+                    + out_t
+                    - ((x - ahi if x > ahi else 0.0) + (alo - x if alo > x else 0.0))
+                    - ((y - thi if y > thi else 0.0) + (tlo - y if tlo > y else 0.0))
+                )
+                if gain <= 1e-9:
+                    continue
+                key = (-gain, xs0 + ys0, xi, ys[k], p, q)
+                if best is None or key < best[0]:
+                    best = key, (p, q, (xs0, xi), (ys0, ys[k]))
+    return best
 
 
 def _near_full(sz: list[int], points: tuple[float, float]) -> list[tuple[int, int, int]]:
