@@ -258,3 +258,10 @@ def test_left_names_the_batches_not_started() -> None:
     assert sb.left(batches, tps(0, 1, 2, 3)) == sb.Left(2, 4, "batches 3-4", 3)
     assert sb.left(batches, tps(0, 1, 2, 3, 4)) == sb.Left(3, 4, "batch 4", 2)
     assert sb.left(batches, tps(0, 1, 2, 3, 4, 5)) == sb.Left(4, 4, None, 0)
+
+
+def test_a_resumed_plans_batches_are_the_moves_not_done() -> None:
+    # execute --resume batches only what is left (core/run_plan.split_run's todo); a step marks the moves it
+    # finds complete done before it picks: 0, 2 and 3 done, so batches of 2 are [1, 4], [5]
+    plan = sp.mark_done(plan_of(6, BATCH2), tps(0, 2, 3), 150.0)
+    assert sb.planned(plan) == [tps(1, 4), tps(5)]
