@@ -143,10 +143,9 @@ def gate(backend: Backend) -> Callable[..., Pick | None]:
 
 
 # -- a foreground run's batches, numbered (issue 25 item 4, slice 2) ---------------------------------
-# Pure building blocks for ZooKeeper mode's foreground batches run as steps of ops/step.py (not wired in
-# yet: ops/execute._run_batches still loops itself). The steps pick each batch through `gate`; execute's
-# lines ("Batch i/n: ...", the batches left on --timeout and Ctrl-C) number the batches as `planned` says
-# the steps will pick them, nothing held.
+# ZooKeeper mode's foreground batches run as steps of ops/step.py (ops/stored_foreground.py): the steps
+# pick each batch through `gate`; execute's lines ("Batch i/n: ...", the batches left on Ctrl-C: `left`)
+# number execute's batches, which `planned` shows the steps pick (tests/unit/test_stored_batches.py).
 def planned(
     plan: sp.StoredPlan, limit: int | None = None, state: ClusterState | None = None
 ) -> list[list[TopicPartition]]:
