@@ -280,7 +280,8 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
             env.store, req, order, lambda store, run: take_watching(store, run, sp.watch()), schedule, sizes
         )
         if batches:
-            req.stored = keeper  # ops/execute._run_batches marks each batch, wait_for renews the lease
+            req.stored = keeper  # its batches are steps of the stored plan (ops/stored_foreground.py)
+            keeper.env = env
         else:  # the window steps the stored plan (ops/step.py), holding the lease
             pacer.stored, pacer.env, pacer.lease = keeper, env, keeper.run
             if dirs:

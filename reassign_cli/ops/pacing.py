@@ -104,7 +104,25 @@ class BatchKeeper:
         if batches and not req.dry_run and req.batch_size is not None:
             kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
             self.keep.save(kept, report)
-        return _run_batches(backend, state, batches, req, report, wait, mover)
+        return _batches(backend, state, batches, req, report, wait, mover)
+
+
+def _batches(
+    backend: Backend,
+    state: ClusterState,
+    batches: list[list[PlanEntry]],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    wait: bool,
+    mover: LogDirMoves | None,
+) -> list[PartitionProgress]:
+    """ZooKeeper mode's batches: steps of the stored plan when it is stored (ops/stored_foreground.py),
+    else execute's own loop (a dry run, a plan not stored)."""
+    from reassign_cli.ops import stored_foreground
+
+    if wait and stored_foreground.stepped(req):
+        return stored_foreground.run(backend, batches, req, report, mover)
+    return _run_batches(backend, state, batches, req, report, wait, mover)
 
 
 @dataclass(slots=True)
@@ -139,9 +157,7 @@ class Pacer:
             self.keep.save(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), report)
         if not adds:
             report.info(ZK_NOTE)
-            return _run_batches(
-                backend, state, self.batches(backend, state, entries), req, report, wait, mover
-            )
+            return _batches(backend, state, self.batches(backend, state, entries), req, report, wait, mover)
         if req.dry_run:
             return self.dry_window(backend, entries, req, report, mover)
         return _Window(self, backend, entries, req, report, mover).run()

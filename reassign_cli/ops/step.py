@@ -4,7 +4,7 @@ core/pacing.py's window rules, write through the stored plan's fence, then submi
 Used by `execute --detach` (its first step), `execute --resume` with no plan file (steps until done, holding
 the lease), `verify` with a stored plan (one step per run; `--no-advance` only reports) and the foreground
 window (ops/pacing._Window: a step per poll, holding the lease; `StepEnv.finish` False leaves the end to
-execute).
+execute) and ZooKeeper mode's foreground batches (ops/stored_foreground.py, the same way).
 
 One step, in this order:
 1. take the driver lease (backends/plan_store.take_lease); another run's fresh lease: report who drives,
@@ -78,6 +78,9 @@ class StepEnv:
     )
     # batches (ops/stored_batches.gate): what is submitted when moves start together, after the last batch
     gate: Callable[..., Any] | None = None
+    # ZooKeeper mode's foreground batches (ops/stored_foreground.py): execute's own submit of a batch (its
+    # setup mark, throttles and lines), called with (state, entries) instead of the step's
+    submitter: Callable[[ClusterState, list[PlanEntry]], None] | None = None
     additional: bool = True  # False through ZooKeeper alone: a batch is the trigger znode, created alone
     # A foreground run (ops/pacing._Window) ends the plan itself (execute's end: the throttles cleared as
     # today, log-dir moves, --elect-leaders) and runs its own rate loop: `finish` False makes a step whose
@@ -550,6 +553,9 @@ def _submit(
     if not submit:
         return None
     by_tp = {(e.topic, e.partition): e for e in plan.entries}
+    if env.submitter is not None:
+        env.submitter(state, [by_tp[tp] for tp in submit])
+        return None
     running = [tp for tp in plan.moves if tp in plan.started and tp not in plan.done]
     listed = [by_tp[tp] for tp in dict.fromkeys([*running, *submit, *heads])]
     batch: list[PlanEntry] = [by_tp[tp] for tp in submit]

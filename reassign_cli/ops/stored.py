@@ -256,10 +256,9 @@ def describe(result: st.StepResult) -> dict[str, Any]:
 
 class Keeper:
     """A foreground paced execute's stored plan (issue 25 item 2) and its lease: the window (ops/pacing._Window)
-    steps it with ops/step.step (which marks, ends and renews); ZooKeeper mode's foreground batches
-    (ops/execute._run_batches) mark each batch started through the fence BEFORE it submits it, note the
-    moves that ended (written with the next start or renewal: one write, not two), and renew the lease
-    from their polls (every RENEW_SECONDS - 1). A kill -9 of the execute leaves the plan stored
+    steps it with ops/step.step (which marks, ends and renews); so do ZooKeeper mode's foreground batches
+    (ops/stored_foreground.py, with the StepEnv kept as `env`): a batch is marked started through the fence
+    BEFORE its trigger is created. A kill -9 of the execute leaves the plan stored
     with its lease unrenewed: a cron `verify` takes it over and carries it on. The execute's own end (done,
     or stopped with an error or Ctrl-C, as today) deletes it."""
 
@@ -271,6 +270,7 @@ class Keeper:
         self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
         self.dirs_ended_since: list[tuple[str, int, int]] = []  # log-dir moves, the same
         self.loop = loop  # the run's rate loop (ops.rate_loop.Runner): its state kept with every write
+        self.env: Any = None  # ZooKeeper mode's foreground batches: their StepEnv (ops/stored_foreground.py)
 
     def _update(self, fn: Callable[[sp.StoredPlan], sp.StoredPlan]) -> None:
         from reassign_cli.backends import plan_store as ps

@@ -24,7 +24,7 @@ created twice while the trigger exists; a step killed after its mark but before 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ from reassign_cli.core.model import PlanEntry, TopicPartition
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend
     from reassign_cli.core import stored_plan as sp
+    from reassign_cli.core.model import ClusterState
     from reassign_cli.ops.step import Seen
 
 
@@ -139,6 +140,72 @@ def gate(backend: Backend) -> Callable[..., Pick | None]:
         )
 
     return check
+
+
+# -- a foreground run's batches, numbered (issue 25 item 4, slice 2) ---------------------------------
+# ZooKeeper mode's foreground batches run as steps of ops/step.py (ops/stored_foreground.py): the steps
+# pick each batch through `gate`; execute's lines ("Batch i/n: ...", the batches left on Ctrl-C: `left`)
+# number execute's batches, which `planned` shows the steps pick (tests/unit/test_stored_batches.py).
+def planned(
+    plan: sp.StoredPlan, limit: int | None = None, state: ClusterState | None = None
+) -> list[list[TopicPartition]]:
+    """The batches the plan's steps start, in order, when nothing holds and each batch ends before the next
+    (pure: `pick` replayed). A plan stored with --batch-size needs no `state`; a capped plan's batches are
+    the window's choice (ops/step.decide), which needs the plan's partitions as read (`state`). A capped
+    window batch larger than one trigger znode differs from core/run_plan.paced_batches: there its rest is a
+    batch of its own; here it goes into the next window's choice."""
+    from reassign_cli.core import stored_plan as stp
+
+    out: list[list[TopicPartition]] = []
+    while len(plan.started) < len(plan.entries):
+        new: list[TopicPartition] = []
+        if plan.pace.batch_size is None:
+            from reassign_cli.ops.step import decide, stored_sizes
+
+            if state is None:
+                raise ValueError("a capped plan's batches need the partitions as read")
+            new, _ = decide(plan, state, lambda tp: True, stored_sizes(plan))
+        got = pick(plan, False, [], new, [], may_start=True, limit=limit)
+        if not got.new:
+            raise ValueError("no batch could start")  # cannot happen: a queued move always fits one batch
+        out.append(got.new)
+        plan = stp.mark_done(stp.mark_started(plan, got.new, 0.0), got.new, 0.0)
+    return out
+
+
+def batch_line(batches: Sequence[Sequence[TopicPartition]], started: Sequence[TopicPartition]) -> str | None:
+    """execute's "Batch i/n: k partitions" line for the moves a step just started (None: one batch only, or
+    moves that are not one of `batches`: a batch resubmitted after a kill, numbered by nothing)."""
+    wanted = set(started)
+    for i, batch in enumerate(batches):
+        if set(batch) == wanted and len(batches) > 1:
+            from reassign_cli.core.names import count
+
+            return f"Batch {i + 1}/{len(batches)}: {count(len(batch), 'partition')}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Left:
+    """Where a foreground batch run stopped: the batch running (1-based), of how many, and the batches
+    not started (their numbers as text, "batch 3" or "batches 3-5", and their partitions)."""
+
+    running: int
+    of: int
+    which: str | None  # None: the last batch runs (nothing is left unstarted)
+    partitions: int
+
+
+def left(batches: Sequence[Sequence[TopicPartition]], started: Iterable[TopicPartition]) -> Left:
+    """What is left of `batches` once the moves `started` were started (pure): the last batch with a started
+    move is the one running; every later one is not started."""
+    seen = set(started)
+    i = max((j for j, b in enumerate(batches) if seen & set(b)), default=0)
+    n = len(batches)
+    if i >= n - 1:
+        return Left(i + 1, n, None, 0)
+    which = f"batch {i + 2}" if i + 2 == n else f"batches {i + 2}-{n}"
+    return Left(i + 1, n, which, sum(len(b) for b in batches[i + 1 :]))
 
 
 # -- a plan larger than one trigger znode (issue 25 item 9) ------------------------------------------

@@ -180,3 +180,88 @@ def test_a_plan_larger_than_one_znode_runs_as_batches() -> None:
     line = got.line(3, waiting=False)
     assert line.startswith("The reassignment of 3 partitions needs 169 bytes in /admin/reassign_partitions")
     assert "it runs as 2 batches" in line
+
+
+# -- planned / batch_line / left: a foreground run's batches numbered as its steps pick them ---------------
+# The expected batches come from core/validate.split_batches and core/run_plan.paced_batches, which
+# execute's own loop (ops/execute._run_batches) runs today: the steps must pick the same batches for the
+# "Batch i/n" lines to stay true.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+from reassign_cli.core.model import Broker, ClusterState, Topic  # noqa: E402
+from reassign_cli.core.run_plan import paced_batches  # noqa: E402
+from reassign_cli.core.validate import split_batches  # noqa: E402
+from reassign_cli.ops.execute import NO_BYTES_LIMIT  # noqa: E402
+
+
+def names(batches: list[list[PlanEntry]]) -> list[list[tuple[str, int]]]:
+    return [[(e.topic, e.partition) for e in b] for b in batches]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    parts=hs.lists(
+        hs.tuples(hs.sampled_from(["a", "b", "topic-with-a-long-name"]), hs.integers(0, 40)),
+        min_size=1,
+        max_size=25,
+        unique=True,
+    ),
+    size=hs.integers(1, 7),
+    limit=hs.one_of(hs.none(), hs.integers(120, 400)),
+)
+def test_a_batch_size_plans_batches_are_executes_batches(
+    parts: list[tuple[str, int]], size: int, limit: int | None
+) -> None:
+    entries = [PlanEntry(t, p, target(p), None) for t, p in sorted(parts)]
+    plan = sp.new_plan(b"{}", entries, pc.Pace(None, None, batch_size=size), sp.Origin("h", "u", 100.0))
+    want = names(split_batches(entries, size, NO_BYTES_LIMIT if limit is None else limit))
+    assert sb.planned(plan, limit) == want
+
+
+def state_of(n: int) -> ClusterState:
+    t = Topic("t", {p: [1, 2] for p in range(n)}, leader={p: 2 for p in range(n)})
+    return ClusterState([Broker(b, None) for b in range(1, 6)], {"t": t})
+
+
+def test_a_capped_plans_batches_are_the_zookeeper_windows_batches() -> None:
+    # t-p moves [1, 2] -> [p % 3 + 3, 2]: receivers 3, 4, 5 in turn, leader 2 in every move. Cap 2 per
+    # broker: broker 2 takes part in every move, so 2 moves a batch, in the plan's order.
+    entries = [PlanEntry("t", p, target(p), None) for p in range(5)]
+    plan = sp.new_plan(b"{}", entries, pc.Pace(2, "as-planned"), sp.Origin("h", "u", 100.0))
+    state = state_of(5)
+    got = sb.planned(plan, None, state)
+    assert got == [tps(0, 1), tps(2, 3), tps(4)]
+    assert got == names(paced_batches(entries, state, 2, "as-planned", NO_BYTES_LIMIT))
+
+
+def test_a_capped_plan_needs_its_partitions() -> None:
+    plan = plan_of(3, pc.Pace(1, "as-planned"))
+    try:
+        sb.planned(plan)
+    except ValueError:
+        return
+    raise AssertionError("a capped plan's batches were numbered without its partitions")
+
+
+def test_batch_lines_number_the_batches_as_execute_says_them() -> None:
+    batches = [tps(0, 1), tps(2, 3), tps(4)]
+    assert sb.batch_line(batches, tps(1, 0)) == "Batch 1/3: 2 partitions"
+    assert sb.batch_line(batches, tps(4)) == "Batch 3/3: 1 partition"
+    assert sb.batch_line(batches, tps(4, 0)) is None  # not one batch (a resubmit after a kill)
+    assert sb.batch_line([tps(0, 1)], tps(0, 1)) is None  # one batch: no line, as execute
+
+
+def test_left_names_the_batches_not_started() -> None:
+    batches = [tps(0, 1), tps(2, 3), tps(4), tps(5, 6)]
+    assert sb.left(batches, tps(0, 1)) == sb.Left(1, 4, "batches 2-4", 5)
+    assert sb.left(batches, tps(0, 1, 2, 3)) == sb.Left(2, 4, "batches 3-4", 3)
+    assert sb.left(batches, tps(0, 1, 2, 3, 4)) == sb.Left(3, 4, "batch 4", 2)
+    assert sb.left(batches, tps(0, 1, 2, 3, 4, 5)) == sb.Left(4, 4, None, 0)
+
+
+def test_a_resumed_plans_batches_are_the_moves_not_done() -> None:
+    # execute --resume batches only what is left (core/run_plan.split_run's todo); a step marks the moves it
+    # finds complete done before it picks: 0, 2 and 3 done, so batches of 2 are [1, 4], [5]
+    plan = sp.mark_done(plan_of(6, BATCH2), tps(0, 2, 3), 150.0)
+    assert sb.planned(plan) == [tps(1, 4), tps(5)]
