@@ -30,19 +30,18 @@ from reassign_cli.core.znodes import REASSIGN_PARTITIONS
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
 from reassign_cli.ops import stored_batches as sb
-from reassign_cli.ops.execute import (
-    THROTTLE_SETTLE_SECONDS,
+from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, submit_batch
+from reassign_cli.ops.request import (
     WaitInterrupted,
     describe_moving,
     request_resume_command,
     stuck_line,
-    submit_batch,
     verify_command,
 )
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend, LogDirMoves
-    from reassign_cli.ops.execute import ExecuteReport, ExecuteRequest
+    from reassign_cli.ops.request import ExecuteReport, ExecuteRequest
 
 
 def stepped(req: ExecuteRequest) -> bool:

@@ -22,11 +22,12 @@ from reassign_cli.backends.zookeeper.session import ZkOptions, open_session
 from reassign_cli.backends.zookeeper.stored_plan import ZkPlanStore
 from tests.faults.test_step_faults import _killing
 from tests.helpers import PYTHON, wait_until
-from tests.integration.reassign_support import Mover
+from tests.integration.reassign_support import Mover, await_idle, produce
 from tests.integration.test_step_zk import (
     HEAD,
     RATE,
     _as_planned_and_clean,
+    _forget,
     operator_rate,  # noqa: F401  (a fixture)
     three_to_broker_3,
 )
