@@ -554,7 +554,8 @@ def _run_batches(
     mover: LogDirMoves | None,
 ) -> list[PartitionProgress]:
     """Submit each batch (and wait for it when waiting); the next batch only once the previous is done.
-    A dry run first lists the batches (stdout; `run_plan` in JSON)."""
+    A dry run first lists the batches (stdout; `run_plan` in JSON). A run whose plan is stored runs its
+    batches as steps of it instead (ops/stored_foreground.py)."""
     results: list[PartitionProgress] = []
     if req.dry_run:
         _list_batches(batches, report)
@@ -570,16 +571,12 @@ def _run_batches(
                     f"{where}; batches 1-{i} are complete",
                     hint=f"Once it has finished, continue with: {request_resume_command(req)}",
                 )
-        if req.stored is not None and not req.dry_run:  # marked (fenced) in the stored plan before its submit
-            req.stored.started([(e.topic, e.partition) for e in batch])
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
             try:
                 results += wait_for(backend, {(e.topic, e.partition): e.replicas for e in batch}, req, report)
             except WaitInterrupted as e:
                 raise _batches_left(e, batches, i, req) from None
-            if req.stored is not None:
-                req.stored.ended([(e.topic, e.partition) for e in batch])
     return results
 
 

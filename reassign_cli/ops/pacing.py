@@ -9,7 +9,8 @@ running ones (KIP-455). `_Window` only watches: with sizes (DescribeLogDirs) pro
 replica's size against its leader's), the ETA, the stall and "grows" warnings, --timeout and Ctrl-C.
 
 Through ZooKeeper alone the trigger znode takes one batch at a time: the window is sent as batches
-(each fills an empty window), run by execute's `_run_batches`.
+(each fills an empty window), run as steps of the stored plan (ops/stored_foreground.py), or by execute's
+`_run_batches` when the plan is not stored.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
+from reassign_cli.ops import stored_foreground
 from reassign_cli.ops.execute import (
     NO_BYTES_LIMIT,
     THROTTLE_SETTLE_SECONDS,
-    _run_batches,
     started_line,
     submit_batch,
     would_start_line,
@@ -104,25 +105,7 @@ class BatchKeeper:
         if batches and not req.dry_run and req.batch_size is not None:
             kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
             self.keep.save(kept, report)
-        return _batches(backend, state, batches, req, report, wait, mover)
-
-
-def _batches(
-    backend: Backend,
-    state: ClusterState,
-    batches: list[list[PlanEntry]],
-    req: ExecuteRequest,
-    report: ExecuteReport,
-    wait: bool,
-    mover: LogDirMoves | None,
-) -> list[PartitionProgress]:
-    """ZooKeeper mode's batches: steps of the stored plan when it is stored (ops/stored_foreground.py),
-    else execute's own loop (a dry run, a plan not stored)."""
-    from reassign_cli.ops import stored_foreground
-
-    if wait and stored_foreground.stepped(req):
-        return stored_foreground.run(backend, batches, req, report, mover)
-    return _run_batches(backend, state, batches, req, report, wait, mover)
+        return stored_foreground.batches(backend, state, batches, req, report, wait, mover)
 
 
 @dataclass(slots=True)
@@ -157,7 +140,9 @@ class Pacer:
             self.keep.save(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), report)
         if not adds:
             report.info(ZK_NOTE)
-            return _batches(backend, state, self.batches(backend, state, entries), req, report, wait, mover)
+            return stored_foreground.batches(
+                backend, state, self.batches(backend, state, entries), req, report, wait, mover
+            )
         if req.dry_run:
             return self.dry_window(backend, entries, req, report, mover)
         return _Window(self, backend, entries, req, report, mover).run()

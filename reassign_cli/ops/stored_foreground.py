@@ -30,7 +30,7 @@ from reassign_cli.core.znodes import REASSIGN_PARTITIONS
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
 from reassign_cli.ops import stored_batches as sb
-from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, submit_batch
+from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, _run_batches, submit_batch
 from reassign_cli.ops.request import (
     WaitInterrupted,
     describe_moving,
@@ -47,6 +47,22 @@ if TYPE_CHECKING:
 def stepped(req: ExecuteRequest) -> bool:
     """Whether this run's batches are steps of its stored plan (a real run whose plan was stored)."""
     return req.stored is not None and getattr(req.stored, "env", None) is not None and not req.dry_run
+
+
+def batches(
+    backend: Backend,
+    state: ClusterState,
+    batches: list[list[PlanEntry]],
+    req: ExecuteRequest,
+    report: ExecuteReport,
+    wait: bool,
+    mover: LogDirMoves | None,
+) -> list[PartitionProgress]:
+    """The batches' runner of ops/pacing (BatchKeeper, and Pacer through ZooKeeper alone): steps of the stored
+    plan when it is stored, else execute's own loop (a dry run, a plan not stored)."""
+    if wait and stepped(req):
+        return run(backend, batches, req, report, mover)
+    return _run_batches(backend, state, batches, req, report, wait, mover)
 
 
 def run(
