@@ -110,13 +110,16 @@ def _steps_until_done(run_cli: Any, words: list[str], cwd: Any) -> Any:
     return last[0]
 
 
-def _as_planned_and_clean(zk: Any, topic: str, sent: list[bytes], consume_all: Any) -> None:
-    """Nothing reassigning, no throttle of ours, the operator's rate back, replicas as planned, the stored
-    plan gone, every message read back."""
+def _as_planned_and_clean(
+    zk: Any, topic: str, sent: list[bytes], consume_all: Any, planned: dict[str, list[int]] | None = None
+) -> None:
+    """Nothing reassigning, no throttle of ours (on brokers 1 and 2), the operator's rate back (broker 3),
+    replicas as `planned` (by default three_to_broker_3's: every partition on broker 3), the stored plan gone,
+    every message read back (the topic's 30 and `sent`)."""
     assert not reassigning(zk, topic) and not zk.exists("/admin/reassign_partitions")
     assert not zk.exists(HEAD)
     doc = get_json(zk, f"/brokers/topics/{topic}")
-    assert dict(doc["partitions"].items()) == {"0": [3], "1": [3], "2": [3]}
+    assert dict(doc["partitions"].items()) == (planned or {"0": [3], "1": [3], "2": [3]})
     tcfg = config(zk, "topics", topic) or {}
     assert LEADER_REPLICAS not in tcfg and FOLLOWER_REPLICAS not in tcfg
     for b in (1, 2):
