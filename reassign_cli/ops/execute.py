@@ -564,13 +564,8 @@ def _run_batches(
             report.info(f"Batch {i + 1}/{len(batches)}: {count(len(batch), 'partition')}")
         if i > 0:
             state = backend.read_state(sorted({e.topic for e in batch}))
-            if (state.reassignment is not None or state.reassigning_elsewhere) and not req.dry_run:
-                where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
-                raise BusyError(
-                    f"Cannot start batch {i + 1}/{len(batches)}: another reassignment appeared in "
-                    f"{where}; batches 1-{i} are complete",
-                    hint=f"Once it has finished, continue with: {request_resume_command(req)}",
-                )
+            if not req.dry_run:
+                check_free(state, i, len(batches), req)
         submit_batch(backend, state, batch, req, report, mover, first=(i == 0))
         if wait and not req.dry_run:
             try:
@@ -578,6 +573,16 @@ def _run_batches(
             except WaitInterrupted as e:
                 raise _batches_left(e, batches, i, req) from None
     return results
+
+
+def check_free(state: ClusterState, i: int, n: int, req: ExecuteRequest) -> None:
+    """Before batch i (0-based) of n: BusyError when another reassignment appeared meanwhile."""
+    if state.reassignment is not None or state.reassigning_elsewhere:
+        where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
+        raise BusyError(
+            f"Cannot start batch {i + 1}/{n}: another reassignment appeared in {where}; batches 1-{i} are complete",
+            hint=f"Once it has finished, continue with: {request_resume_command(req)}",
+        )
 
 
 def _batches_left(

@@ -371,20 +371,10 @@ class _Window:
         for tps in (result.started, result.resubmitted):
             if tps:
                 report.result(started_line(tps))
-        if not result.health_read and result.wait is None:
+        said = st.hold_said(result)
+        if said is None:
             return  # no health read (no move could start): what held is said again only when it changes
-        v = result.verdict
-        line = result.held_line if v is not None and v.held else result.wait
-        if line is None and result.held_line is not None:
-            line = result.held_line  # a partition at min ISR that a queued move touches waits
-        # said again only when what holds changes (the line's "since" and counts change every step)
-        key = (
-            None
-            if line is None
-            else (result.wait, *(h.key for h in v.holds), *sorted(v.waiting))
-            if v
-            else line
-        )
+        key, line = said
         if key != self.said and line is not None:
             report.warn(line)
         self.said = key

@@ -223,6 +223,21 @@ def counts(plan: sp.StoredPlan, result: StepResult, now: float) -> None:
         result.eta = (pr.bytes_total - pr.bytes_done) / result.rate
 
 
+def hold_said(result: StepResult) -> tuple[Any, str | None] | None:
+    """What a driver that steps every poll says of a hold, pause or hours: (the key of what holds, its line),
+    compared by the caller with the key it said last (a line's "since" and counts change every step, the key
+    only when what holds does); None when the step read no health and waits for nothing (said as before)."""
+    if not result.health_read and result.wait is None:
+        return None
+    v = result.verdict
+    line = result.held_line if v is not None and v.held else result.wait
+    if line is None and result.held_line is not None:
+        line = result.held_line  # a partition at min ISR that a queued move touches waits
+    if line is None:
+        return None, None
+    return ((result.wait, *(h.key for h in v.holds), *sorted(v.waiting)) if v else line), line
+
+
 def driver_text(lease: sp.Lease | None) -> str:
     return "no one" if lease is None else f"run {lease.run} (pid {lease.pid} on {lease.host})"
 

@@ -26,11 +26,10 @@ from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.core.names import count
 from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
-from reassign_cli.core.znodes import REASSIGN_PARTITIONS
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
 from reassign_cli.ops import stored_batches as sb
-from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, _run_batches, submit_batch
+from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, _run_batches, check_free, submit_batch
 from reassign_cli.ops.request import (
     WaitInterrupted,
     describe_moving,
@@ -150,20 +149,11 @@ class _Batches:
             self.report.info(f"Batch {i + 1}/{self.n}: {count(len(entries), 'partition')}")
         if i > 0:
             state = self.backend.read_state(sorted({e.topic for e in entries}))
-            self._check_free(state, i)
+            check_free(state, i, self.n, self.req)
         submit_batch(self.backend, state, entries, self.req, self.report, self.mover, first=(i == 0))
         self.index, self.running = i, tps
         self.started_at = time.monotonic()
         self.bar = self.stack.enter_context(self.report.progress(len(tps)))
-
-    def _check_free(self, state: ClusterState, i: int) -> None:
-        if state.reassignment is not None or state.reassigning_elsewhere:
-            where = REASSIGN_PARTITIONS if state.reassignment is not None else "the cluster"
-            raise BusyError(
-                f"Cannot start batch {i + 1}/{self.n}: another reassignment appeared in "
-                f"{where}; batches 1-{i} are complete",
-                hint=f"Once it has finished, continue with: {request_resume_command(self.req)}",
-            )
 
     def _ended(self, state: ClusterState) -> None:
         results = classify({tp: self.targets[tp] for tp in self.running}, state)
@@ -200,7 +190,7 @@ class _Batches:
         assert result.state is not None
         if not held and result.health_read:
             state = self.backend.read_state(sorted({t for t, _ in self.targets}))
-            self._check_free(state, self.index + 1)
+            check_free(state, self.index + 1, self.n, self.req)
         if self.req.timeout is not None and time.monotonic() - self.started_at >= self.req.timeout:
             which, partitions = self._not_started()
             raise BusyError(
@@ -219,17 +209,10 @@ class _Batches:
 
     def _say(self, result: st.StepResult) -> None:
         """A hold, pause or hours line, said when what holds changes (as the window says it)."""
-        if not result.health_read and result.wait is None:
+        said = st.hold_said(result)
+        if said is None:
             return
-        v = result.verdict
-        line = result.held_line if v is not None and v.held else result.wait
-        if line is None and result.held_line is not None:
-            line = result.held_line
-        key = (
-            None
-            if line is None
-            else ((result.wait, *(h.key for h in v.holds), *sorted(v.waiting)) if v else line)
-        )
+        key, line = said
         if key != self.said and line is not None:
             self.report.warn(line)
         self.said = key
