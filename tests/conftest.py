@@ -278,7 +278,7 @@ def make_topic(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cal
             if created and admin:
                 with contextlib.suppress(Exception):
                     admin[0].delete_topics(created, timeout_ms=30000)
-                _deleted(client, created)
+                _deleted(cluster.zookeeper, created)
         finally:
             for a in admin:
                 with contextlib.suppress(Exception):
@@ -287,12 +287,13 @@ def make_topic(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cal
             client.close()
 
 
-def _deleted(client: Any, topics: list[str]) -> None:
+def _deleted(zookeeper: str, topics: list[str]) -> None:
     """Wait until the controller has deleted `topics`. A topic left behind trips later tests' health checks
     (CI run ci14: a min.insync.replicas=3 topic of test_pacing_faults, its DeleteTopics lost, named first in
     test_step_faults' hold line), so a request that did not land is made again through ZooKeeper's own
     marker (/admin/delete_topics/<topic>, what the controller watches), and a topic still there after 120 s
-    fails this test's teardown rather than a later test."""
+    fails this test's teardown rather than a later test. It reads through a session of its own: the
+    fixture's may have expired while the test had ZooKeeper stopped (CI stop 36: test_4_zookeeper_down_...)."""
     from kazoo.exceptions import NodeExistsError
 
     def gone() -> bool:
@@ -303,7 +304,8 @@ def _deleted(client: Any, topics: list[str]) -> None:
                     client.create(f"/admin/delete_topics/{t}", makepath=True)
         return not left
 
-    wait_until(gone, timeout=120, interval=0.5, message=f"topics {topics} deleted by the controller")
+    with kazoo_session(zookeeper) as client:
+        wait_until(gone, timeout=120, interval=0.5, message=f"topics {topics} deleted by the controller")
 
 
 @pytest.fixture
