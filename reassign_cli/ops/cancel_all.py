@@ -20,7 +20,7 @@ from reassign_cli.core.in_flight import in_flight_rollback_json, in_flight_targe
 from reassign_cli.core.model import TopicPartition
 from reassign_cli.errors import OperationalError
 from reassign_cli.ops.cancel import CancelOutcome, cancel
-from reassign_cli.ops.execute import default_rollback_path
+from reassign_cli.ops.request import default_rollback_path
 
 
 @dataclass(slots=True)

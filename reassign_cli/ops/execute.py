@@ -16,7 +16,6 @@ import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -44,9 +43,6 @@ from reassign_cli.core.names import NAMES_SHOWN, count, shorten
 from reassign_cli.core.progress import (
     PartitionProgress,
     ReplicaMoveProgress,
-    Status,
-    StuckWatch,
-    classify,
     verify_exit,
 )
 from reassign_cli.core.validate import (
@@ -69,12 +65,12 @@ from reassign_cli.ops.request import (
     ExecuteReport,
     ExecuteRequest,
     WaitInterrupted,
-    describe_moving,
+    default_rollback_path,
     request_resume_command,
-    stuck_line,
     verify_command,
 )
 from reassign_cli.ops.throttle_writes import (
+    THROTTLE_SETTLE_SECONDS,
     ThrottleWrites,
     apply_throttles,
     said_writes,
@@ -82,6 +78,7 @@ from reassign_cli.ops.throttle_writes import (
     undo_throttles,
 )
 from reassign_cli.ops.unthrottle import SETUP_WAIT_SECONDS, clear_throttles
+from reassign_cli.ops.watch import wait_for
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import ClearResult
@@ -95,7 +92,6 @@ BUSY_MESSAGE = (
     "file with --throttle."
 )
 MAX_LISTED_VIOLATIONS = 50
-THROTTLE_SETTLE_SECONDS = 1.0  # pause between the throttle writes and the trigger
 NO_BYTES_LIMIT = 2**62  # a backend without a request size limit: batches only by --batch-size
 
 
@@ -156,17 +152,6 @@ def rollback_json(entries: Iterable[PlanEntry], state: ClusterState) -> str:
         topic = state.topics[e.topic]
         current.setdefault(e.topic, {})[e.partition] = list(topic.replicas[e.partition])
     return format_reassignment_json(current, log_dirs=True)
-
-
-def default_rollback_path(now: datetime | None = None) -> str:
-    now = now or datetime.now()
-    base = f"rollback-{now:%Y%m%d-%H%M%S}"
-    path = Path(f"{base}.json")
-    n = 1
-    while path.exists():
-        path = Path(f"{base}-{n}.json")
-        n += 1
-    return str(path)
 
 
 def started_line(tps: Sequence[TopicPartition]) -> str:
@@ -730,44 +715,3 @@ def change_running_throttle(
     if req.log_dir_throttle is not None:
         report.result(f"The replica-alter-dir throttle limit was set to {req.log_dir_throttle} B/s")
     return ExitCode.OK
-
-
-# ---------------------------------------------------------------------------------------------
-# waiting
-# ---------------------------------------------------------------------------------------------
-
-
-def wait_for(
-    backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest, report: ExecuteReport
-) -> list[PartitionProgress]:
-    """Poll until none of `targets` is in progress. --timeout: BusyError naming what still moves;
-    Ctrl-C: WaitInterrupted (the reassignment keeps running)."""
-    topics = sorted({t for t, _ in targets})
-    clock = Clock(req)
-    stuck = StuckWatch(req.stuck_after)
-    try:
-        with report.progress(len(targets)) as bar:
-            while True:
-                state = backend.read_state(topics, partition_state=True)
-                results = classify(targets, state)
-                bar.update(results, clock.elapsed())
-                if req.rate_loop is not None:
-                    req.rate_loop.poll(backend, state, targets)
-                if req.stored is not None:  # the stored plan's lease, renewed while this run drives
-                    req.stored.renew()
-                for p, broker, gone in stuck.update(results, state.broker_ids, time.monotonic()):
-                    report.warn(stuck_line(p.name, broker, gone, req))
-                moving = [r for r in results if r.status is Status.IN_PROGRESS]
-                if not moving:
-                    return results
-                if clock.expired():
-                    raise BusyError(
-                        f"Timed out after {req.timeout:g}s; still in progress: {describe_moving(moving)}",
-                        hint=f"The reassignment keeps running. Check it with: {verify_command(req)}",
-                    )
-                clock.pause()
-    except KeyboardInterrupt:
-        raise WaitInterrupted(
-            "Interrupted while waiting; the reassignment keeps running in the cluster",
-            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
-        ) from None

@@ -46,7 +46,7 @@ def touched(plan: sp.StoredPlan, verdict: hc.Verdict) -> list[TopicPartition]:
 
 def save_targets(plan: sp.StoredPlan, tps: Iterable[TopicPartition], path: Path | None = None) -> Path:
     """The cancelled moves' targets, as a plan file to execute again later; returns where."""
-    from reassign_cli.ops.execute import default_rollback_path
+    from reassign_cli.ops.request import default_rollback_path
 
     wanted = set(tps)
     targets: dict[str, dict[int, list[int]]] = {}

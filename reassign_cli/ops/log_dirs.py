@@ -28,7 +28,6 @@ from reassign_cli.core.names import count, shorten
 from reassign_cli.core.progress import ReplicaMoveProgress
 from reassign_cli.errors import BusyError
 from reassign_cli.ops.dir_moves import start_until_done, wait_for_log_dirs
-from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS
 from reassign_cli.ops.request import (
     Clock,
     ExecuteReport,
@@ -37,7 +36,7 @@ from reassign_cli.ops.request import (
     cancel_command,
     verify_command,
 )
-from reassign_cli.ops.throttle_writes import apply_throttles
+from reassign_cli.ops.throttle_writes import THROTTLE_SETTLE_SECONDS, apply_throttles
 
 SHOW_EVERY = 30.0  # seconds: the progress line at least this often (else when it changes)
 

@@ -10,7 +10,7 @@ Two modes, one at a time (cli/execute.py refuses both together):
   measured (DescribeLogDirs, through the brokers), and core.autothrottle.decide says which rates change.
 
 `RateLoop` is the decision side (no I/O: `tick(now, observation)` returns the changes, `state()` and
-`from_state()` keep it, e.g. with a stored plan); `Runner` is the I/O side that execute's `wait_for` and
+`from_state()` keep it, e.g. with a stored plan); `Runner` is the I/O side that ops/watch.wait_for and
 ops.pacing's `_Window` call at each poll (`poll(backend, state, running)`): it measures, ticks, writes the
 changes through `write_rates` (one fenced commit, the prior values recorded first, as `apply_throttles`),
 reports one line per change and keeps the history for --format json. The operator's prior values are

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from reassign_cli.core.hints import ConnectionOption, command_line
@@ -163,3 +165,14 @@ def describe_moving(moving: Sequence[PartitionProgress], limit: int = 10) -> str
     if len(moving) > limit:
         parts.append(f"and {len(moving) - limit} more")
     return ", ".join(parts)
+
+
+def default_rollback_path(now: datetime | None = None) -> str:
+    now = now or datetime.now()
+    base = f"rollback-{now:%Y%m%d-%H%M%S}"
+    path = Path(f"{base}.json")
+    n = 1
+    while path.exists():
+        path = Path(f"{base}-{n}.json")
+        n += 1
+    return str(path)

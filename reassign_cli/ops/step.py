@@ -93,6 +93,9 @@ class StepEnv:
     # or its lease is due for renewal. A cron step (a new process each time) is never lazy.
     lazy: bool = False
     written_at: float | None = None  # `clock` at this run's last write of the plan
+    # False for a plan only this run sees (ops/watch.py): a move that vanished was cancelled or replaced by
+    # someone else, and ended (not as planned); it is never submitted again over them
+    resubmit: bool = True
     health_at: float | None = None  # `clock` at this run's last read of the health signals
 
 
@@ -316,6 +319,9 @@ def _drive(env: StepEnv, seen: ps.Versioned, me: sp.Lease, ignore: Iterable[str]
     state = env.backend.read_state(sorted({t for t, _ in targets}), partition_state=True)
     results = classify(targets, state)
     view = observe(plan, results)
+    if not env.resubmit and view.vanished:
+        plan = sp.mark_done(plan, view.vanished, now)
+        view = Seen(view.ended, view.adopted, frozenset())
     plan = observed(plan, view, now)
     result = StepResult(state=state, plan=plan)
     wait = schedule_wait(plan, now)

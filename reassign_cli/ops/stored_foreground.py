@@ -3,7 +3,8 @@ N`, and `--max-moves-per-broker N` through ZooKeeper alone, run as a loop of ops
 as the admin API's window (ops/pacing._Window) is.
 
 Used by ops/pacing (BatchKeeper, Pacer) when cli/stored.foreground stored the plan (ops/stored.Keeper, its
-StepEnv kept on it); a dry run, and a plan not stored, keep ops/execute._run_batches.
+StepEnv kept on it); a dry run, and a plan not stored, keep ops/execute._run_batches (whose waits are steps
+too: ops/watch.wait_for).
 
 Each poll is one step (lazy: the lease held, written when due). The step reads the plan's partitions, marks
 the batch that ended done, checks the cluster's health, and picks the next batch once the previous one ended
@@ -11,7 +12,7 @@ the batch that ended done, checks the cluster's health, and picks the next batch
 submit (`submit_batch`: the setup mark, the throttles, the "started" line, a lost race undone), after the
 "Batch i/n" line and, from the second batch on, the check that no other reassignment appeared. While a health
 check holds, no batch starts, and the hold is said once (again only when what holds changes). The batch
-running is watched as `wait_for` watches it: its progress, the stuck warnings, the rate loop, --timeout (per
+running is watched by ops/watch.Watch, as wait_for watches: its progress, the stuck warnings, the rate loop, --timeout (per
 batch) and Ctrl-C (the batches not started named, with the resume command).
 """
 
@@ -25,18 +26,17 @@ from typing import TYPE_CHECKING, Any
 from reassign_cli.core import stored_plan as sp
 from reassign_cli.core.model import ClusterState, PlanEntry, TopicPartition
 from reassign_cli.core.names import count
-from reassign_cli.core.progress import PartitionProgress, Status, StuckWatch, classify
+from reassign_cli.core.progress import PartitionProgress, classify
 from reassign_cli.errors import BusyError, OperationalError
 from reassign_cli.ops import step as st
 from reassign_cli.ops import stored_batches as sb
 from reassign_cli.ops.execute import THROTTLE_SETTLE_SECONDS, _run_batches, check_free, submit_batch
 from reassign_cli.ops.request import (
     WaitInterrupted,
-    describe_moving,
     request_resume_command,
-    stuck_line,
     verify_command,
 )
+from reassign_cli.ops.watch import Watch
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend, LogDirMoves
@@ -98,9 +98,8 @@ class _Batches:
         self.running: list[TopicPartition] = []
         self.results: list[PartitionProgress] = []
         self.stack = ExitStack()
-        self.bar: Any = None
+        self.watch: Watch | None = None  # the batch running
         self.started_at = time.monotonic()
-        self.stuck = StuckWatch(req.stuck_after)
         self.said: Any = None
 
     def run(self) -> list[PartitionProgress]:
@@ -153,36 +152,24 @@ class _Batches:
         submit_batch(self.backend, state, entries, self.req, self.report, self.mover, first=(i == 0))
         self.index, self.running = i, tps
         self.started_at = time.monotonic()
-        self.bar = self.stack.enter_context(self.report.progress(len(tps)))
+        self.watch = Watch(self.backend, {tp: self.targets[tp] for tp in tps}, self.req)
+        self.watch.bar = self.stack.enter_context(self.report.progress(len(tps)))
 
     def _ended(self, state: ClusterState) -> None:
         results = classify({tp: self.targets[tp] for tp in self.running}, state)
-        if self.bar is not None:
-            self.bar.update(results, time.monotonic() - self.started_at)
+        if self.watch is not None and self.watch.bar is not None:
+            self.watch.bar.update(results, self.watch.clock.elapsed())
         self.stack.close()
         self.stack = ExitStack()
-        self.bar = None
+        self.watch = None
         self.results += results
         self.running = []
 
     # -- a poll ----------------------------------------------------------------------------------
     def _watch(self, state: ClusterState) -> None:
-        """The batch running, as wait_for watches it."""
-        targets = {tp: self.targets[tp] for tp in self.running}
-        results = classify(targets, state)
-        elapsed = time.monotonic() - self.started_at
-        if self.bar is not None:
-            self.bar.update(results, elapsed)
-        if self.req.rate_loop is not None:
-            self.req.rate_loop.poll(self.backend, state, targets)
-        for p, broker, gone in self.stuck.update(results, state.broker_ids, time.monotonic()):
-            self.report.warn(stuck_line(p.name, broker, gone, self.req))
-        moving = [r for r in results if r.status is Status.IN_PROGRESS]
-        if moving and self.req.timeout is not None and elapsed >= self.req.timeout:
-            raise BusyError(
-                f"Timed out after {self.req.timeout:g}s; still in progress: {describe_moving(moving)}",
-                hint=f"The reassignment keeps running. Check it with: {verify_command(self.req)}",
-            )
+        """The batch running, as ops/watch.wait_for watches it."""
+        assert self.watch is not None
+        self.watch.update(state, self.report)
 
     def _idle(self, result: st.StepResult) -> None:
         """No batch runs and none started: held (said by `_say`), or another reassignment is in the way."""

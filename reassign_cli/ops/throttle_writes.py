@@ -20,6 +20,10 @@ from reassign_cli.errors import OperationalError
 if TYPE_CHECKING:
     from reassign_cli.ops.request import ExecuteReport
 
+THROTTLE_SETTLE_SECONDS = (
+    1.0  # pause between the throttle writes and the trigger: brokers apply configs asynchronously
+)
+
 
 @dataclass(slots=True)
 class ThrottleWrites:

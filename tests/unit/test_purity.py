@@ -31,6 +31,7 @@ PURE_MODULES = [m for p in PURE_PACKAGES for m in _modules_under(p)] + PURE_SING
 BACKEND_AGNOSTIC = [
     "ops.execute",
     "ops.request",
+    "ops.watch",
     "ops.throttle_writes",
     "ops.dir_moves",
     "ops.unthrottle",
