@@ -26,7 +26,9 @@ TARGET = {("t", 0): [3, 2]}  # t-0 moves from [1,2] to [3,2]
 def moving() -> Any:
     """t-0 mid-move: RS [3,1,2] (target first), adding 3, removing 1; the trigger names it."""
     state = make_state({"t": {0: [1, 2]}})
-    state.topics["t"] = Topic("t", {0: [3, 1, 2]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1, 2]}, leader={0: 1})
+    state.topics["t"] = Topic(
+        "t", {0: [3, 1, 2]}, adding={0: [3]}, removing={0: [1]}, isr={0: [1, 2]}, leader={0: 1}
+    )
     state.reassignment = {("t", 0): [3, 2]}
     return state
 
