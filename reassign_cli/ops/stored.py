@@ -267,8 +267,9 @@ class Keeper:
     ) -> None:
         self.store, self.run, self.clock = store, run, clock
         self.renewed = clock()
-        self.ended_since: list[TopicPartition] = []  # noted, written with the next start or renewal
-        self.dirs_ended_since: list[tuple[str, int, int]] = []  # log-dir moves, the same
+        self.dirs_ended_since: list[
+            tuple[str, int, int]
+        ] = []  # log-dir moves: noted, written with the next write
         self.loop = loop  # the run's rate loop (ops.rate_loop.Runner): its state kept with every write
         self.env: Any = None  # ZooKeeper mode's foreground batches: their StepEnv (ops/stored_foreground.py)
 
@@ -277,29 +278,18 @@ class Keeper:
         from reassign_cli.errors import OperationalError
         from reassign_cli.ops import stored_log_dirs as sld
 
-        ended, self.ended_since = self.ended_since, []
         dirs_ended, self.dirs_ended_since = self.dirs_ended_since, []
 
         def change(p: sp.StoredPlan) -> sp.StoredPlan:
             p = sp.renew_lease(p, self.run.run)
             p = sld.mark_done(p, dirs_ended) if dirs_ended else p
-            p = fn(sp.mark_done(p, ended, time.time()) if ended else p)
+            p = fn(p)
             return p if self.loop is None else stored_rates.kept_from(p, self.loop)
 
         _, written = ps.update(self.store, change)
         if written is None:
             raise OperationalError("the stored plan is gone (cancelled?); no more moves start")
         self.renewed = self.clock()
-
-    def started(self, tps: Iterable[TopicPartition]) -> None:
-        """Recorded before the moves are submitted (with the moves that ended since the last write)."""
-        wanted = list(tps)
-        self._update(lambda p: sp.mark_started(p, [tp for tp in wanted if tp not in p.started], time.time()))
-
-    def ended(self, tps: Iterable[TopicPartition]) -> None:
-        """Noted; written with the next start or renewal (a move that ended but is not recorded so is
-        found ended by the next step anyway)."""
-        self.ended_since += list(tps)
 
     def dirs_started(self, keys: Iterable[tuple[str, int, int]]) -> None:
         """Log-dir moves (ops/log_dirs._Run) recorded before they are started."""

@@ -258,7 +258,7 @@ def test_no_advance_writes_nothing() -> None:
     assert store.version == 0 and cluster.submits == [] and (r.queued, r.total) == (6, 6)
 
 
-def test_a_foreground_keeper_marks_before_start_and_writes_ended_moves_with_the_next_write() -> None:
+def test_a_foreground_keeper_renews_only_when_due_and_never_forgets_a_plan_taken_over() -> None:
     from reassign_cli.ops.stored import Keeper
 
     store, _, _ = make()
@@ -266,23 +266,19 @@ def test_a_foreground_keeper_marks_before_start_and_writes_ended_moves_with_the_
     store.plan = dataclasses.replace(store.plan, lease=ME)
     now = [0.0]
     keeper = Keeper(store, ME, clock=lambda: now[0])
-    keeper.started([("t", 0)])
-    assert store.plan is not None and store.plan.started == {("t", 0)} and store.version == 1
-    keeper.ended([("t", 0)])
     keeper.renew()  # not due yet: nothing written
-    assert store.version == 1 and store.plan.done == frozenset()
-    keeper.started([("t", 1)])  # one write: the ended move done, the new one started
-    assert store.version == 2 and store.plan.done == {("t", 0)} and store.plan.started == {("t", 0), ("t", 1)}
+    assert store.version == 0
     now[0] = sp.RENEW_SECONDS
     keeper.renew()
     assert (
-        store.version == 3 and store.plan.lease is not None and store.plan.lease.renewals == ME.renewals + 3
+        store.version == 1 and store.plan.lease is not None and store.plan.lease.renewals == ME.renewals + 1
     )
     store.plan = dataclasses.replace(store.plan, lease=sp.Lease("run-b", "other", 7))  # taken over
+    now[0] = 2 * sp.RENEW_SECONDS
     with pytest.raises(sp.LeaseLost):
-        keeper.started([("t", 2)])
+        keeper.renew()
     keeper.forget()  # not ours any more: left alone
-    assert store.plan is not None and ("t", 2) not in store.plan.started
+    assert store.plan is not None and store.plan.lease == sp.Lease("run-b", "other", 7)
 
 
 def test_a_held_step_as_json() -> None:
