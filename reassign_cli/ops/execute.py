@@ -43,6 +43,8 @@ from reassign_cli.core.names import NAMES_SHOWN, count, shorten
 from reassign_cli.core.progress import (
     PartitionProgress,
     ReplicaMoveProgress,
+    Status,
+    kafka_line,
     verify_exit,
 )
 from reassign_cli.core.validate import (
@@ -343,7 +345,8 @@ def _after_run(
 ) -> tuple[int, list[PartitionProgress] | None]:
     """The run's closing line, the dry run's writes, or the end of a waited run (throttles off)."""
     if wait and results and not req.dry_run:
-        report.moved(len(results), time.monotonic() - started)
+        # the partitions moved as planned (one cancelled or replaced meanwhile is named by _finish)
+        report.moved(sum(r.status is Status.COMPLETE for r in results), time.monotonic() - started)
     if req.dry_run:
         if ending.dir_pacer is not None:
             ending.dir_pacer.dry_run(report)
@@ -459,6 +462,9 @@ def _finish(
     elif ending.dirs and ending.log_dirs is not None:
         moves = wait_for_log_dirs(ending.log_dirs, ending.dirs, req, report)
     targets = ending.targets
+    for r in results:  # ended elsewhere: cancelled or replaced while this run waited (verify's line)
+        if r.status is Status.NOT_AS_PLANNED:
+            report.result(kafka_line(r))
     cleared = clear_until_back(backend, targets, req, report)
     report.cleared(cleared)
     code = verify_exit(results, moves)

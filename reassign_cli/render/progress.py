@@ -77,18 +77,21 @@ class ProgressView:
             self._bar.__exit__(None, None, None)
 
     def update(self, results: Sequence[PartitionProgress], elapsed: float) -> None:
-        done = sum(1 for r in results if r.status is not Status.IN_PROGRESS)
+        ended = sum(1 for r in results if r.status is not Status.IN_PROGRESS)
+        done = sum(1 for r in results if r.status is Status.COMPLETE)
         have = need = 0
         for r in results:
             a, b = caught_up(r)
             have += a
             need += b
         if self._bar is not None:
-            self._bar.update(self._task, completed=done, replicas=f"{have}/{need}")
+            self._bar.update(self._task, completed=ended, replicas=f"{have}/{need}")
             return
         if self.out.quiet:
             return
-        line = f"{done}/{len(results)} partitions done, {have}/{need} target replicas in sync"
+        # a partition that ended elsewhere (cancelled, replaced) is not "done": said apart
+        other = f", {ended - done} not as planned" if ended > done else ""
+        line = f"{done}/{len(results)} partitions done{other}, {have}/{need} target replicas in sync"
         now = time.monotonic()
         if line != self._last_line or now - self._last_time >= PLAIN_EVERY:
             self.out.info(f"[{_clock(elapsed)}] {line}")
