@@ -250,17 +250,17 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
     )
     from reassign_cli.ops.stored import places_dirs
 
-    # a plan that names log dirs is stored when its log-dir moves are paced by the window (--max-moves-per-disk:
-    # their queue kept with it, ops/stored_log_dirs.py); without, or in batches, it is not stored
+    # a plan that names log dirs is stored when its log-dir moves are paced (--max-moves-per-disk: their queue
+    # kept with it, ops/stored_log_dirs.py), by the window or in batches; without, it is not stored
     dirs = places_dirs(req.data)
     unstored = not batches and (req.max_moves is None or not usable)
-    unstored = unstored or bool(dirs and (batches or dir_pacer is None))
+    unstored = unstored or bool(dirs and dir_pacer is None)
     if req.ignore_health and unstored:
         from reassign_cli.errors import UsageError
 
         raise UsageError(
             "--ignore-health is kept with a stored plan: it needs --detach, --max-moves-per-broker or "
-            "--batch-size; a plan that names log dirs, --max-moves-per-disk too (and no batches)"
+            "--batch-size; a plan that names log dirs, --max-moves-per-disk too"
         )
     if req.dry_run or unstored:
         yield
@@ -284,8 +284,8 @@ def foreground(backend: Backend, req: Any, order: Any, pacer: Any, dir_pacer: An
             keeper.env = env
         else:  # the window steps the stored plan (ops/step.py), holding the lease
             pacer.stored, pacer.env, pacer.lease = keeper, env, keeper.run
-            if dirs:
-                dir_pacer.stored = keeper
+        if dirs:  # its log-dir moves, after the last batch or the window, marked in it too
+            dir_pacer.stored = keeper
         try:
             yield
         finally:

@@ -190,11 +190,26 @@ def test_a_foreground_disk_plan_given_the_brokers_is_stored_in_zookeeper_mode(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_foreground_disk_plan_in_batches_is_stored(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """The same with `--batch-size 1` (ZooKeeper mode given the brokers): a batched log-dir plan is stored
+    too, its log-dir queue with it (before 2026-11-28 only the window's was; in batches it was not stored,
+    and the verify between two moves had no queue to read)."""
+    bootstrap, zookeeper, dirs = jbod
+    foreground_stored_then_cancelled(
+        bootstrap, admin, dirs, tmp_path, zookeeper=zookeeper, pace=("--batch-size", "1")
+    )
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
     """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
     cluster, the detached disk plan carried on by verify alone (its plan stored in the record topic), and a
-    foreground paced log-dir run stored, verified between two moves, then cancelled through the stored plan."""
+    foreground paced log-dir run stored, verified between two moves, then cancelled through the stored plan;
+    the same in batches (--batch-size 1)."""
     d = Path(f"{cluster_dir().resolve()}-logdirs-kraft")
     try:
         up = jbod_script(
@@ -207,6 +222,9 @@ def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
             one_move_per_disk((bootstrap, None, configured_log_dirs(d)), a, tmp_path)
             detached_disk_plan((bootstrap, None, configured_log_dirs(d)), a, tmp_path / "detached")
             foreground_stored_then_cancelled(bootstrap, a, configured_log_dirs(d), tmp_path / "foreground")
+            foreground_stored_then_cancelled(
+                bootstrap, a, configured_log_dirs(d), tmp_path / "batches", pace=("--batch-size", "1")
+            )
         finally:
             a.close()
     finally:
@@ -477,10 +495,15 @@ def list_in_dirs_phase(zookeeper: str | None, bootstrap: str, step: str) -> list
 
 
 def foreground_stored_then_cancelled(
-    bootstrap: str, admin: Admin, dirs: dict[int, list[str]], tmp_path: Path, zookeeper: str | None = None
+    bootstrap: str,
+    admin: Admin,
+    dirs: dict[int, list[str]],
+    tmp_path: Path,
+    zookeeper: str | None = None,
+    pace: tuple[str, ...] = ("--max-moves-per-broker", "1"),
 ) -> None:
-    """A foreground `execute --max-moves-per-broker 1 --max-moves-per-disk 1` of a log-dir plan given the
-    brokers (ZooKeeper mode too, `zookeeper`) stores its plan, log-dir queue included: a verify of the file
+    """A foreground `execute --max-moves-per-broker 1 --max-moves-per-disk 1` (or `pace`: `--batch-size 1`) of
+    a log-dir plan given the brokers (ZooKeeper mode too, `zookeeper`) stores its plan, log-dir queue included: a verify of the file
     between two of its moves calls the queued ones queued (exit 4), not "not being moved"; `list` says them;
     `cancel` of the stored plan stops the running log-dir move (1 KiB/s: it crawls) and the execute starts
     no other."""
@@ -492,8 +515,8 @@ def foreground_stored_then_cancelled(
     plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
     err = tmp_path / "execute.err"
     cmd = [PYTHON, "-m", "reassign_cli", "execute", *conn, "--reassignment-json-file",
-           str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-broker",
-           "1", "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024"]  # fmt: skip
+           str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", *pace,
+           "--max-moves-per-disk", "1", "--replica-alter-log-dirs-throttle", "1024"]  # fmt: skip
     with err.open("w") as f:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=f, text=True, stdin=subprocess.DEVNULL,
                                 env=own_env())  # fmt: skip
