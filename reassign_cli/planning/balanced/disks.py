@@ -700,6 +700,7 @@ def _within_brokers(
     for b in needy:
         ks = by_broker[b]
         for _ in range(MAX_STEPS_PER_BROKER):
+            search.measure(ks)
             step = search.move(ks, search.farthest(ks)) or search.move(ks)
             if step is not None:
                 src, tgt, i = step
@@ -737,11 +738,12 @@ def _movable(
     # then by disk, stable (a radix sort for a few thousand disks): (disk, size, row, column)
     order = np.argsort(disk.astype(np.uint16) if len(plan.disks) < 2**16 else disk, kind="stable")
     disk = disk[order]
-    sizes = rows.size[row[order]].tolist()
-    items = (row[order] * final.shape[1] + col[order]).tolist()
+    sizes = rows.size[row[order]]
+    items = row[order] * final.shape[1] + col[order]
     cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
     spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
-    return {k: items[a:b] for k, a, b in spans}, {k: sizes[a:b] for k, a, b in spans}
+    # each disk's lists straight from numpy: no list of every replica sliced again
+    return {k: items[a:b].tolist() for k, a, b in spans}, {k: sizes[a:b].tolist() for k, a, b in spans}
 
 
 @dataclass(slots=True)
@@ -759,7 +761,7 @@ class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
     each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
 
-    __slots__ = ("dir_in", "hi", "lo", "movable", "plan", "sizes", "width")
+    __slots__ = ("dir_in", "hi", "lo", "movable", "out", "plan", "sizes", "width")
 
     def __init__(
         self, plan: DiskPlan, movable: dict[int, list[int]], sizes: dict[int, list[int]], width: int
@@ -769,14 +771,21 @@ class _Search:
         self.lo = [d.goal * (1 - tol) for d in plan.disks]
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
         self.dir_in = [_dir_in(plan, d) for d in plan.disks]  # where a replica moved there goes
+        self.out = [0.0] * len(plan.disks)  # bytes outside the band, of the disks of `measure`
+
+    def measure(self, ks: list[int]) -> None:
+        """The bytes outside its band of each disk of ks (as _out), once a step for farthest, move, _pair."""
+        dl, lo, hi, out = self.plan.disks, self.lo, self.hi, self.out
+        for k in ks:
+            x, a, b = dl[k].after, lo[k], hi[k]
+            out[k] = (x - b if x > b else 0.0) + (a - x if a > x else 0.0)
 
     def farthest(self, ks: list[int]) -> int:
-        """The disk farthest over (or under) its band (ties: the lowest index)."""
-        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        """The disk farthest over (or under) its band (ties: the lowest index); after `measure`."""
+        out = self.out
         best, key = ks[0], (-1.0, 0)
         for k in ks:
-            x = dl[k].after
-            cand = ((x - hi[k] if x > hi[k] else 0.0) + (lo[k] - x if lo[k] > x else 0.0), -k)
+            cand = (out[k], -k)
             if cand > key:
                 best, key = k, cand
         return best
@@ -825,38 +834,45 @@ class _Search:
         with that disk. A pair into a disk above its band, or out of one below it, gains nothing (out is
         1-Lipschitz: out(a) - out(a - s) <= s = out(t + s) - out(t)) but rounding: it is weighed only
         when no other pair gains more than any rounding could (a billionth of the bytes in play)."""
-        dl, lo, hi = self.plan.disks, self.lo, self.hi
+        dl, lo, hi, out, sizes = self.plan.disks, self.lo, self.hi, self.out, self.sizes
         found = _Found()
         later: list[tuple[int, int]] = []
-        for src in ks:
-            if not self.sizes.get(src):
+        if only is None:
+            pairs = [(src, tgt) for src in ks for tgt in ks if src != tgt]
+        else:
+            pairs = [(only, k) for k in ks if k != only] + [(k, only) for k in ks if k != only]
+        for src, tgt in pairs:
+            # both inside their band: _pair would weigh nothing
+            if not sizes.get(src) or not dl[tgt].eligible or (out[src] <= 0 and out[tgt] <= 0):
                 continue
-            for tgt in ks:
-                if tgt == src or not dl[tgt].eligible or (only is not None and only != src and only != tgt):
-                    continue
-                if dl[tgt].after > hi[tgt] or dl[src].after < lo[src]:
-                    later.append((src, tgt))
-                    continue
+            if dl[tgt].after > hi[tgt] or dl[src].after < lo[src]:
+                later.append((src, tgt))
+                continue
+            self._pair(src, tgt, found)
+        if later and not found.top > 1e-9 * self._scale(ks) + 1e-9:
+            for src, tgt in later:
                 self._pair(src, tgt, found)
-        if later:
-            scale = max(max(dl[k].after, hi[k]) for k in ks)
-            if not found.top > 1e-9 * scale + 1e-9:
-                for src, tgt in later:
-                    self._pair(src, tgt, found)
         best = found.best
         return None if best is None else (best[2], best[3], best[4])
 
+    def _scale(self, ks: list[int]) -> float:
+        """The largest of the disks' bytes and band tops: the bytes in play (see move)."""
+        dl, hi = self.plan.disks, self.hi
+        top: float = max(dl[ks[0]].after, hi[ks[0]])
+        for k in ks:  # a loop, not max() over a generator: it runs most steps (the same first maximum)
+            a, h = dl[k].after, hi[k]
+            if a > top or h > top:
+                top = h if h > a else a
+        return top
+
     def _pair(self, src: int, tgt: int, found: _Found) -> None:
         """The candidates of the moves from disk src to disk tgt (_near_cap) weighed into `found`: the
-        largest gain, then the smallest key."""
+        largest gain, then the smallest key. After `measure`; one of the two is outside its band."""
         dl, limit, lo, hi = self.plan.disks, self.plan.limit, self.lo, self.hi
         sz, t = self.sizes[src], dl[tgt]
         aa, alo, ahi = dl[src].after, lo[src], hi[src]
-        out_a = (aa - ahi if aa > ahi else 0.0) + (alo - aa if alo > aa else 0.0)
         ta, tlo, thi = t.after, lo[tgt], hi[tgt]
-        out_t = (ta - thi if ta > thi else 0.0) + (tlo - ta if tlo > ta else 0.0)
-        if out_a <= 0 and out_t <= 0:
-            return
+        out_a, out_t = self.out[src], self.out[tgt]
         cap = len(sz)
         if t.total is not None:  # sizes above the target's room under the limit cannot go
             room = limit * t.total - t.peak
