@@ -568,17 +568,42 @@ def _explicit(
     for i in short:
         every[i] = every[i][: int((got[i] != _PAD).sum())]
     bulk = dict(zip(ch.tolist(), every, strict=True))
-    cols: dict[int, set[int]] = {}  # the same replicas: only those moved to another disk of their broker
-    for (r, c), src in origin.items():
-        if r not in bulk and disk_of[int(final[r, c])] != src:
-            cols.setdefault(r, set()).add(c)
-    for r, moved in cols.items():
-        row = [g for g in final[r].tolist() if g != _PAD]
-        bulk[r] = [paths[g][1] if c in moved else "any" for c, g in enumerate(row)]
+    is_ch = np.zeros(len(final), dtype=bool)
+    is_ch[ch] = True
+    bulk.update(_within_dirs(plan, final, origin, disk_of, is_ch))
     order = sorted(bulk)
     at = np.array(order, dtype=np.int64)
     keys = zip([rows.names[t] for t in rows.tix[at].tolist()], rows.pid[at].tolist(), strict=True)
     plan.explicit.update(zip(keys, map(bulk.__getitem__, order), strict=True))
+
+
+def _within_dirs(
+    plan: DiskPlan,
+    final: np.ndarray,
+    origin: dict[tuple[int, int], int],
+    disk_of: dict[int, int],
+    changed: np.ndarray,
+) -> dict[int, list[str]]:
+    """_explicit's log dirs of the rows whose replicas stay (not `changed`, a mask over the rows): the
+    new dir of each replica moved within its broker that ends on another disk than it was on (`origin`),
+    "any" for the others. In numpy over the moved replicas (a Python pass per row cost 0.2 s at 1M)."""
+    if not origin:
+        return {}
+    n = len(plan.paths)
+    rc = np.array(list(origin), dtype=np.int64).reshape(-1, 2)
+    src = np.fromiter(origin.values(), dtype=np.int64, count=len(origin))
+    disk = np.full(n + 1, -1, dtype=np.int64)  # global dir -> disk (index n: none)
+    disk[list(disk_of)] = list(disk_of.values())
+    g = final[rc[:, 0], rc[:, 1]]
+    keep = ~changed[rc[:, 0]] & (disk[np.where((g >= 0) & (g < n), g, n)] != src)
+    rows, at = np.unique(rc[keep, 0], return_inverse=True)
+    got = final[rows]
+    moved = np.zeros(got.shape, dtype=bool)
+    moved[at.ravel(), rc[keep, 1]] = True
+    label = np.array([p for _, p in plan.paths] + ["any"], dtype=object)
+    text = np.where(moved, label[np.where(got >= 0, got, n)], "any").tolist()
+    lens = (got != _PAD).sum(axis=1).tolist()  # _PAD only after a row's replicas
+    return {r: text[i][: lens[i]] for i, r in enumerate(rows.tolist())}
 
 
 def _fits(d: _Disk, s: int, limit: float) -> bool:
