@@ -133,8 +133,6 @@ class DiskPlan:
     def entries(self, assignment: Mapping[str, Mapping[int, Sequence[int]]]) -> str:
         """Kafka's reassignment entries of `assignment` (as model.format_partition_entries), with the
         log dirs chosen here where given, "any" elsewhere."""
-        from reassign_cli.core.model import format_partition_entries
-
         out: list[str] = []
         quoted = self.quoted  # each path's JSON once (a few paths, many replicas)
         if not quoted:
@@ -148,35 +146,60 @@ class DiskPlan:
             for (t, p), chosen in explicit.items():
                 self.by_topic.setdefault(t, []).append((p, chosen))
         by_topic = self.by_topic
+        run: dict[str, Mapping[int, Sequence[int]]] = {}  # topics without dirs in a row, names ascending
         for topic, parts in assignment.items():
             mine = by_topic.get(topic)
             if mine is None or not any(p in parts for p, _ in mine):
-                text = format_partition_entries({topic: parts})
-                if text:
-                    out.append(text)
+                if run and topic <= next(reversed(run)):  # out of name order: formatted apart
+                    _flush(run, out)
+                run[topic] = parts
                 continue
-            tq = json.dumps(topic, ensure_ascii=False)
-            regular = _regular_entries(tq, parts, mine, quoted)
-            if regular is not None:
-                out.append(regular)
-                continue
-            head = '{"topic":' + tq + ',"partition":'
-            reps_of = dict(parts.items())  # a snapshot's view: every row from one numpy read
-            for p in sorted(reps_of):
-                reps = reps_of[p]
-                dirs = explicit.get((topic, p))
-                if dirs:
-                    given = ",".join(
-                        [
-                            quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False))
-                            for d in dirs
-                        ]
-                    )
-                else:
-                    n = len(reps)
-                    given = anys.get(n) or anys.setdefault(n, ",".join(['"any"'] * n))
-                out.append(f'{head}{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":[{given}]}}')
+            _flush(run, out)
+            out.append(self._topic(topic, parts, mine, anys))
+        _flush(run, out)
         return ",".join(out)
+
+    def _topic(
+        self,
+        topic: str,
+        parts: Mapping[int, Sequence[int]],
+        mine: Sequence[tuple[int, list[str]]],
+        anys: dict[int, str],
+    ) -> str:
+        """The entries of one topic with log dirs given (entries)."""
+        quoted, explicit = self.quoted, self.explicit
+        tq = json.dumps(topic, ensure_ascii=False)
+        regular = _regular_entries(tq, parts, mine, quoted)
+        if regular is not None:
+            return regular
+        out: list[str] = []
+        head = '{"topic":' + tq + ',"partition":'
+        reps_of = dict(parts.items())  # a snapshot's view: every row from one numpy read
+        for p in sorted(reps_of):
+            reps = reps_of[p]
+            dirs = explicit.get((topic, p))
+            if dirs:
+                given = ",".join(
+                    [quoted.get(d) or quoted.setdefault(d, json.dumps(d, ensure_ascii=False)) for d in dirs]
+                )
+            else:
+                n = len(reps)
+                given = anys.get(n) or anys.setdefault(n, ",".join(['"any"'] * n))
+            out.append(f'{head}{p},"replicas":[{",".join(map(str, reps))}],"log_dirs":[{given}]}}')
+        return ",".join(out)
+
+
+def _flush(run: dict[str, Mapping[int, Sequence[int]]], out: list[str]) -> None:
+    """The entries of `run` (topics without log dirs given, in name order) appended to `out` in one
+    format_partition_entries call (its cost is mostly per call: one per topic was most of entries'),
+    then `run` emptied."""
+    from reassign_cli.core.model import format_partition_entries
+
+    if run:
+        text = format_partition_entries(run)
+        if text:
+            out.append(text)
+        run.clear()
 
 
 _MARK = "\x00"  # the topic's JSON name in a template (no % there: it may hold one)
