@@ -1,0 +1,91 @@
+"""Issue 27's measure: two fast paths of planning/balanced/disks.py agree with the simple ones they
+replaced. DiskPlan.entries formats the topics without log dirs given, in name order, in one
+format_partition_entries call per run (not one per topic); _within_dirs writes the dirs of the replicas
+moved within their broker in numpy (not row by row)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reassign_cli.core.replicas import ReplicaStore, TopicReplicas
+from reassign_cli.planning.balanced.disks import _PAD, DiskPlan, _within_dirs
+
+_PATHS = [(1, "/a"), (1, "/b%"), (2, "/c"), (2, '/d"é')]
+_NAMES = st.text(alphabet='ab%"é\\-', min_size=1, max_size=4)
+
+
+def _regular(rows: list[list[int]]) -> TopicReplicas:
+    """A snapshot's view of partitions 0..n-1 (regular when every row has as many replicas)."""
+    flat = np.array([b for r in rows for b in r], dtype=np.int64)
+    store = ReplicaStore.of(flat)
+    return TopicReplicas.from_rows(store, 0, list(range(len(rows))), [len(r) for r in rows])
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> tuple[DiskPlan, dict[str, object]]:
+    """Topics in any order (dicts or snapshot views), some with log dirs given for some partitions."""
+    names = draw(st.lists(_NAMES, min_size=1, max_size=8, unique=True))
+    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
+    assignment: dict[str, object] = {}
+    for name in names:
+        n, rf = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+        rows = [draw(st.lists(st.integers(0, 9), min_size=rf, max_size=rf)) for _ in range(n)]
+        if draw(st.booleans()):
+            rows[-1] = rows[-1] + [7]  # one row longer: not regular
+        assignment[name] = _regular(rows) if draw(st.booleans()) else dict(enumerate(rows))
+        for p in draw(st.sets(st.integers(0, n), max_size=2)):  # n: a partition not in the topic
+            k = len(rows[p]) if p < n else rf
+            plan.explicit[name, p] = draw(
+                st.lists(st.sampled_from([p for _, p in _PATHS] + ["any"]), min_size=k, max_size=k)
+            )
+    return plan, assignment
+
+
+@settings(max_examples=300, deadline=None)
+@given(_documents())
+def test_entries_in_runs_as_topic_by_topic(case: tuple[DiskPlan, dict[str, object]]) -> None:
+    plan, assignment = case
+    one_by_one = [plan.entries({t: parts}) for t, parts in assignment.items()]  # type: ignore[dict-item]
+    assert plan.entries(assignment) == ",".join(x for x in one_by_one if x)  # type: ignore[arg-type]
+
+
+def _within_dirs_loop(
+    plan: DiskPlan,
+    final: np.ndarray,
+    origin: dict[tuple[int, int], int],
+    disk_of: dict[int, int],
+    ch: set[int],
+) -> dict[int, list[str]]:
+    """_within_dirs row by row, as _explicit wrote it before."""
+    cols: dict[int, set[int]] = {}
+    for (r, c), src in origin.items():
+        if r not in ch and disk_of[int(final[r, c])] != src:
+            cols.setdefault(r, set()).add(c)
+    out: dict[int, list[str]] = {}
+    for r, moved in cols.items():
+        row = [g for g in final[r].tolist() if g != _PAD]
+        out[r] = [plan.paths[g][1] if c in moved else "any" for c, g in enumerate(row)]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_within_dirs_as_row_by_row(data: st.DataObject) -> None:
+    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
+    disk_of = {0: 0, 1: 1, 2: 2, 3: 2}  # dirs 2 and 3: one disk (one filesystem)
+    n_rows = data.draw(st.integers(1, 6))
+    lens = data.draw(st.lists(st.integers(1, 3), min_size=n_rows, max_size=n_rows))
+    final = np.full((n_rows, 3), _PAD, dtype=np.int64)
+    for r, k in enumerate(lens):
+        final[r, :k] = data.draw(st.lists(st.integers(-1, 3), min_size=k, max_size=k))
+    cells = [(r, c) for r in range(n_rows) for c in range(lens[r]) if final[r, c] >= 0]
+    moved = data.draw(st.lists(st.sampled_from(cells), unique=True) if cells else st.just([]))
+    origin = {rc: data.draw(st.integers(0, 2)) for rc in moved}
+    ch = data.draw(st.sets(st.integers(0, n_rows - 1)))
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[list(ch)] = True
+    assert _within_dirs(plan, final, origin, disk_of, mask) == _within_dirs_loop(
+        plan, final, origin, disk_of, ch
+    )
