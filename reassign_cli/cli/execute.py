@@ -274,7 +274,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         if loop is not None:
             _start_loop(loop, req, backend, mover, report)
         pacer = _pacer(req, kw["order"], report, mover)
-        dir_pacer = _dir_pacer(kw, mover)
+        dir_pacer = _dir_pacer(kw, mover, req)
         if dir_loop is not None and dir_pacer is not None:
             dir_pacer.rates = _log_dir_runner(dir_loop, report, req)
         try:
@@ -500,14 +500,20 @@ def _detached_loop(kw: dict[str, Any]) -> Any:
     return loop
 
 
-def _dir_pacer(kw: dict[str, Any], mover: Any) -> Any:
-    """ops.log_dirs.LogDirPacer for --max-moves-per-disk / --one-broker-at-a-time (the brokers at hand)."""
-    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
-        return None
-    if mover is None:
-        raise UsageError("--max-moves-per-disk and --one-broker-at-a-time need --bootstrap-server")
+def _dir_pacer(kw: dict[str, Any], mover: Any, req: ExecuteRequest) -> Any:
+    """ops.log_dirs.LogDirPacer for --max-moves-per-disk / --one-broker-at-a-time (the brokers at hand).
+    Without them, a plan that names log dirs run in a window or in batches (or resumed) gets one too, with no
+    cap: its moves within a broker start at once after the partition moves (a window or a resume submits
+    only what is not at its target replicas, so they would never start) and the plan is stored with them."""
     from reassign_cli.ops.log_dirs import LogDirPacer
 
+    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+        from reassign_cli.ops.stored import places_dirs
+
+        paced = req.max_moves is not None or req.batch_size is not None or req.resume
+        return LogDirPacer(None) if mover is not None and paced and places_dirs(req.data) else None
+    if mover is None:
+        raise UsageError("--max-moves-per-disk and --one-broker-at-a-time need --bootstrap-server")
     return LogDirPacer(kw["max_moves_per_disk"] or 1, kw["one_broker_at_a_time"])
 
 

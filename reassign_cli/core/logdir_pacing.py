@@ -59,9 +59,9 @@ class DiskQueue:
         """Moves taken but not started queue again, in plan order."""
         self._queued = sorted([*self._queued, *moves], key=lambda m: m.key)
 
-    def take(self, running: Iterable[DirMove], cap: int, one_broker: bool = False) -> list[DirMove]:
+    def take(self, running: Iterable[DirMove], cap: int | None, one_broker: bool = False) -> list[DirMove]:
         """The moves to start now, given those running: in plan order, each that keeps every disk at or
-        under `cap` moves; with `one_broker`, only moves of the broker that has moves running (none
+        under `cap` moves (None: no cap); with `one_broker`, only moves of the broker that has moves running (none
         running: the lowest broker id queued). With nothing running, at least one move is taken."""
         load: Counter[Disk] = Counter()
         brokers: set[int] = set()
@@ -74,7 +74,7 @@ class DiskQueue:
         for m in self._queued:
             if one_broker and m.broker not in brokers:
                 continue
-            if any(load[d] >= cap for d in m.disks):
+            if cap is not None and any(load[d] >= cap for d in m.disks):
                 continue
             load.update(m.disks)
             picked.append(m)

@@ -81,7 +81,7 @@ def without(entries: Sequence[PlanEntry], held: ReplicaDirs) -> list[PlanEntry]:
 class LogDirPacer:
     """execute's DirPacer: `defer` holds the intra-broker moves back from the batches, `run` runs them."""
 
-    cap: int = 1
+    cap: int | None = 1  # None: every move at once (a paced or batched plan run without --max-moves-per-disk)
     one_broker: bool = False
     held: ReplicaDirs = field(default_factory=dict)
     peak_per_disk: int = 0
@@ -117,7 +117,7 @@ class LogDirPacer:
             return
         order = sorted(self.held, key=lambda k: (k[2], k) if self.one_broker else k)
         listed = [f"{t}-{p} on broker {b} (to {self.held[(t, p, b)]})" for t, p, b in order]
-        how = f"at most {self.cap} per disk" + (", one broker at a time" if self.one_broker else "")
+        how = per_disk(self.cap) + (", one broker at a time" if self.one_broker else "")
         report.run_plan(
             [
                 f"Dry run: {count(len(order), 'replica move')} between log dirs of one broker held back, started "
@@ -135,6 +135,10 @@ class LogDirPacer:
                 }
             },
         )
+
+
+def per_disk(cap: int | None) -> str:
+    return "all at once" if cap is None else f"at most {cap} per disk"
 
 
 def dir_states(mover: LogDirMoves, moves: ReplicaDirs) -> dict[ReplicaKey, lp.DirState]:
@@ -192,7 +196,7 @@ class _Run:
 
     def go(self) -> None:
         clock = Clock(self.req)
-        what = f"at most {self.p.cap} per disk" + (", one broker at a time" if self.p.one_broker else "")
+        what = per_disk(self.p.cap) + (", one broker at a time" if self.p.one_broker else "")
         self.report.info(
             f"Moving {count(len(self.queue) + len(self.running), 'replica')} between log dirs, {what}"
         )

@@ -546,3 +546,27 @@ def foreground_stored_then_cancelled(
     gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
     assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_window_of_a_disk_plan_without_per_disk_pacing_puts_every_replica_in_its_dir(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """`execute --max-moves-per-broker 1` of a plan naming log dirs, without --max-moves-per-disk (ZooKeeper
+    mode given the brokers): each arriving replica's dir is asked before its move, and the move within broker
+    1 starts after the partition moves, uncapped. Before 2026-11-28 the window (its plan then kept in the
+    run's memory) asked no dir, and never started the move within broker 1 (its partition is at its target
+    replicas, so the window skipped it): exit 5, two replicas "not being moved"."""
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    _, e1 = dirs[2]
+    topic, values = admin.make_topic("window", {p: [1] for p in range(3)}, messages=300, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    # t-0 and t-1 to broker 2's second dir (both defaults differ by the broker's choice), t-2 within broker 1
+    plan = write_plan(tmp_path / "plan.json", topic, {0: ([2], [e1]), 1: ([2], [e1]), 2: ([1], [d1])})
+    r = execute(zookeeper, bootstrap, plan, "--max-moves-per-broker", "1", "--throttle", "10000000")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Moving 1 replica between log dirs, all at once" in r.stderr, r.stderr
+    assert dirs_of(bootstrap, topic) == {(0, 2): e1, (1, 2): e1, (2, 1): d1}
+    assert consume_all(bootstrap, topic) == values
