@@ -10,6 +10,10 @@ still the one read, so of two writers that read the same version one wins and th
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
@@ -143,3 +147,17 @@ class MemoryPlanStore:
             return False
         self.plan = None
         return True
+
+
+def me() -> sp.Lease:
+    """This run's lease: a random run id, the host and the pid."""
+    return sp.Lease(secrets.token_hex(8), socket.gethostname(), os.getpid())
+
+
+def in_memory(plan: sp.StoredPlan, observer: LeaseWatch) -> tuple[MemoryPlanStore, sp.Lease]:
+    """`plan` kept in this process's memory, this run's lease on it (taken)."""
+    store = MemoryPlanStore()
+    store.create(plan)
+    lease = me()
+    take_lease(store, lease, observer, time.monotonic)
+    return store, lease

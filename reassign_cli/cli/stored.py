@@ -89,12 +89,12 @@ def stored_line(plan: Any, connection: Any) -> str:
 
 def step_with(opts: Options, backend: Backend, *, advance: bool, ignore: frozenset[str]) -> Any:
     """One step of the stored plan on an open backend (its StepResult)."""
+    from reassign_cli.backends.plan_store import me
     from reassign_cli.core import stored_plan as sp
     from reassign_cli.ops import step as st
-    from reassign_cli.ops import stored
 
     with step_env(backend) as env:
-        return st.step(env, stored.me(), sp.watch(), advance=advance, ignore=ignore)
+        return st.step(env, me(), sp.watch(), advance=advance, ignore=ignore)
 
 
 def say_result(opts: Options, result: Any) -> None:

@@ -15,7 +15,6 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -464,18 +463,15 @@ def _memory_env(
 ) -> tuple[st.StepEnv, sp.Lease]:
     """A plan not stored in the cluster, stepped all the same: kept in this process's memory (no health
     checks: they are kept with a stored plan), its lease taken."""
-    import secrets
     import socket
 
-    from reassign_cli.backends.plan_store import MemoryPlanStore, take_lease
+    from reassign_cli.backends.plan_store import in_memory
 
     moves = pc.make_moves(entries, state, leader_sizes(pacer.sizer, state, entries))
     sizes = [None if m.size is None else m.total_bytes for m in moves]
     pace = pc.Pace(pacer.cap, pacer.order, req.throttle, req.log_dir_throttle)
-    here = socket.gethostname()
-    plan = sp.new_plan(req.data, entries, pace, sp.Origin(here, "this run", time.time()), sizes)
-    store = MemoryPlanStore()
-    store.create(plan)
+    origin = sp.Origin(socket.gethostname(), "this run", time.time())
+    store, lease = in_memory(sp.new_plan(req.data, entries, pace, origin, sizes), pacer.observer)
     loop = req.rate_loop
     if loop is not None:  # kept with the plan as the stored one keeps it: new moves start at its rates
         from reassign_cli.backends.plan_store import update
@@ -486,8 +482,6 @@ def _memory_env(
 
         keep()
         loop.on_change = keep
-    lease = sp.Lease(secrets.token_hex(8), here, os.getpid())
-    take_lease(store, lease, pacer.observer, time.monotonic)
     return st.StepEnv(backend, store, sizer=pacer.sizer), lease
 
 

@@ -7,13 +7,12 @@ plan is stored (ZooKeeper or the record topic) is the caller's choice (cli/store
 from __future__ import annotations
 
 import getpass
-import os
-import secrets
 import socket
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from reassign_cli.backends.plan_store import me
 from reassign_cli.core import hints
 from reassign_cli.core import pacing as pc
 from reassign_cli.core import stored_plan as sp
@@ -28,11 +27,6 @@ if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend
     from reassign_cli.ops.request import ExecuteReport
     from reassign_cli.ops.window_watch import SizeReader
-
-
-def me() -> sp.Lease:
-    """This run's lease: a random run id, the host and the pid."""
-    return sp.Lease(secrets.token_hex(8), socket.gethostname(), os.getpid())
 
 
 def origin(now: float) -> sp.Origin:

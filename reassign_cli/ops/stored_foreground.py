@@ -12,8 +12,8 @@ the batch that ended done, checks the cluster's health, and picks the next batch
 submit (`submit_batch`: the setup mark, the throttles, the "started" line, a lost race undone), after the
 "Batch i/n" line and, from the second batch on, the check that no other reassignment appeared. While a health
 check holds, no batch starts, and the hold is said once (again only when what holds changes). The batch
-running is watched by ops/watch.Watch, as wait_for watches: its progress, the stuck warnings, the rate loop, --timeout (per
-batch) and Ctrl-C (the batches not started named, with the resume command).
+running is watched by ops/watch.Watch, as wait_for watches: its progress, the stuck warnings, the rate loop,
+--timeout (per batch) and Ctrl-C (the batches not started named, with the resume command).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from reassign_cli.ops.request import (
     request_resume_command,
     verify_command,
 )
-from reassign_cli.ops.watch import Watch
+from reassign_cli.ops.watch import Watch, interrupted
 
 if TYPE_CHECKING:
     from reassign_cli.backends.protocol import Backend, LogDirMoves
@@ -210,10 +210,7 @@ class _Batches:
     def _interrupted(self) -> WaitInterrupted:
         which, partitions = self._not_started()
         if self.index < 0 or not partitions:
-            return WaitInterrupted(
-                "Interrupted while waiting; the reassignment keeps running in the cluster",
-                hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(self.req)}",
-            )
+            return interrupted(self.req)
         return WaitInterrupted(
             f"Interrupted while waiting for batch {self.index + 1}/{self.n}; it keeps running in the cluster, "
             f"{which} ({partitions} partition{'' if partitions == 1 else 's'}) not started",

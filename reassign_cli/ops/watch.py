@@ -13,8 +13,6 @@ reassignment keeps running).
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
 import time
 from typing import TYPE_CHECKING, Any
@@ -41,7 +39,6 @@ class Watch:
         self, backend: Backend, targets: dict[TopicPartition, list[int]], req: ExecuteRequest
     ) -> None:
         self.backend, self.targets, self.req = backend, targets, req
-        self.report: Any = None
         self.bar: Any = None
         self.clock = Clock(req)
         self.stuck = StuckWatch(req.stuck_after)
@@ -83,23 +80,25 @@ def wait_for(
                     return results
                 watch.clock.pause()
     except KeyboardInterrupt:
-        raise WaitInterrupted(
-            "Interrupted while waiting; the reassignment keeps running in the cluster",
-            hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
-        ) from None
+        raise interrupted(req) from None
+
+
+def interrupted(req: ExecuteRequest) -> WaitInterrupted:
+    """Ctrl-C while moves run (nothing of the plan left unstarted): they keep running in the cluster."""
+    return WaitInterrupted(
+        "Interrupted while waiting; the reassignment keeps running in the cluster",
+        hint=f"Check it (and remove the throttles once it is complete) with: {verify_command(req)}",
+    )
 
 
 def memory_env(backend: Backend, targets: dict[TopicPartition, list[int]]) -> tuple[st.StepEnv, sp.Lease]:
     """A plan of `targets` in this process's memory, every move marked started, its lease taken: the step
     reads and marks, starts nothing (no cap left), re-submits nothing, checks no health, ends nothing."""
-    from reassign_cli.backends.plan_store import MemoryPlanStore, take_lease
+    from reassign_cli.backends.plan_store import in_memory
 
     entries = [PlanEntry(t, p, list(r)) for (t, p), r in sorted(targets.items())]
-    here, now = socket.gethostname(), time.time()
-    plan = sp.new_plan(b"", entries, pc.Pace(None, None), sp.Origin(here, "this run", now))
-    store = MemoryPlanStore()
-    store.create(sp.mark_started(plan, sorted(targets), now))
-    lease = sp.Lease(secrets.token_hex(8), here, os.getpid())
-    take_lease(store, lease, sp.watch(), time.monotonic)
+    now = time.time()
+    plan = sp.new_plan(b"", entries, pc.Pace(None, None), sp.Origin(socket.gethostname(), "this run", now))
+    store, lease = in_memory(sp.mark_started(plan, sorted(targets), now), sp.watch())
     env = st.StepEnv(backend, store, finish=False, rates=False, lazy=True, resubmit=False)
     return env, lease
