@@ -265,6 +265,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
     if _oversize(opts, req, kw) and not (req.wait or req.dry_run):  # stored, stepped by later verifies
         detached = {"hours": None, "not_before": None, "on_under_min_isr": "hold", "ignore_health": ignore}
         return _stored_batches(opts, reassignment_file, {**kw, **detached}, req, loop)
+    _one_batch(req, kw)
     out = Output(color=opts.color, quiet=opts.quiet, verbose=opts.verbose)
     with open_backend(opts, admin_too=True) as backend:
         _check_additional(backend, req)
@@ -310,6 +311,21 @@ def _oversize(opts: Options, req: ExecuteRequest, kw: dict[str, Any]) -> bool:
     return True
 
 
+def _one_batch(req: ExecuteRequest, kw: dict[str, Any]) -> None:
+    """--max-moves-per-disk / --one-broker-at-a-time alone (no window, no batches) on a plan that names log
+    dirs: it runs as one batch of the whole plan, so it is stored as batches are, its log-dir queue with it,
+    and a kill -9 leaves it to cron (it ran in this process's memory alone before 2026-11-29)."""
+    if req.max_moves is not None or req.batch_size is not None or req.resume or req.additional:
+        return
+    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+        return
+    from reassign_cli.core.model import parse_reassignment
+
+    plan = parse_reassignment(req.data)
+    if plan.has_log_dir_moves():
+        req.batch_size = kw["batch_size"] = len(plan.entries)
+
+
 def _stored_batches(
     opts: Options, reassignment_file: str, kw: dict[str, Any], req: ExecuteRequest, loop: Any
 ) -> int:
@@ -351,7 +367,14 @@ def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> Execu
         connection=opts.typed,
         additional=kw["additional"],
         disallow_rf_change=kw["disallow_rf_change"],
+        dir_options=_dir_options(kw),
     )
+
+
+def _dir_options(kw: dict[str, Any]) -> tuple[str, ...]:
+    """The log-dir pacing options as given, for the resume command a run suggests."""
+    cap = () if kw["max_moves_per_disk"] is None else ("--max-moves-per-disk", str(kw["max_moves_per_disk"]))
+    return (*cap, *(("--one-broker-at-a-time",) if kw["one_broker_at_a_time"] else ()))
 
 
 def rate_loop(kw: dict[str, Any]) -> Any:

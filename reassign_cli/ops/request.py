@@ -82,6 +82,7 @@ class ExecuteRequest:
         None  # ops/stored.Keeper: ZooKeeper mode's batches marked in the stored plan (cli/stored.py)
     )
     rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
+    dir_options: tuple[str, ...] = ()  # --max-moves-per-disk N / --one-broker-at-a-time, as given
 
 
 class Clock:
@@ -141,7 +142,9 @@ def resume_command(
 
 
 def request_resume_command(req: ExecuteRequest) -> str:
-    """resume_command for this run: its cap or batch size, its rates, its connection flags."""
+    """resume_command for this run: its cap or batch size, its rates, its log-dir pacing, its connection
+    flags."""
+    loop = () if req.rate_loop is None else req.rate_loop.resume_args()
     return resume_command(
         req.file_name,
         req.connection,
@@ -149,7 +152,7 @@ def request_resume_command(req: ExecuteRequest) -> str:
         batch_size=req.batch_size,
         throttle=req.throttle if req.rate_loop is None else None,
         log_dir_throttle=req.log_dir_throttle,
-        loop=() if req.rate_loop is None else req.rate_loop.resume_args(),
+        loop=(*loop, *req.dir_options),
     )
 
 

@@ -204,6 +204,18 @@ def test_a_foreground_disk_plan_in_batches_is_stored(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_foreground_disk_plan_paced_per_disk_alone_is_stored(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """The same with `--max-moves-per-disk 1` alone (no window, no batches): it runs as one batch of the
+    whole plan and is stored with its log-dir queue (before 2026-11-29 it ran in the execute's memory only:
+    the verify between two moves had no queue to read, and a kill -9 lost the rest of the plan)."""
+    bootstrap, zookeeper, dirs = jbod
+    foreground_stored_then_cancelled(bootstrap, admin, dirs, tmp_path, zookeeper=zookeeper, pace=())
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
     """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
