@@ -216,6 +216,61 @@ def test_a_foreground_disk_plan_paced_per_disk_alone_is_stored(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_killed_foreground_disk_plan_paced_per_disk_alone_is_carried_on_by_verify(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """kill -9 of `execute --max-moves-per-disk 1` (alone: one batch of the whole plan) between two of its
+    log-dir moves: `verify` processes from another directory with no plan file take its lease over once stale
+    and carry the log-dir queue on to exit 0; every replica in its planned dir, every record read back, the
+    log-dir rate removed, the stored plan gone."""
+    bootstrap, zookeeper, dirs = jbod
+    conn = connection(zookeeper, bootstrap)
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("killed", {p: [1] for p in range(3)}, messages=900, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+    err = tmp_path / "execute.err"
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", *conn, "--reassignment-json-file", str(plan),
+           "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-disk", "1",
+           "--replica-alter-log-dirs-throttle", "200000"]  # fmt: skip
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f, text=True, stdin=subprocess.DEVNULL,
+                                env=own_env())  # fmt: skip
+    try:
+        wait_until(
+            lambda: "1 moving, 2 queued" in err.read_text(), timeout=300, message=lambda: err.read_text()
+        )
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *conn],
+                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+    assert re.search(r"  log-dir moves: [01] moving, [12] queued", ls.stdout), ls.stdout + ls.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outputs: list[str] = []
+    for _ in range(300):
+        v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
+                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                           env=own_env(), cwd=elsewhere)  # fmt: skip
+        outputs.append(v.stdout + v.stderr)
+        assert v.returncode in (0, 4), outputs[-1]
+        if v.returncode == 0:
+            break
+    assert v.returncode == 0 and "The stored plan is done" in outputs[-1], outputs
+    assert not [o for o in outputs if "not being moved" in o], outputs
+    assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_one_move_per_disk_kraft(tmp_path: Path) -> None:
     """The same on KRaft, Kafka 4.3.1 (its own private JBOD cluster, down at the end); then, on the same
