@@ -275,7 +275,7 @@ def command(opts: Options, reassignment_file: str | None, **kw: Any) -> int:
         if loop is not None:
             _start_loop(loop, req, backend, mover, report)
         pacer = _pacer(req, kw["order"], report, mover)
-        dir_pacer = _dir_pacer(kw, mover, req)
+        dir_pacer = _dir_pacer(mover, req)
         if dir_loop is not None and dir_pacer is not None:
             dir_pacer.rates = _log_dir_runner(dir_loop, report, req)
         try:
@@ -317,7 +317,7 @@ def _one_batch(req: ExecuteRequest, kw: dict[str, Any]) -> None:
     and a kill -9 leaves it to cron (it ran in this process's memory alone before 2026-11-29)."""
     if req.max_moves is not None or req.batch_size is not None or req.resume or req.additional:
         return
-    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+    if req.dir_cap is None and not req.one_broker:
         return
     from reassign_cli.core.model import parse_reassignment
 
@@ -367,14 +367,9 @@ def _request(opts: Options, reassignment_file: str, kw: dict[str, Any]) -> Execu
         connection=opts.typed,
         additional=kw["additional"],
         disallow_rf_change=kw["disallow_rf_change"],
-        dir_options=_dir_options(kw),
+        dir_cap=kw["max_moves_per_disk"],
+        one_broker=kw["one_broker_at_a_time"],
     )
-
-
-def _dir_options(kw: dict[str, Any]) -> tuple[str, ...]:
-    """The log-dir pacing options as given, for the resume command a run suggests."""
-    cap = () if kw["max_moves_per_disk"] is None else ("--max-moves-per-disk", str(kw["max_moves_per_disk"]))
-    return (*cap, *(("--one-broker-at-a-time",) if kw["one_broker_at_a_time"] else ()))
 
 
 def rate_loop(kw: dict[str, Any]) -> Any:
@@ -523,25 +518,26 @@ def _detached_loop(kw: dict[str, Any]) -> Any:
     return loop
 
 
-def _dir_pacer(kw: dict[str, Any], mover: Any, req: ExecuteRequest) -> Any:
+def _dir_pacer(mover: Any, req: ExecuteRequest) -> Any:
     """ops.log_dirs.LogDirPacer for --max-moves-per-disk / --one-broker-at-a-time (the brokers at hand).
     Without them, a plan that names log dirs run in a window or in batches (or resumed) gets one too, with no
     cap: its moves within a broker start at once after the partition moves (a window or a resume submits
     only what is not at its target replicas, so they would never start) and the plan is stored with them."""
     from reassign_cli.ops.log_dirs import LogDirPacer
 
-    if kw["max_moves_per_disk"] is None and not kw["one_broker_at_a_time"]:
+    if req.dir_cap is None and not req.one_broker:
         from reassign_cli.ops.stored import places_dirs
 
         paced = req.max_moves is not None or req.batch_size is not None or req.resume
         return LogDirPacer(None) if mover is not None and paced and places_dirs(req.data) else None
     if mover is None:
         raise UsageError("--max-moves-per-disk and --one-broker-at-a-time need --bootstrap-server")
-    return LogDirPacer(kw["max_moves_per_disk"] or 1, kw["one_broker_at_a_time"])
+    return LogDirPacer(req.dir_cap or 1, req.one_broker)
 
 
 def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
-    """A resume that leaves a rate out throttles the moves it starts at the rate the plan started with."""
+    """A resume that leaves a rate out throttles the moves it starts at the rate the plan started with; one
+    that leaves the log-dir pacing out (--max-moves-per-disk, --one-broker-at-a-time) paces as it started."""
     kept = []
     if req.throttle is None and pace.throttle is not None:
         req.throttle = pace.throttle
@@ -549,8 +545,12 @@ def _kept_rates(req: ExecuteRequest, pace: Any, report: ExecuteReport) -> None:
     if req.log_dir_throttle is None and pace.log_dir_throttle is not None:
         req.log_dir_throttle = pace.log_dir_throttle
         kept.append(f"--replica-alter-log-dirs-throttle {pace.log_dir_throttle}")
+    if req.dir_cap is None and not req.one_broker and (pace.dir_cap is not None or pace.one_broker):
+        req.dir_cap, req.one_broker = pace.dir_cap, pace.one_broker
+        kept += [] if pace.dir_cap is None else [f"--max-moves-per-disk {pace.dir_cap}"]
+        kept += ["--one-broker-at-a-time"] if pace.one_broker else []
     if kept:
-        report.info(f"Resuming with {' '.join(kept)}, as kept with the cap")
+        report.info(f"Resuming with {' '.join(kept)}, as kept beside the plan")
 
 
 def _check_additional(backend: Any, req: ExecuteRequest) -> None:

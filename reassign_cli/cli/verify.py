@@ -226,6 +226,8 @@ def _queued_line(opts: Options, file_name: str, pace: Any, n: int) -> str:
         batch_size=pace.batch_size,
         throttle=pace.throttle,
         log_dir_throttle=pace.log_dir_throttle,
+        dir_cap=pace.dir_cap,
+        one_broker=pace.one_broker,
     )
     kind = "paced" if pace.cap is not None else "batched"
     return (

@@ -449,6 +449,8 @@ class Pace:
     throttle: int | None = None
     log_dir_throttle: int | None = None
     batch_size: int | None = None  # a --batch-size run, kept the same way (its cap is None)
+    dir_cap: int | None = None  # --max-moves-per-disk: the log-dir moves' pacing, kept with the run
+    one_broker: bool = False  # --one-broker-at-a-time, kept the same way
 
 
 RATE_KEYS = {"throttle": "throttle", "replica_alter_log_dirs_throttle": "log_dir_throttle"}
@@ -462,7 +464,8 @@ def plan_digest(plan: bytes) -> str:
 def dump_pace(pace: Pace, plan: bytes) -> bytes:
     """`{"max_moves_per_broker":2,"order":null,"plan_sha256":"...","version":1}` and a newline (and
     "throttle", "replica_alter_log_dirs_throttle" in B/s when given); a --batch-size run:
-    `{"batch_size":N,"plan_sha256":"...","version":1}`."""
+    `{"batch_size":N,"plan_sha256":"...","version":1}`; with the log-dir pacing given,
+    "max_moves_per_disk": N and "one_broker_at_a_time": true."""
     doc: dict[str, object] = {"version": PACE_VERSION, "plan_sha256": plan_digest(plan)}
     if pace.cap is not None:
         doc |= {"max_moves_per_broker": pace.cap, "order": pace.order}
@@ -471,6 +474,10 @@ def dump_pace(pace: Pace, plan: bytes) -> bytes:
     for key, attr in RATE_KEYS.items():
         if getattr(pace, attr) is not None:
             doc[key] = getattr(pace, attr)
+    if pace.dir_cap is not None:
+        doc["max_moves_per_disk"] = pace.dir_cap
+    if pace.one_broker:
+        doc["one_broker_at_a_time"] = True
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
 
 
@@ -492,9 +499,14 @@ def read_pace(data: bytes) -> tuple[Pace, str] | None:
     if any(v is not None and (type(v) is not int or v < 0) for v in rates.values()):
         return None
     digest = doc.get("plan_sha256")
-    if not isinstance(digest, str):
+    dir_cap, one_broker = doc.get("max_moves_per_disk"), doc.get("one_broker_at_a_time", False)
+    if (
+        not isinstance(digest, str)
+        or not (dir_cap is None or _count(dir_cap))
+        or type(one_broker) is not bool
+    ):
         return None
-    return Pace(cap, order, batch_size=size, **rates), digest
+    return Pace(cap, order, batch_size=size, dir_cap=dir_cap, one_broker=one_broker, **rates), digest
 
 
 def _count(value: object) -> bool:

@@ -15,6 +15,7 @@ Through ZooKeeper alone the trigger znode takes one batch at a time: the window 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class BatchKeeper:
     ) -> list[PartitionProgress]:
         if batches and not req.dry_run and req.batch_size is not None:
             kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
-            self.keep.save(kept, report)
+            self.keep.save(kept_dirs(kept, req), report)
         return stored_foreground.batches(backend, state, batches, req, report, wait, mover)
 
 
@@ -136,7 +137,9 @@ class Pacer:
         if not entries:
             return []
         if self.keep is not None and not req.dry_run:
-            self.keep.save(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), report)
+            self.keep.save(
+                kept_dirs(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), req), report
+            )
         if not adds:
             report.info(ZK_NOTE)
             return stored_foreground.batches(
@@ -456,6 +459,11 @@ class _Window:
         """Once each: a receiving broker copying at the throttle; a move whose leader outgrows its copy."""
         for level, line in diagnose(self.running, self.bytes, self.req.throttle, self.told):
             (self.report.info if level == "info" else self.report.warn)(line)
+
+
+def kept_dirs(pace: pc.Pace, req: ExecuteRequest) -> pc.Pace:
+    """The pace kept beside the plan with this run's log-dir pacing (a resume goes on with it)."""
+    return dataclasses.replace(pace, dir_cap=req.dir_cap, one_broker=req.one_broker)
 
 
 def _memory_env(

@@ -82,7 +82,8 @@ class ExecuteRequest:
         None  # ops/stored.Keeper: ZooKeeper mode's batches marked in the stored plan (cli/stored.py)
     )
     rate_loop: Any = None  # --throttle auto / --max-throttle / --throttle-schedule: ops.rate_loop.Runner
-    dir_options: tuple[str, ...] = ()  # --max-moves-per-disk N / --one-broker-at-a-time, as given
+    dir_cap: int | None = None  # --max-moves-per-disk N: the log-dir moves paced (ops/log_dirs.py)
+    one_broker: bool = False  # --one-broker-at-a-time
 
 
 class Clock:
@@ -125,6 +126,8 @@ def resume_command(
     throttle: int | None = None,
     log_dir_throttle: int | None = None,
     loop: Sequence[str] = (),
+    dir_cap: int | None = None,
+    one_broker: bool = False,
 ) -> str:
     """`kafka-reassign execute --resume ...` to paste: the plan, its cap or batch size and its rates (a
     resumed run without them would start its moves unthrottled; `loop`: the options of a rate loop, in
@@ -135,16 +138,17 @@ def resume_command(
         ("--batch-size", batch_size),
         ("--throttle", throttle),
         ("--replica-alter-log-dirs-throttle", log_dir_throttle),
+        ("--max-moves-per-disk", dir_cap),
     ):
         if value is not None:
             args += [flag, str(value)]
+    args += ["--one-broker-at-a-time"] if one_broker else []
     return command_line([*args, *loop], connection)
 
 
 def request_resume_command(req: ExecuteRequest) -> str:
     """resume_command for this run: its cap or batch size, its rates, its log-dir pacing, its connection
     flags."""
-    loop = () if req.rate_loop is None else req.rate_loop.resume_args()
     return resume_command(
         req.file_name,
         req.connection,
@@ -152,7 +156,9 @@ def request_resume_command(req: ExecuteRequest) -> str:
         batch_size=req.batch_size,
         throttle=req.throttle if req.rate_loop is None else None,
         log_dir_throttle=req.log_dir_throttle,
-        loop=(*loop, *req.dir_options),
+        loop=() if req.rate_loop is None else req.rate_loop.resume_args(),
+        dir_cap=req.dir_cap,
+        one_broker=req.one_broker,
     )
 
 

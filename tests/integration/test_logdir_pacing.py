@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import threading
 from collections import Counter
@@ -268,6 +269,51 @@ def test_a_killed_foreground_disk_plan_paced_per_disk_alone_is_carried_on_by_ver
     gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
     assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_interrupted_disk_plan_resumed_without_its_per_disk_cap_keeps_it(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) of `execute --max-moves-per-disk 1` between two log-dir moves, then `execute --resume`
+    of the file without --max-moves-per-disk: it goes on at one move per disk, as kept beside the plan (before
+    2026-11-29 the pace file kept no log-dir pacing, and such a resume started the rest at once)."""
+    bootstrap, zookeeper, dirs = jbod
+    d0, d1 = dirs[1]
+    topic, values = admin.make_topic("resumed", {p: [1] for p in range(3)}, messages=900, size=2500)
+    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
+    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
+    err = tmp_path / "execute.err"
+    cmd = [PYTHON, "-m", "reassign_cli", "execute", *connection(zookeeper, bootstrap), "--reassignment-json-file",
+           str(plan), "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-disk",
+           "1", "--replica-alter-log-dirs-throttle", "200000"]  # fmt: skip
+    with err.open("w") as f:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f, text=True, stdin=subprocess.DEVNULL,
+                                env=own_env())  # fmt: skip
+    try:
+        wait_until(
+            lambda: "1 moving, 2 queued" in err.read_text(), timeout=300, message=lambda: err.read_text()
+        )
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130, err.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    kept = json.loads(Path(str(plan) + ".pacing.json").read_text())
+    assert (kept["max_moves_per_disk"], kept["batch_size"]) == (1, 3), kept
+    with Sampler(bootstrap, topic) as sampler:
+        r = execute(zookeeper, bootstrap, plan, "--resume")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Resuming with --replica-alter-log-dirs-throttle 200000 --max-moves-per-disk 1" in r.stderr, (
+        r.stderr
+    )
+    per_disk = [n for s in sampler.samples for n in s.values()]
+    assert per_disk and max(per_disk) == 1, sampler.samples
+    assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    assert not Path(str(plan) + ".pacing.json").exists()
 
 
 @pytest.mark.slow
