@@ -320,6 +320,8 @@ def _execute(
                 report.run_plan(["Dry run: nothing would be started"], {"batches": []})
                 report.dry_run(backend.planned_writes())
                 return ExitCode.OK, None
+            if ending.dir_pacer is not None:  # only log-dir moves left: the run kept before they start
+                getattr(run_batches, "keep_run", lambda *_: None)(req, report)
             return _finish(backend, ending, earlier, req, report)
         state = backend.read_state(sorted({e.topic for e in entries}))
     _save_rollback(rollback_json(entries, state), req, report)

@@ -92,6 +92,12 @@ class BatchKeeper:
 
     keep: PaceFile
 
+    def keep_run(self, req: ExecuteRequest, report: ExecuteReport) -> None:
+        """Keep the run beside the plan, before its first move."""
+        if not req.dry_run and req.batch_size is not None:
+            kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
+            self.keep.save(kept_dirs(kept, req), report)
+
     def __call__(
         self,
         backend: Backend,
@@ -102,9 +108,8 @@ class BatchKeeper:
         wait: bool,
         mover: LogDirMoves | None,
     ) -> list[PartitionProgress]:
-        if batches and not req.dry_run and req.batch_size is not None:
-            kept = pc.Pace(None, None, req.throttle, req.log_dir_throttle, batch_size=req.batch_size)
-            self.keep.save(kept_dirs(kept, req), report)
+        if batches:
+            self.keep_run(req, report)
         return stored_foreground.batches(backend, state, batches, req, report, wait, mover)
 
 
@@ -122,6 +127,12 @@ class Pacer:
     lease: sp.Lease | None = None  # this run's lease of it
     observer: Any = field(default_factory=sp.watch)  # how another run's lease is judged stale
 
+    def keep_run(self, req: ExecuteRequest, report: ExecuteReport) -> None:
+        """Keep the cap beside the plan, before the first move."""
+        if self.keep is not None and not req.dry_run:
+            pace = pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle)
+            self.keep.save(kept_dirs(pace, req), report)
+
     def __call__(
         self,
         backend: Backend,
@@ -136,10 +147,7 @@ class Pacer:
         adds = adds_moves(backend)  # the admin API, or ZooKeeper mode with the brokers
         if not entries:
             return []
-        if self.keep is not None and not req.dry_run:
-            self.keep.save(
-                kept_dirs(pc.Pace(self.cap, self.order, req.throttle, req.log_dir_throttle), req), report
-            )
+        self.keep_run(req, report)
         if not adds:
             report.info(ZK_NOTE)
             return stored_foreground.batches(
