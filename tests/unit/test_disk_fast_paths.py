@@ -1,16 +1,20 @@
-"""Issue 27's measure: two fast paths of planning/balanced/disks.py agree with the simple ones they
+"""Issue 27's measure: fast paths of planning/balanced/disks.py agree with the simple ones they
 replaced. DiskPlan.entries formats the topics without log dirs given, in name order, in one
 format_partition_entries call per run (not one per topic); _within_dirs writes the dirs of the replicas
-moved within their broker in numpy (not row by row)."""
+moved within their broker in numpy (not row by row); _movable lists each disk's replicas as Python's sort
+would; _count_within counts the moves within brokers in numpy (not replica by replica)."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_cli.core.replicas import ReplicaStore, TopicReplicas
-from reassign_cli.planning.balanced.disks import _PAD, DiskPlan, _within_dirs
+from reassign_cli.planning.balanced.disks import _PAD, DiskPlan, _count_within, _movable, _Rows, _within_dirs
 
 _PATHS = [(1, "/a"), (1, "/b%"), (2, "/c"), (2, '/d"é')]
 _NAMES = st.text(alphabet='ab%"é\\-', min_size=1, max_size=4)
@@ -89,3 +93,48 @@ def test_within_dirs_as_row_by_row(data: st.DataObject) -> None:
     assert _within_dirs(plan, final, origin, disk_of, mask) == _within_dirs_loop(
         plan, final, origin, disk_of, ch
     )
+
+
+def _finals(data: st.DataObject, n_rows: int) -> np.ndarray:
+    """A plan's dirs (n_rows x 3): global dirs 0..3, -1 (any) and _PAD after a row's replicas."""
+    final = np.full((n_rows, 3), _PAD, dtype=np.int64)
+    for r in range(n_rows):
+        k = data.draw(st.integers(1, 3))
+        final[r, :k] = data.draw(st.lists(st.integers(-1, 3), min_size=k, max_size=k))
+    return final
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_movable_as_sorted(data: st.DataObject) -> None:
+    """_movable's numpy lists against Python's sort of every replica on a disk of `on`."""
+    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
+    n_rows = data.draw(st.integers(1, 8))
+    final = _finals(data, n_rows)
+    size = data.draw(st.lists(st.integers(0, 3), min_size=n_rows, max_size=n_rows))  # ties
+    on = data.draw(st.dictionaries(st.integers(0, 3), st.integers(0, 2)))
+    rows = cast(_Rows, SimpleNamespace(size=np.array(size, dtype=np.int64)))
+    keys = sorted((on[g], size[r], r, c) for (r, c), g in np.ndenumerate(final) if int(g) in on)
+    items: dict[int, list[int]] = {}
+    sizes: dict[int, list[int]] = {}
+    for k, s, r, c in keys:
+        items.setdefault(k, []).append(r * 3 + c)
+        sizes.setdefault(k, []).append(s)
+    assert _movable(plan, rows, final, on) == (items, sizes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_count_within_as_replica_by_replica(data: st.DataObject) -> None:
+    """_count_within against the loop it replaced: a replica moved on, or back, counts once."""
+    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
+    disk_of = {0: 0, 1: 1, 2: 2, 3: 2}  # dirs 2 and 3: one disk (one filesystem)
+    n_rows = data.draw(st.integers(1, 6))
+    final = _finals(data, n_rows)
+    sizes = data.draw(st.lists(st.integers(0, 2**70), min_size=n_rows, max_size=n_rows))  # exact sums
+    cells = [(r, c) for (r, c), g in np.ndenumerate(final) if g >= 0]
+    moved = data.draw(st.lists(st.sampled_from(cells), unique=True) if cells else st.just([]))
+    origin = {rc: data.draw(st.integers(0, 2)) for rc in moved}
+    gone = [r for (r, c), src in origin.items() if disk_of[int(final[r, c])] != src]
+    _count_within(plan, sizes, final, origin, disk_of)
+    assert (plan.moves_within, plan.bytes_within) == (len(gone), sum(sizes[r] for r in gone))

@@ -761,11 +761,28 @@ def _within_brokers(
             p, q, x, y = swap  # x from p to q, then y from q to p
             search.shift(final, (p, q), x, (arrived, origin, moved_rows))
             search.shift(final, (q, p), y, (arrived, origin, moved_rows))
-    for (r, c), src in origin.items():  # moved on from where it went first, or even back: counted once
-        if disk_of[int(final[r, c])] != src:
-            plan.moves_within += 1
-            plan.bytes_within += rows.sizes[r]
+    _count_within(plan, rows.sizes, final, origin, disk_of)
     return origin
+
+
+def _count_within(
+    plan: DiskPlan,
+    sizes: list[int],
+    final: np.ndarray,
+    origin: dict[tuple[int, int], int],
+    disk_of: dict[int, int],
+) -> None:
+    """Counts the staying replicas moved that end on another disk than they were on (one moved on from
+    where it went first, or even back, counts once): their disks compared in numpy, bytes summed exactly."""
+    if not origin:
+        return
+    rc = np.array(list(origin), dtype=np.int64).reshape(-1, 2)
+    src = np.fromiter(origin.values(), dtype=np.int64, count=len(origin))
+    disk = np.full(len(plan.paths), -1, dtype=np.int64)  # global dir -> disk
+    disk[list(disk_of)] = list(disk_of.values())
+    moved = rc[disk[final[rc[:, 0], rc[:, 1]]] != src, 0].tolist()
+    plan.moves_within += len(moved)
+    plan.bytes_within += sum(map(sizes.__getitem__, moved))
 
 
 def _movable(
@@ -778,20 +795,26 @@ def _movable(
     which = np.full(n + 1, -1, dtype=np.int64)  # index n: no dir (-1, "any"), out of range or _PAD
     if on:
         which[list(on)] = list(on.values())
+    width = final.shape[1]
     by_size = np.argsort(rows.size, kind="stable")  # the rows by size, then plan order
-    where = which[np.where((final >= 0) & (final < n), final, n)][by_size]
-    at, col = np.nonzero(where >= 0)  # by (size, row, column)
-    disk = where[at, col]
-    row = by_size[at]
+    where = which[np.where((final >= 0) & (final < n), final, n)][by_size].ravel()
+    flat = np.flatnonzero(where >= 0)  # by (size, row, column)
+    if not len(flat):
+        return {}, {}
+    disk = where[flat]
     # then by disk, stable (a radix sort for a few thousand disks): (disk, size, row, column)
     order = np.argsort(disk.astype(np.uint16) if len(plan.disks) < 2**16 else disk, kind="stable")
-    disk = disk[order]
-    sizes = rows.size[row[order]]
-    items = row[order] * final.shape[1] + col[order]
-    cuts = [0, *(np.flatnonzero(np.diff(disk)) + 1).tolist(), len(items)]
-    spans = [(int(disk[a]), a, b) for a, b in pairwise(cuts) if b > a]
+    flat, disk = flat[order], disk[order]  # one gather each: the rows and columns follow from flat
+    at = flat // width
+    row = by_size[at]
+    items = row * width + (flat - at * width)
+    cuts = np.flatnonzero(np.diff(disk)) + 1
+    keys = disk[[0, *cuts.tolist()]].tolist()
     # each disk's lists straight from numpy: no list of every replica sliced again
-    return {k: items[a:b].tolist() for k, a, b in spans}, {k: sizes[a:b].tolist() for k, a, b in spans}
+    return (
+        dict(zip(keys, [x.tolist() for x in np.split(items, cuts)], strict=True)),
+        dict(zip(keys, [x.tolist() for x in np.split(rows.size[row], cuts)], strict=True)),
+    )
 
 
 @dataclass(slots=True)
