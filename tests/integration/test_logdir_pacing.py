@@ -10,6 +10,7 @@ for where every replica ends; the records read back; the broker's own dynamic co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -216,72 +217,22 @@ def test_a_foreground_disk_plan_paced_per_disk_alone_is_stored(
     foreground_stored_then_cancelled(bootstrap, admin, dirs, tmp_path, zookeeper=zookeeper, pace=())
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_a_killed_foreground_disk_plan_paced_per_disk_alone_is_carried_on_by_verify(
-    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
-) -> None:
-    """kill -9 of `execute --max-moves-per-disk 1` (alone: one batch of the whole plan) between two of its
-    log-dir moves: `verify` processes from another directory with no plan file take its lease over once stale
-    and carry the log-dir queue on to exit 0; every replica in its planned dir, every record read back, the
-    log-dir rate removed, the stored plan gone."""
-    bootstrap, zookeeper, dirs = jbod
-    conn = connection(zookeeper, bootstrap)
-    d0, d1 = dirs[1]
-    topic, values = admin.make_topic("killed", {p: [1] for p in range(3)}, messages=900, size=2500)
-    place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
-    plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
-    err = tmp_path / "execute.err"
-    cmd = [PYTHON, "-m", "reassign_cli", "execute", *conn, "--reassignment-json-file", str(plan),
-           "--rollback-file", str(plan) + ".rollback", "--poll-interval", "0.5", "--max-moves-per-disk", "1",
-           "--replica-alter-log-dirs-throttle", "200000"]  # fmt: skip
-    with err.open("w") as f:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=f, text=True, stdin=subprocess.DEVNULL,
-                                env=own_env())  # fmt: skip
-    try:
-        wait_until(
-            lambda: "1 moving, 2 queued" in err.read_text(), timeout=300, message=lambda: err.read_text()
-        )
-        proc.kill()
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *conn],
-                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
-    assert re.search(r"  log-dir moves: [01] moving, [12] queued", ls.stdout), ls.stdout + ls.stderr
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    outputs: list[str] = []
-    for _ in range(300):
-        v = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
-                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
-                           env=own_env(), cwd=elsewhere)  # fmt: skip
-        outputs.append(v.stdout + v.stderr)
-        assert v.returncode in (0, 4), outputs[-1]
-        if v.returncode == 0:
-            break
-    assert v.returncode == 0 and "The stored plan is done" in outputs[-1], outputs
-    assert not [o for o in outputs if "not being moved" in o], outputs
-    assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
-    assert consume_all(bootstrap, topic) == values
-    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
-    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
-    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`kafka-reassign ARGS` in a process of its own, without the shared cluster's variables."""
+    return subprocess.run([PYTHON, "-m", "reassign_cli", *args], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL, env=own_env(), cwd=cwd)  # fmt: skip
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_an_interrupted_disk_plan_resumed_without_its_per_disk_cap_keeps_it(
-    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
-) -> None:
-    """Ctrl-C (SIGINT) of `execute --max-moves-per-disk 1` between two log-dir moves, then `execute --resume`
-    of the file without --max-moves-per-disk: it goes on at one move per disk, as kept beside the plan (before
-    2026-11-29 the pace file kept no log-dir pacing, and such a resume started the rest at once)."""
+@contextlib.contextmanager
+def between_two_moves(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path, name: str
+) -> Iterator[tuple[subprocess.Popen[str], Path, str, list[bytes]]]:
+    """Three partitions on broker 1's d0 moved to its d1 by `execute --max-moves-per-disk 1` alone, under a
+    200 kB/s log-dir throttle: (the execute, its plan, the topic, its records) once its progress says one move
+    runs and two are queued. The execute is killed at the end if it still runs."""
     bootstrap, zookeeper, dirs = jbod
     d0, d1 = dirs[1]
-    topic, values = admin.make_topic("resumed", {p: [1] for p in range(3)}, messages=900, size=2500)
+    topic, values = admin.make_topic(name, {p: [1] for p in range(3)}, messages=900, size=2500)
     place(bootstrap, tmp_path, topic, {p: ([1], [d0]) for p in range(3)})
     plan = write_plan(tmp_path / "plan.json", topic, {p: ([1], [d1]) for p in range(3)})
     err = tmp_path / "execute.err"
@@ -295,11 +246,58 @@ def test_an_interrupted_disk_plan_resumed_without_its_per_disk_cap_keeps_it(
         wait_until(
             lambda: "1 moving, 2 queued" in err.read_text(), timeout=300, message=lambda: err.read_text()
         )
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=120) == 130, err.read_text()
+        yield proc, plan, topic, values
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_killed_foreground_disk_plan_paced_per_disk_alone_is_carried_on_by_verify(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """kill -9 of `execute --max-moves-per-disk 1` (alone: one batch of the whole plan) between two of its
+    log-dir moves: `verify` processes from another directory with no plan file take its lease over once stale
+    and carry the log-dir queue on to exit 0; every replica in its planned dir, every record read back, the
+    log-dir rate removed, the stored plan gone."""
+    bootstrap, zookeeper, dirs = jbod
+    conn = connection(zookeeper, bootstrap)
+    with between_two_moves(jbod, admin, tmp_path, "killed") as (proc, _, topic, values):
+        proc.kill()
+        proc.wait(timeout=60)
+    ls = cli("list", *conn)
+    assert re.search(r"  log-dir moves: [01] moving, [12] queued", ls.stdout), ls.stdout + ls.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outputs: list[str] = []
+    for _ in range(300):
+        v = cli("verify", *conn, cwd=elsewhere)
+        outputs.append(v.stdout + v.stderr)
+        assert v.returncode in (0, 4), outputs[-1]
+        if v.returncode == 0:
+            break
+    assert v.returncode == 0 and "The stored plan is done" in outputs[-1], outputs
+    assert not [o for o in outputs if "not being moved" in o], outputs
+    assert dirs_of(bootstrap, topic) == {(p, 1): dirs[1][1] for p in range(3)}
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    gone = cli("verify", *conn)
+    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_interrupted_disk_plan_resumed_without_its_per_disk_cap_keeps_it(
+    jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) of `execute --max-moves-per-disk 1` between two log-dir moves, then `execute --resume`
+    of the file without --max-moves-per-disk: it goes on at one move per disk, as kept beside the plan (before
+    2026-11-29 the pace file kept no log-dir pacing, and such a resume started the rest at once)."""
+    bootstrap, zookeeper, dirs = jbod
+    with between_two_moves(jbod, admin, tmp_path, "resumed") as (proc, plan, topic, values):
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130, (tmp_path / "execute.err").read_text()
     kept = json.loads(Path(str(plan) + ".pacing.json").read_text())
     assert (kept["max_moves_per_disk"], kept["batch_size"]) == (1, 3), kept
     with Sampler(bootstrap, topic) as sampler:
@@ -310,7 +308,7 @@ def test_an_interrupted_disk_plan_resumed_without_its_per_disk_cap_keeps_it(
     )
     per_disk = [n for s in sampler.samples for n in s.values()]
     assert per_disk and max(per_disk) == 1, sampler.samples
-    assert dirs_of(bootstrap, topic) == {(p, 1): d1 for p in range(3)}
+    assert dirs_of(bootstrap, topic) == {(p, 1): dirs[1][1] for p in range(3)}
     assert consume_all(bootstrap, topic) == values
     assert LOG_DIR_RATE not in admin.configs("brokers", 1)
     assert not Path(str(plan) + ".pacing.json").exists()
