@@ -223,6 +223,14 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
                           stdin=subprocess.DEVNULL, env=own_env(), cwd=cwd)  # fmt: skip
 
 
+def nothing_left(bootstrap: str, admin: Admin, conn: list[str], topic: str, values: list[bytes]) -> None:
+    """Every record read back, no log-dir rate left on broker 1, no plan stored."""
+    assert consume_all(bootstrap, topic) == values
+    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
+    gone = cli("verify", *conn)
+    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+
+
 @contextlib.contextmanager
 def between_two_moves(
     jbod: tuple[str, str, dict[int, list[str]]], admin: Admin, tmp_path: Path, name: str
@@ -280,10 +288,7 @@ def test_a_killed_foreground_disk_plan_paced_per_disk_alone_is_carried_on_by_ver
     assert v.returncode == 0 and "The stored plan is done" in outputs[-1], outputs
     assert not [o for o in outputs if "not being moved" in o], outputs
     assert dirs_of(bootstrap, topic) == {(p, 1): dirs[1][1] for p in range(3)}
-    assert consume_all(bootstrap, topic) == values
-    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
-    gone = cli("verify", *conn)
-    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+    nothing_left(bootstrap, admin, conn, topic, values)
 
 
 @pytest.mark.slow
@@ -638,11 +643,9 @@ def foreground_stored_then_cancelled(
         assert v.returncode == 4, v.stdout + v.stderr
         assert (counts["in_progress"], counts["queued"], counts["not_moving"]) == (1, 2, 0), counts
         assert "not being moved" not in v.stdout, v.stdout
-        ls = subprocess.run([PYTHON, "-m", "reassign_cli", "list", *conn],
-                            capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+        ls = cli("list", *conn)
         assert "  log-dir moves: 1 moving, 2 queued, 0 done of 3" in ls.stdout, ls.stdout + ls.stderr
-        cancel = subprocess.run([PYTHON, "-m", "reassign_cli", "cancel", *conn],
-                                capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
+        cancel = cli("cancel", *conn)
         assert cancel.returncode == 0, cancel.stdout + cancel.stderr
         out, _ = proc.communicate(timeout=300)
     finally:
@@ -652,11 +655,7 @@ def foreground_stored_then_cancelled(
     assert proc.returncode != 0, out + stderr
     assert out.count("Successfully started moving log directory to") == 1, out
     assert dirs_of(bootstrap, topic) == {(p, 1): d0 for p in range(3)}
-    assert consume_all(bootstrap, topic) == values
-    assert LOG_DIR_RATE not in admin.configs("brokers", 1)
-    gone = subprocess.run([PYTHON, "-m", "reassign_cli", "verify", *conn],
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, env=own_env())  # fmt: skip
-    assert gone.returncode == 0 and "No plan is stored in the cluster" in gone.stderr, gone.stderr
+    nothing_left(bootstrap, admin, conn, topic, values)
 
 
 @pytest.mark.slow
