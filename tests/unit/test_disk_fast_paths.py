@@ -74,25 +74,7 @@ def _within_dirs_loop(
     return out
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.data())
-def test_within_dirs_as_row_by_row(data: st.DataObject) -> None:
-    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
-    disk_of = {0: 0, 1: 1, 2: 2, 3: 2}  # dirs 2 and 3: one disk (one filesystem)
-    n_rows = data.draw(st.integers(1, 6))
-    lens = data.draw(st.lists(st.integers(1, 3), min_size=n_rows, max_size=n_rows))
-    final = np.full((n_rows, 3), _PAD, dtype=np.int64)
-    for r, k in enumerate(lens):
-        final[r, :k] = data.draw(st.lists(st.integers(-1, 3), min_size=k, max_size=k))
-    cells = [(r, c) for r in range(n_rows) for c in range(lens[r]) if final[r, c] >= 0]
-    moved = data.draw(st.lists(st.sampled_from(cells), unique=True) if cells else st.just([]))
-    origin = {rc: data.draw(st.integers(0, 2)) for rc in moved}
-    ch = data.draw(st.sets(st.integers(0, n_rows - 1)))
-    mask = np.zeros(n_rows, dtype=bool)
-    mask[list(ch)] = True
-    assert _within_dirs(plan, final, origin, disk_of, mask) == _within_dirs_loop(
-        plan, final, origin, disk_of, ch
-    )
+_DISK_OF = {0: 0, 1: 1, 2: 2, 3: 2}  # global dir -> disk: dirs 2 and 3 one disk (one filesystem)
 
 
 def _finals(data: st.DataObject, n_rows: int) -> np.ndarray:
@@ -102,6 +84,28 @@ def _finals(data: st.DataObject, n_rows: int) -> np.ndarray:
         k = data.draw(st.integers(1, 3))
         final[r, :k] = data.draw(st.lists(st.integers(-1, 3), min_size=k, max_size=k))
     return final
+
+
+def _origins(data: st.DataObject, final: np.ndarray) -> dict[tuple[int, int], int]:
+    """Some replicas of `final` (not "any", not padding) moved within their broker: the disk each came from."""
+    cells = [(r, c) for (r, c), g in np.ndenumerate(final) if g >= 0]
+    moved = data.draw(st.lists(st.sampled_from(cells), unique=True) if cells else st.just([]))
+    return {rc: data.draw(st.integers(0, 2)) for rc in moved}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_within_dirs_as_row_by_row(data: st.DataObject) -> None:
+    plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
+    n_rows = data.draw(st.integers(1, 6))
+    final = _finals(data, n_rows)
+    origin = _origins(data, final)
+    ch = data.draw(st.sets(st.integers(0, n_rows - 1)))
+    mask = np.zeros(n_rows, dtype=bool)
+    mask[list(ch)] = True
+    assert _within_dirs(plan, final, origin, _DISK_OF, mask) == _within_dirs_loop(
+        plan, final, origin, _DISK_OF, ch
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -128,13 +132,10 @@ def test_movable_as_sorted(data: st.DataObject) -> None:
 def test_count_within_as_replica_by_replica(data: st.DataObject) -> None:
     """_count_within against the loop it replaced: a replica moved on, or back, counts once."""
     plan = DiskPlan(list(_PATHS), [], 0.05, 0.85, weighted=False, goal_utilization=0.0)
-    disk_of = {0: 0, 1: 1, 2: 2, 3: 2}  # dirs 2 and 3: one disk (one filesystem)
     n_rows = data.draw(st.integers(1, 6))
     final = _finals(data, n_rows)
     sizes = data.draw(st.lists(st.integers(0, 2**70), min_size=n_rows, max_size=n_rows))  # exact sums
-    cells = [(r, c) for (r, c), g in np.ndenumerate(final) if g >= 0]
-    moved = data.draw(st.lists(st.sampled_from(cells), unique=True) if cells else st.just([]))
-    origin = {rc: data.draw(st.integers(0, 2)) for rc in moved}
-    gone = [r for (r, c), src in origin.items() if disk_of[int(final[r, c])] != src]
-    _count_within(plan, sizes, final, origin, disk_of)
+    origin = _origins(data, final)
+    gone = [r for (r, c), src in origin.items() if _DISK_OF[int(final[r, c])] != src]
+    _count_within(plan, sizes, final, origin, _DISK_OF)
     assert (plan.moves_within, plan.bytes_within) == (len(gone), sum(sizes[r] for r in gone))
