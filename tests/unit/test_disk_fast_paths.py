@@ -14,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reassign_cli.core.replicas import ReplicaStore, TopicReplicas
-from reassign_cli.planning.balanced.disks import _PAD, DiskPlan, _count_within, _movable, _Rows, _within_dirs
+from reassign_cli.planning.balanced.disks import (
+    _PAD,
+    DiskPlan,
+    _count_within,
+    _movable,
+    _Rows,
+    _within_cells,
+    _within_dirs,
+)
 
 _PATHS = [(1, "/a"), (1, "/b%"), (2, "/c"), (2, '/d"é')]
 _NAMES = st.text(alphabet='ab%"é\\-', min_size=1, max_size=4)
@@ -101,11 +109,8 @@ def test_within_dirs_as_row_by_row(data: st.DataObject) -> None:
     final = _finals(data, n_rows)
     origin = _origins(data, final)
     ch = data.draw(st.sets(st.integers(0, n_rows - 1)))
-    mask = np.zeros(n_rows, dtype=bool)
-    mask[list(ch)] = True
-    assert _within_dirs(plan, final, origin, _DISK_OF, mask) == _within_dirs_loop(
-        plan, final, origin, _DISK_OF, ch
-    )
+    within = _within_cells(plan, final, origin, _DISK_OF, np.array(sorted(ch), dtype=np.int64))
+    assert _within_dirs(plan, final, within) == _within_dirs_loop(plan, final, origin, _DISK_OF, ch)
 
 
 @settings(max_examples=300, deadline=None)

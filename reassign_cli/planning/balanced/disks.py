@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, pairwise
 
 import numpy as np
@@ -48,6 +49,8 @@ import numpy as np
 from reassign_cli.core import bands
 from reassign_cli.core.model import Broker, Capacity, LogDir, Topic
 from reassign_cli.core.replicas import TopicReplicas, stack
+from reassign_cli.planning.balanced.disk_texts import PAD as _PAD
+from reassign_cli.planning.balanced.disk_texts import RowTexts, row_texts
 from reassign_cli.planning.balanced.planner import Balanced, _flatten, targets_of
 
 SAME_VOLUME = 0.001  # dirs of one total whose usable bytes differ by less (x total): one filesystem
@@ -79,14 +82,24 @@ class DiskPlan:
     limit: float
     weighted: bool  # every disk's size known: balanced by utilization, else by bytes per disk
     goal_utilization: float  # or the goal bytes per disk when not weighted
-    # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within
-    explicit: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    # (topic, partition) -> log_dirs for every replica, for the partitions that change or move within:
+    # `explicit`, built on first use by `pending` (entries' fast path, `texts`, does without it)
+    given: dict[tuple[str, int], list[str]] | None = None
+    pending: Callable[[], dict[tuple[str, int], list[str]]] | None = None
+    texts: RowTexts | None = None  # each planned row's log dirs as JSON (plan_disks; entries)
     by_topic: dict[str, list[tuple[int, list[str]]]] | None = None  # `explicit` by topic (entries)
     quoted: dict[str, str] = field(default_factory=dict)  # each path (and "any") as JSON (entries)
     moves_within: int = 0  # replicas moved from one disk of a broker to another
     bytes_within: int = 0
     unplaced: list[tuple[str, int, int]] = field(default_factory=list)  # (topic, partition, broker)
     cordoned: set[int] = field(default_factory=set)  # global dir indices in cordoned.log.dirs
+
+    @property
+    def explicit(self) -> dict[tuple[str, int], list[str]]:
+        if self.given is None:
+            self.given = self.pending() if self.pending is not None else {}
+            self.pending = None
+        return self.given
 
     def within(self) -> bool:
         return all(self._within(d) for d in self.disks)
@@ -140,14 +153,18 @@ class DiskPlan:
             for _, path in self.paths:
                 _quote(quoted, path)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
-        explicit = self.explicit
-        if self.by_topic is None:  # built once (entries runs once per slice of the document)
-            self.by_topic = {}
-            for (t, p), chosen in explicit.items():
-                self.by_topic.setdefault(t, []).append((p, chosen))
-        by_topic = self.by_topic
+        texts, by_topic = self.texts, self.by_topic
         run: dict[str, Mapping[int, Sequence[int]]] = {}  # topics without dirs in a row, names ascending
         for topic, parts in assignment.items():
+            text = None if texts is None else texts.topic(topic, parts)
+            if text is not None:  # the fast path: a regular topic as planned
+                _flush(run, out)
+                out.append(text)
+                continue
+            if by_topic is None:  # built once (entries runs once per slice of the document)
+                by_topic = self.by_topic = {}
+                for (t, p), chosen in self.explicit.items():
+                    by_topic.setdefault(t, []).append((p, chosen))
             mine = by_topic.get(topic)
             if mine is None or not any(p in parts for p, _ in mine):
                 if run and topic <= next(reversed(run)):  # out of name order: formatted apart
@@ -431,12 +448,16 @@ def _rows_of(
     bounds as _rows read them); `size`: each row's bytes, else the plan's (Balanced.size)."""
     tix, pids, old_lens, old_flat, bounds = flat
     n_rows, width = len(pids), int(old_lens.max()) if len(old_lens) else 0
-    row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
-    col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
-    old = np.full((n_rows, width), -1, dtype=np.int64)
-    old_dir = np.full((n_rows, width), -1, dtype=np.int64)
-    old[row, col] = old_flat
-    old_dir[row, col] = dflat
+    if len(old_flat) == n_rows * width:  # every row of `width` replicas: no padding to scatter into
+        old = old_flat.reshape(n_rows, width).astype(np.int64)
+        old_dir = dflat.reshape(n_rows, width).astype(np.int64)
+    else:
+        row = np.repeat(np.arange(n_rows, dtype=np.int64), old_lens)
+        col = np.arange(len(old_flat), dtype=np.int64) - np.repeat(bounds[:-1], old_lens)
+        old = np.full((n_rows, width), -1, dtype=np.int64)
+        old_dir = np.full((n_rows, width), -1, dtype=np.int64)
+        old[row, col] = old_flat
+        old_dir[row, col] = dflat
     new = result.rows.astype(np.int64)
     if size is None:
         assert result.size is not None
@@ -484,11 +505,11 @@ def plan_disks(
     arrived = set(zip(arrivals[:, 0].tolist(), arrivals[:, 1].tolist(), strict=True))
     origin = _within_brokers(plan, rows, final, by_broker, disk_of, moved_rows, arrived)
     _largest(plan, rows, final, which)
-    _explicit(plan, rows, final, changed, origin, disk_of)
+    ch = np.array(sorted(changed), dtype=np.int64)
+    within = _within_cells(plan, final, origin, disk_of, ch)
+    plan.pending = partial(_explicit, plan, rows, final, ch, within)
+    plan.texts = row_texts(plan.paths, (rows.names, rows.tix, rows.pid), final, ch, within)
     return plan
-
-
-_PAD = -2  # final[r, c] beyond row r's replicas
 
 
 def _start(
@@ -575,15 +596,13 @@ def _explicit(
     plan: DiskPlan,
     rows: _Rows,
     final: np.ndarray,
-    changed: set[int],
-    origin: dict[tuple[int, int], int],
-    disk_of: dict[int, int],
-) -> None:
-    """The log dirs written (see the module docstring): every replica's for the rows whose replica set
-    changes (`changed`); for the others, those of the staying replicas moved within their broker
-    (`origin`: (row, column) -> the disk it was on) that end on another disk."""
+    ch: np.ndarray,
+    within: tuple[np.ndarray, np.ndarray],
+) -> dict[tuple[str, int], list[str]]:
+    """The log dirs written (see the module docstring), by (topic, partition): every replica's for the
+    rows whose replica set changes (`ch`, sorted); for the others, those of the staying replicas moved
+    within their broker that end on another disk (`within`, _within_cells)."""
     paths = plan.paths
-    ch = np.array(sorted(changed), dtype=np.int64)
     label = np.array([p for _, p in paths] + ["any"], dtype=object)  # "any": no dir (and _PAD, cut)
     got = final[ch]
     every = label[np.where(got >= 0, got, len(paths))].tolist()  # the changed rows: every replica
@@ -591,38 +610,48 @@ def _explicit(
     for i in short:
         every[i] = every[i][: int((got[i] != _PAD).sum())]
     bulk = dict(zip(ch.tolist(), every, strict=True))
-    is_ch = np.zeros(len(final), dtype=bool)
-    is_ch[ch] = True
-    bulk.update(_within_dirs(plan, final, origin, disk_of, is_ch))
+    bulk.update(_within_dirs(plan, final, within))
     order = sorted(bulk)
     at = np.array(order, dtype=np.int64)
     keys = zip([rows.names[t] for t in rows.tix[at].tolist()], rows.pid[at].tolist(), strict=True)
-    plan.explicit.update(zip(keys, map(bulk.__getitem__, order), strict=True))
+    return dict(zip(keys, map(bulk.__getitem__, order), strict=True))
 
 
-def _within_dirs(
+def _within_cells(
     plan: DiskPlan,
     final: np.ndarray,
     origin: dict[tuple[int, int], int],
     disk_of: dict[int, int],
-    changed: np.ndarray,
-) -> dict[int, list[str]]:
-    """_explicit's log dirs of the rows whose replicas stay (not `changed`, a mask over the rows): the
-    new dir of each replica moved within its broker that ends on another disk than it was on (`origin`),
-    "any" for the others. In numpy over the moved replicas (a Python pass per row cost 0.2 s at 1M)."""
+    ch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, columns) of the staying replicas moved within their broker that end on another disk than
+    they were on (`origin`), in the rows whose replicas stay (not in `ch`): their log dirs are written."""
     if not origin:
-        return {}
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     n = len(plan.paths)
+    changed = np.zeros(len(final), dtype=bool)
+    changed[ch] = True
     rc = np.array(list(origin), dtype=np.int64).reshape(-1, 2)
     src = np.fromiter(origin.values(), dtype=np.int64, count=len(origin))
     disk = np.full(n + 1, -1, dtype=np.int64)  # global dir -> disk (index n: none)
     disk[list(disk_of)] = list(disk_of.values())
     g = final[rc[:, 0], rc[:, 1]]
     keep = ~changed[rc[:, 0]] & (disk[np.where((g >= 0) & (g < n), g, n)] != src)
-    rows, at = np.unique(rc[keep, 0], return_inverse=True)
+    return rc[keep, 0], rc[keep, 1]
+
+
+def _within_dirs(
+    plan: DiskPlan, final: np.ndarray, within: tuple[np.ndarray, np.ndarray]
+) -> dict[int, list[str]]:
+    """_explicit's log dirs of the rows of `within` (_within_cells): the new dir of each replica moved,
+    "any" for the others. In numpy over the moved replicas (a Python pass per row cost 0.2 s at 1M)."""
+    if not len(within[0]):
+        return {}
+    n = len(plan.paths)
+    rows, at = np.unique(within[0], return_inverse=True)
     got = final[rows]
     moved = np.zeros(got.shape, dtype=bool)
-    moved[at.ravel(), rc[keep, 1]] = True
+    moved[at.ravel(), within[1]] = True
     label = np.array([p for _, p in plan.paths] + ["any"], dtype=object)
     text = np.where(moved, label[np.where(got >= 0, got, n)], "any").tolist()
     lens = (got != _PAD).sum(axis=1).tolist()  # _PAD only after a row's replicas
@@ -748,8 +777,7 @@ def _within_brokers(
     for b in needy:
         ks = by_broker[b]
         for _ in range(MAX_STEPS_PER_BROKER):
-            search.measure(ks)
-            step = search.move(ks, search.farthest(ks)) or search.move(ks)
+            step = search.move(ks, search.measure(ks)) or search.move(ks)
             if step is not None:
                 src, tgt, i = step
                 item = (sizes[src][i], movable[src][i])
@@ -832,7 +860,7 @@ class _Search:
     """The moves within a broker: each disk's band edges computed once (the same floats as _out), and
     each disk's movable replicas (row x width + column, see _movable) with their sizes alongside."""
 
-    __slots__ = ("dir_in", "hi", "lo", "movable", "out", "plan", "sizes", "width")
+    __slots__ = ("dir_in", "hi", "lo", "movable", "out", "plan", "scale", "sizes", "width")
 
     def __init__(
         self, plan: DiskPlan, movable: dict[int, list[int]], sizes: dict[int, list[int]], width: int
@@ -843,22 +871,23 @@ class _Search:
         self.hi = [d.goal * (1 + tol) for d in plan.disks]
         self.dir_in = [_dir_in(plan, d) for d in plan.disks]  # where a replica moved there goes
         self.out = [0.0] * len(plan.disks)  # bytes outside the band, of the disks of `measure`
+        self.scale = 0.0  # the largest of their bytes and band tops (measure)
 
-    def measure(self, ks: list[int]) -> None:
-        """The bytes outside its band of each disk of ks (as _out), once a step for farthest, move, _pair."""
+    def measure(self, ks: list[int]) -> int:
+        """The bytes outside its band of each disk of ks (as _out), once a step for move and _pair, and
+        the bytes in play (`scale`, see move); returns the disk farthest over (or under) its band (ties:
+        the lowest index). One loop: it runs every step."""
         dl, lo, hi, out = self.plan.disks, self.lo, self.hi, self.out
+        best, far = ks[0], -1.0
+        top: float = max(dl[best].after, hi[best])
         for k in ks:
             x, a, b = dl[k].after, lo[k], hi[k]
-            out[k] = (x - b if x > b else 0.0) + (a - x if a > x else 0.0)
-
-    def farthest(self, ks: list[int]) -> int:
-        """The disk farthest over (or under) its band (ties: the lowest index); after `measure`."""
-        out = self.out
-        best, key = ks[0], (-1.0, 0)
-        for k in ks:
-            cand = (out[k], -k)
-            if cand > key:
-                best, key = k, cand
+            o = out[k] = (x - b if x > b else 0.0) + (a - x if a > x else 0.0)
+            if o > far or (o == far and k < best):
+                best, far = k, o
+            if x > top or b > top:
+                top = b if b > x else x
+        self.scale = top
         return best
 
     def shift(
@@ -920,21 +949,11 @@ class _Search:
                 later.append((src, tgt))
                 continue
             self._pair(src, tgt, found)
-        if later and not found.top > 1e-9 * self._scale(ks) + 1e-9:
+        if later and not found.top > 1e-9 * self.scale + 1e-9:
             for src, tgt in later:
                 self._pair(src, tgt, found)
         best = found.best
         return None if best is None else (best[2], best[3], best[4])
-
-    def _scale(self, ks: list[int]) -> float:
-        """The largest of the disks' bytes and band tops: the bytes in play (see move)."""
-        dl, hi = self.plan.disks, self.hi
-        top: float = max(dl[ks[0]].after, hi[ks[0]])
-        for k in ks:  # a loop, not max() over a generator: it runs most steps (the same first maximum)
-            a, h = dl[k].after, hi[k]
-            if a > top or h > top:
-                top = h if h > a else a
-        return top
 
     def _pair(self, src: int, tgt: int, found: _Found) -> None:
         """The candidates of the moves from disk src to disk tgt (_near_cap) weighed into `found`: the
