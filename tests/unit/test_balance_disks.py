@@ -389,22 +389,23 @@ def test_a_loaded_snapshot_plans_the_same(c: Jbod, chunk: int) -> None:
 @SETTINGS
 @given(jbods(), st.sampled_from([1, 7, 1 << 30]))
 def test_entries_fast_path_as_the_dict(c: Jbod, chunk: int) -> None:
-    """DiskPlan.entries from each row's log dirs made in numpy (disk_texts.RowTexts, the regular topics)
-    writes the bytes of the per-partition dict it replaced (`explicit`), and every entry's log dirs are
-    the dict's ("any" for each replica of a partition not in it)."""
+    """DiskPlan.entries from each row's log dirs made in numpy (disk_texts.RowTexts: a regular chunk at
+    once, else topic by topic, views or dicts) writes the bytes of the per-partition dict it replaced
+    (`explicit`), and every entry's log dirs are the dict's ("any" for each replica of a partition not
+    in it)."""
     import json
 
     _, result, d = run(c, limit=1.0)
     slow = DiskPlan(d.paths, d.disks, d.tolerance, d.limit, d.weighted, d.goal_utilization)
     slow.explicit.update(d.explicit)
-    fast_topics = 0
+    assert d.texts is not None
     for part in result.chunks(chunk):  # type: ignore[attr-defined]
         text = d.entries(part)
         assert text == slow.entries(part)
-        assert d.texts is not None
-        fast_topics += sum(d.texts.topic(t, ps) is not None for t, ps in part.items())
+        # every topic of these clusters is partitions 0..n-1 of one RF: each takes a fast path
+        assert all(d.texts.topic(t, ps) is not None for t, ps in part.items())
+        if chunk == 1:  # one topic a chunk: regular
+            assert d.texts.chunk(part) is not None
         for e in json.loads("[" + text + "]"):
             given = d.explicit.get((e["topic"], e["partition"]))
             assert e["log_dirs"] == (given or ["any"] * len(e["replicas"]))
-    if chunk == 1:  # one topic a chunk: each a regular view of its rows
-        assert fast_topics == len(c.place)

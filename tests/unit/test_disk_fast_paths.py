@@ -144,3 +144,30 @@ def test_count_within_as_replica_by_replica(data: st.DataObject) -> None:
     gone = [r for (r, c), src in origin.items() if _DISK_OF[int(final[r, c])] != src]
     _count_within(plan, sizes, final, origin, _DISK_OF)
     assert (plan.moves_within, plan.bytes_within) == (len(gone), sum(sizes[r] for r in gone))
+
+
+def test_row_texts_by_hand() -> None:
+    """Topic a: partitions 0 and 1 of two replicas; topic b: one partition of two replicas, one of one
+    (_PAD after it): not regular, so RowTexts leaves it to the per-partition dict. Row 0 changes (every
+    dir written, -1 unknown: "any"), row 1 has its second replica moved within its broker, row 2
+    nothing, row 3 changes."""
+    from reassign_cli.planning.balanced.disk_texts import row_texts
+
+    final = np.array([[0, -1], [2, 3], [1, 2], [3, _PAD]], dtype=np.int64)
+    texts = row_texts(
+        _PATHS,
+        (["a", "b"], np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])),
+        final,
+        np.array([0, 3], dtype=np.int64),
+        (np.array([1]), np.array([1])),
+    )
+    assert texts.texts == ['"/a","any"', '"any","/d\\"é"', '"any","any"', '"/d\\"é"']
+    assert texts.at == {"a": (0, 2, 2)}
+    a = _regular([[1, 1], [2, 2]])
+    assert texts.topic("a", a) == (
+        '{"topic":"a","partition":0,"replicas":[1,1],"log_dirs":["/a","any"]},'
+        '{"topic":"a","partition":1,"replicas":[2,2],"log_dirs":["any","/d\\"é"]}'
+    )
+    assert texts.topic("a", {0: [1, 1], 1: [2, 2]}) == texts.topic("a", a)
+    assert texts.topic("a", {1: [2, 2], 0: [1, 1]}) is None  # not in partition order
+    assert texts.topic("b", {0: [1, 2], 1: [2]}) is None

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
-from reassign_cli.core.replicas import TopicReplicas
+from reassign_cli.core.replicas import TopicReplicas, stack
 
 PAD = -2  # a plan's final[r, c] beyond row r's replicas
 _MARK = "\x00"  # the topic's JSON name in a template (no % there: a name may hold one)
@@ -27,14 +28,56 @@ class RowTexts:
     at: dict[str, tuple[int, int, int]]
     texts: list[str]
 
+    def chunk(self, assignment: Mapping[str, Mapping[int, Sequence[int]]]) -> str | None:
+        """The entries of a regular chunk of the plan (planner.Balanced.chunks: views over one store, one
+        partition count and rf) with their log dirs: every replica id from one numpy read; None when
+        it is not one (the caller goes topic by topic)."""
+        names = list(assignment)
+        ats = list(map(self.at.get, names))
+        views = list(assignment.values())
+        block = stack(views)
+        if block is None or None in ats:
+            return None
+        k = block.shape[1]
+        if any(at is None or at[1:] != (len(v), k) for at, v in zip(ats, views, strict=True)):
+            return None
+        joined = "".join(names)
+        plain = joined.isascii() and joined.isprintable() and '"' not in joined and "\\" not in joined
+        ids, pos, out = block.ravel().tolist(), 0, []
+        for name, at in zip(names, ats, strict=True):
+            assert at is not None
+            lo, n, _ = at
+            tq = '"' + name + '"' if plain else json.dumps(name, ensure_ascii=False)
+            out.append(self._text(lo, n, k, ids[pos : pos + n * k]).replace(_MARK, tq))
+            pos += n * k
+        return ",".join(out)
+
     def topic(self, topic: str, parts: Mapping[int, Sequence[int]]) -> str | None:
-        """The entries of `topic` as `parts` (its planned replicas) with the log dirs of its rows; None
-        when not a regular view of its rows as planned (the caller formats it another way)."""
+        """The entries of `topic` as `parts` (its planned replicas: a regular view, or a dict of
+        partitions 0..n-1 in order) with the log dirs of its rows; None when `parts` is neither, or not
+        shaped as its rows (the caller formats it another way)."""
         at = self.at.get(topic)
-        block = parts.regular_block() if at is not None and isinstance(parts, TopicReplicas) else None
-        if block is None or at is None or block.shape != at[1:]:
+        if at is None:
             return None
         lo, n, k = at
+        if isinstance(parts, TopicReplicas):
+            block = parts.regular_block()
+            if block is None or block.shape != (n, k):
+                return None
+            ids = block.ravel().tolist()
+        elif (
+            isinstance(parts, dict)
+            and len(parts) == n
+            and list(parts) == list(range(n))
+            and all(len(r) == k for r in parts.values())
+        ):
+            ids = list(chain.from_iterable(parts.values()))
+        else:
+            return None
+        return self._text(lo, n, k, ids).replace(_MARK, json.dumps(topic, ensure_ascii=False))
+
+    def _text(self, lo: int, n: int, k: int, ids: list[int]) -> str:
+        """Rows lo..lo+n-1 as partitions 0..n-1 of k replicas `ids`, the topic's name left as _MARK."""
         template = _TEMPLATES.get((n, k))
         if template is None:
             reps = ",".join(["%d"] * k)
@@ -44,8 +87,7 @@ class RowTexts:
             if len(_TEMPLATES) >= 4096:
                 _TEMPLATES.clear()
             _TEMPLATES[n, k] = template
-        text = template % tuple(block.ravel().tolist()) % tuple(self.texts[lo : lo + n])
-        return text.replace(_MARK, json.dumps(topic, ensure_ascii=False))
+        return template % tuple(ids) % tuple(self.texts[lo : lo + n])
 
 
 def row_texts(

@@ -154,10 +154,13 @@ class DiskPlan:
                 _quote(quoted, path)
         anys: dict[int, str] = {}  # '"any","any",...' by replica count
         texts, by_topic = self.texts, self.by_topic
+        whole = None if texts is None else texts.chunk(assignment)
+        if whole is not None:  # the fast path: a regular chunk as planned
+            return whole
         run: dict[str, Mapping[int, Sequence[int]]] = {}  # topics without dirs in a row, names ascending
         for topic, parts in assignment.items():
             text = None if texts is None else texts.topic(topic, parts)
-            if text is not None:  # the fast path: a regular topic as planned
+            if text is not None:  # the fast path: a topic as planned
                 _flush(run, out)
                 out.append(text)
                 continue
