@@ -127,8 +127,11 @@ def _plan_clear(
     for t in sorted(topics):
         priors = th.record_entry(record, "topics", t)
         if priors:
-            if t in full.topics:  # a deleted topic's config went with it
-                updates.append(("topics", t, th.Restorer(priors, priors)))
+            # Restored even when the read shows no such topic: a broker's metadata may trail the controller's
+            # (a topic made a moment ago missing from it; seen on KRaft under load, the entry was forgotten
+            # and the topic's throttle left behind). A deleted topic's config went with it: the write finds
+            # no config znode (skipped), or the controller answers it as unknown (ignored, as create=False).
+            updates.append(("topics", t, th.Restorer(priors, priors)))
             forget.append(("topics", t))
         elif t in full.topics:
             _keep(result, "topics", t, read("topics", t), th.TOPIC_KEYS)

@@ -78,6 +78,46 @@ def test_a_clear_that_loses_the_record_race_restores_what_it_then_finds(kc: Extr
     assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
 
 
+def test_a_clear_restores_a_new_topic_the_metadata_it_read_does_not_show_yet(
+    kc: ExtraCluster, ka: Admin
+) -> None:
+    """A broker's metadata may trail the controller's: a topic made a moment ago can be missing from a
+    Metadata answer (CI run of stop 38: the clear that lost its record race read the racing run's fresh topic
+    so, forgot its record entry as a deleted topic's, and left its throttle lists behind). The trailing answer
+    is forced here (the topic left out of the clear's one read); the restore must still reach the topic."""
+    fresh, _ = ka.make_topic("unseen", {0: [2, 3]})
+    with open_admin_backend(AdminOptions(kc.bootstrap)) as a:
+        assert a.commit_throttles(_throttle_topic(fresh)) is not None
+        eventually(lambda: ka.throttles([], [fresh]), {f"topic {fresh}": {LREP: "*", FREP: "*"}}, "written")
+        reads = a.read_state
+
+        def trailing_read_state(*args: Any, **kwargs: Any) -> Any:
+            state = reads(*args, **kwargs)
+            state.topics.pop(fresh, None)
+            return state
+
+        a.read_state = trailing_read_state  # type: ignore[method-assign]
+        cleared = clear_throttles(a, {})
+        assert cleared is not None and cleared.recorded_topics == [fresh]
+    eventually(lambda: ka.throttles([], [fresh]), {f"topic {fresh}": {}}, "restored")
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+
+
+def test_a_clear_forgets_a_deleted_topics_entry_and_makes_no_topic(kc: ExtraCluster, ka: Admin) -> None:
+    """The record names a topic deleted since its throttles were set: the clear's restore of it is answered
+    as an unknown topic (ignored), the entry is forgotten, and nothing makes the topic again."""
+    gone, _ = ka.make_topic("gone", {0: [1, 2]})
+    with open_admin_backend(AdminOptions(kc.bootstrap)) as a:
+        assert a.commit_throttles(_throttle_topic(gone)) is not None
+        ka.client.delete_topics([gone])
+        ka.made.remove(gone)
+        wait_until(lambda: gone not in ka.client.list_topics(), timeout=60, message=f"{gone} deleted")
+        cleared = clear_throttles(a, {})
+        assert cleared is not None and cleared.recorded_topics == [gone]
+    assert replayed_record(record_messages(kc.bootstrap)) == EMPTY
+    assert gone not in ka.client.list_topics()
+
+
 def test_a_clear_honours_an_execute_setup_lease_until_it_ends(
     kc: ExtraCluster, ka: Admin, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -277,6 +277,23 @@ def test_target_broker_stopped_mid_move(
     assert len(consume_all(topic)) == 5005
 
 
+def test_a_recorded_topic_deleted_since_is_forgotten_and_no_config_made_for_it(
+    fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path
+) -> None:
+    # The record names a topic deleted after its execute set the throttles (its config znode went with it):
+    # the clear restores the plan's topic, forgets the deleted one's entry, and writes no config znode for it.
+    fake_cluster(fake, {1: None, 2: None}, {"kept": {"partitions": {0: [1, 2]}}})
+    fake.set("/config/topics/kept", json.dumps({"version": 1, "config": {FOLLOWER_REPLICAS: "0:2"}}).encode())
+    rec = {"version": 1, "brokers": {}, "topics": {t: {FOLLOWER_REPLICAS: None} for t in ("gone", "kept")}}
+    fake.create(RECORD, json.dumps(rec).encode(), makepath=True)
+    plan = write_plan(tmp_path / "p.json", {("kept", 0): [1, 2]})
+    r = _verify(run_cli, zk_chroot, plan)
+    assert r.returncode == 0, r.stderr
+    assert config(fake, "topics", "kept") == {}
+    assert not fake.exists("/config/topics/gone")
+    assert get_json(fake, RECORD) is None
+
+
 @pytest.mark.parametrize("verbose", [False, True], ids=["short", "verbose"])
 def test_orphaned_throttles_of_many_topics_named_in_short(
     fake: Any, zk_chroot: str, run_cli: Any, tmp_path: Path, verbose: bool
