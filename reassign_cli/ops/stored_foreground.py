@@ -96,6 +96,7 @@ class _Batches:
         self.observer = sp.watch()
         self.index = -1  # the batch running (0-based)
         self.running: list[TopicPartition] = []
+        self.started = False  # a batch started in this step (its reads show it not yet moving)
         self.results: list[PartitionProgress] = []
         self.stack = ExitStack()
         self.watch: Watch | None = None  # the batch running
@@ -119,7 +120,9 @@ class _Batches:
                 self._ended(result.state)
             if result.all_done:
                 return
-            if self.running:
+            if self.started:  # this step's reads came before the batch it started: watched from the next
+                self.started = False
+            elif self.running:
                 self._watch(result.state)
             else:
                 self._idle(result)
@@ -150,7 +153,7 @@ class _Batches:
             state = self.backend.read_state(sorted({e.topic for e in entries}))
             check_free(state, i, self.n, self.req)
         submit_batch(self.backend, state, entries, self.req, self.report, self.mover, first=(i == 0))
-        self.index, self.running = i, tps
+        self.index, self.running, self.started = i, tps, True
         self.started_at = time.monotonic()
         self.watch = Watch(self.backend, {tp: self.targets[tp] for tp in tps}, self.req)
         self.watch.bar = self.stack.enter_context(self.report.progress(len(tps)))
