@@ -97,18 +97,24 @@ def test_kill_9_of_a_foreground_paced_execute_then_verify_carries_on(
     from tests.integration.reassign_support import produce, write_plan
 
     topic, values = ka.make_topic("killed", {0: [1], 1: [1], 2: [1]}, messages=10)
-    values += produce(kc.bootstrap, topic, 0, 1000)
+    # 5 MB: a follower's first fetch takes up to 1 MB a partition past the throttle, so 1 MB moved in under a
+    # second, and a poll under load could miss the whole batch (CI, 2026-11-28); this takes ~13 s at RATE
+    values += produce(kc.bootstrap, topic, 0, 5000)
     plan = write_plan(tmp_path / "paced.json", {(topic, p): [3] for p in range(3)})
     env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("KAFKA_REASSIGN_")}
     flags = ["--bootstrap-server", kc.bootstrap]
+    child = Child(
+        None, tmp_path, "execute", "--reassignment-json-file", plan, *flags, *pace,
+        "--throttle", RATE, "--poll-interval", "0.5", bootstrap=kc.bootstrap,
+    )  # fmt: skip
     try:
-        child = Child(
-            None, tmp_path, "execute", "--reassignment-json-file", plan, *flags, *pace,
-            "--throttle", RATE, "--poll-interval", "0.5", bootstrap=kc.bootstrap,
-        )  # fmt: skip
         if pace[0] == "--batch-size":
             child.wait_for_line("Batch 1/3: 1 partition")
-            wait_until(lambda: bool(ka.reassignments()), timeout=60, message="the first batch moving")
+            wait_until(
+                lambda: bool(ka.reassignments()),
+                timeout=60,
+                message=lambda: f"the first batch moving (exit {child.proc.poll()}):\n{''.join(child.err)}",
+            )
         else:
             child.wait_for_line("1 moving, 2 queued")
         with topic_store(kc.bootstrap) as store:
@@ -137,4 +143,6 @@ def test_kill_9_of_a_foreground_paced_execute_then_verify_carries_on(
             assert not {k for k in ka.configs("brokers", b) if k in (LR, FR)}
         assert sorted(consume_all(kc.bootstrap, topic, 60)) == sorted(values)
     finally:
+        if child.proc.poll() is None:  # a failed wait: the child must not go on beside the next test
+            child.kill9()
         _forget(kc.bootstrap)
