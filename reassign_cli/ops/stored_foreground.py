@@ -96,7 +96,6 @@ class _Batches:
         self.observer = sp.watch()
         self.index = -1  # the batch running (0-based)
         self.running: list[TopicPartition] = []
-        self.started = False  # a batch started in this step (its reads show it not yet moving)
         self.results: list[PartitionProgress] = []
         self.stack = ExitStack()
         self.watch: Watch | None = None  # the batch running
@@ -120,12 +119,10 @@ class _Batches:
                 self._ended(result.state)
             if result.all_done:
                 return
-            if self.started:  # this step's reads came before the batch it started: watched from the next
-                self.started = False
-            elif self.running:
-                self._watch(result.state)
-            else:
+            if not self.running:
                 self._idle(result)
+            elif not result.started:  # a batch this step started is watched from the next (reads predate it)
+                self._watch(result.state)
             yield
             self._pause()
 
@@ -153,7 +150,7 @@ class _Batches:
             state = self.backend.read_state(sorted({e.topic for e in entries}))
             check_free(state, i, self.n, self.req)
         submit_batch(self.backend, state, entries, self.req, self.report, self.mover, first=(i == 0))
-        self.index, self.running, self.started = i, tps, True
+        self.index, self.running = i, tps
         self.started_at = time.monotonic()
         self.watch = Watch(self.backend, {tp: self.targets[tp] for tp in tps}, self.req)
         self.watch.bar = self.stack.enter_context(self.report.progress(len(tps)))
