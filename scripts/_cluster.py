@@ -198,7 +198,7 @@ def zk_config(data_dir: Path, port: int) -> dict[str, str]:
         "clientPortAddress": HOST,
         "maxClientCnxns": "0",
         "admin.enableServer": "false",
-        "4lw.commands.whitelist": "srvr,ruok,stat,mntr",
+        "4lw.commands.whitelist": "srvr,ruok,stat,mntr,cons",
     }
 
 
@@ -509,6 +509,16 @@ class MiniZk:
             raise OSError(f"ZooKeeper error {err} on {path}")
         return err == 0
 
+    def owner(self, path: str) -> int | None:
+        """The session id that owns an ephemeral znode (0 for a persistent one); None if there is no znode."""
+        err, body = self._call(3, path)
+        if err == self.NONODE:
+            return None
+        if err:
+            raise OSError(f"ZooKeeper error {err} on {path}")
+        # Stat: czxid, mzxid, ctime, mtime (longs), version, cversion, aversion (ints), ephemeralOwner
+        return int(struct.unpack_from(">q", body, 44)[0])
+
     def get(self, path: str) -> bytes | None:
         err, body = self._call(4, path)
         if err == self.NONODE:
@@ -553,6 +563,28 @@ def registered_brokers(port: int, tls: ssl.SSLContext | None = None) -> dict[int
             if data is not None:
                 out[int(i)] = json.loads(data)
         return out
+
+
+def zk_four_letter(port: int, word: str, tls: ssl.SSLContext | None = None) -> str:
+    """ZooKeeper's answer to a four-letter word (the server closes the connection after it)."""
+    with socket.create_connection((HOST, port), timeout=5) as raw:
+        s = tls.wrap_socket(raw, server_hostname=HOST) if tls is not None else raw
+        s.sendall(word.encode())
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out.decode(errors="replace")
+
+
+def sessions_resumed(port: int, paths: list[str], tls: ssl.SSLContext | None = None) -> bool:
+    """Whether every znode of `paths` exists and is owned by a session that a client holds right now (one
+    of the server's connections, its `cons` answer). After a restart ZooKeeper restores every session and
+    keeps its ephemeral znodes until the session times out; a broker that does not resume its old session
+    loses them then (CI saw a CreateTopics fail, and a topic made with a short ISR, in that window)."""
+    with zk_session(port, tls) as zk:
+        owners = [zk.owner(p) for p in paths]
+    attached = {int(sid, 16) for sid in re.findall(r"sid=0x([0-9a-f]+)", zk_four_letter(port, "cons", tls))}
+    return all(o is not None and o in attached for o in owners)
 
 
 def controller_id(port: int, tls: ssl.SSLContext | None = None) -> int | None:
@@ -1484,8 +1516,9 @@ def cmd_stop_zookeeper(c: Cluster) -> int:
 
 
 def cmd_start_zookeeper(c: Cluster) -> int:
-    """Start ZooKeeper again on its data; wait until every running broker is connected to it again and
-    registered, and a controller is elected (brokers resume their sessions or re-register)."""
+    """Start ZooKeeper again on its data; wait until every running broker is registered by a session it
+    holds (resumed, or new after the old one expired), a controller is elected, and every broker's
+    metadata names that controller and lists every running broker."""
     zk_port = needs_zookeeper(c)
     if c.alive("zookeeper"):
         say("zookeeper is already running")
@@ -1499,15 +1532,28 @@ def cmd_start_zookeeper(c: Cluster) -> int:
     pids = [p for p in (c.pid(f"broker-{i}") for i in sorted(live)) if p is not None]
     tls = c.tls()
 
+    _, bports = c.ports()
+
     def back() -> bool:
         connected = pids_connected_to(zk_port, pids)
-        return (
-            (connected is None or connected == set(pids))
-            and set(registered_brokers(zk_port, tls)) == live
-            and controller_id(zk_port, tls) is not None
+        if connected is not None and connected != set(pids):
+            return False
+        ctrl = controller_id(zk_port, tls)
+        if set(registered_brokers(zk_port, tls)) != live or ctrl is None:
+            return False
+        paths = [f"{CHROOT}/brokers/ids/{i}" for i in sorted(live)] + [f"{CHROOT}/controller"]
+        # every registration held by a live session, and the controller's view (its UpdateMetadata) in
+        # every broker's metadata: the controller names itself and lists every running broker
+        return sessions_resumed(zk_port, paths, tls) and all(
+            kafka_metadata(bports[i]) == (sorted(live), ctrl) for i in sorted(live)
         )
 
-    wait_for(back, START_TIMEOUT, f"brokers {sorted(live)} reconnected and registered, a controller elected")
+    wait_for(
+        back,
+        START_TIMEOUT,
+        f"brokers {sorted(live)} back on their ZooKeeper sessions and registered, a controller elected "
+        "and its view of them in every broker's metadata",
+    )
     say(f"zookeeper running; brokers {','.join(map(str, sorted(live)))} registered")
     return 0
 
@@ -1578,7 +1624,8 @@ usage: scripts/cluster up [--secure | --kraft [--kafka-version V]] [--jbod] | do
   stop-broker N   stop broker N and wait until it left /brokers/ids (KRaft: the others' metadata)
   start-broker N  start broker N again and wait until it is registered
   stop-zookeeper  stop ZooKeeper only (brokers keep running); not for KRaft
-  start-zookeeper start it again and wait until every running broker is registered again
+  start-zookeeper start it again and wait until every running broker is registered again on a live
+                  session and the controller's view of them is in every broker's metadata
   jars            fetch every jar set the tests need into the cache if missing (Kafka 3.9 and the
                   newest 4.x with kafka-tools); print their directories
   env             print $CLUSTER_DIR/env (exit 1 if the cluster is not up)

@@ -6,6 +6,7 @@ session's extra clusters (tests/conftest.py: secure_cluster, kraft_cluster), che
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import re
@@ -121,6 +122,64 @@ def test_private_cluster_up_twice_status_stop_broker_down(tmp_path: Path) -> Non
     assert script("status", directory=d).returncode == 3
     # down again is harmless
     assert script("down", directory=d).returncode == 0
+
+
+HOLDER = """
+import sys, time
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=30)
+zk.start(timeout=15)
+zk.create(sys.argv[2], b"", ephemeral=True)
+sid, passwd = zk.client_id
+print(sid, passwd.hex(), flush=True)
+time.sleep(600)
+"""
+
+
+def load_cluster_script() -> Any:
+    spec = importlib.util.spec_from_file_location("_cluster", REPO / "scripts" / "_cluster.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_registration_no_client_holds_the_session_of_is_not_taken_as_back(cluster: Cluster) -> None:
+    """start-zookeeper's wait (scripts/_cluster.sessions_resumed), on the real ZooKeeper: an ephemeral znode
+    whose session lives on in the server with no client holding it (its holder killed -9: as a broker
+    that has not yet resumed, or never will, after a ZooKeeper restart) is not back; once a new connection
+    resumes that session it is."""
+    cl = load_cluster_script()
+    port = int(cluster.zk_hosts.rpartition(":")[2])
+    path = "/" + unique_name("t-owner")
+    holder = subprocess.Popen(
+        [PYTHON, "-c", HOLDER, cluster.zk_hosts, path],
+        stdout=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    resumed = None
+    try:
+        assert holder.stdout is not None
+        sid_text, passwd = holder.stdout.readline().split()
+        sid = int(sid_text)
+        assert cl.sessions_resumed(port, [path]) is True
+        assert cl.sessions_resumed(port, [path + "-none"]) is False  # no znode
+        holder.kill()
+        holder.wait(timeout=30)
+        wait_until(lambda: not cl.sessions_resumed(port, [path]), timeout=30, message="the connection gone")
+        with cl.zk_session(port) as mini:
+            assert mini.owner(path) == sid  # the session, and its znode, still there
+        resumed = KazooClient(hosts=cluster.zk_hosts, client_id=(sid, bytes.fromhex(passwd)), timeout=30)
+        resumed.start(timeout=15)
+        assert resumed.client_id[0] == sid
+        assert cl.sessions_resumed(port, [path]) is True
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+        if resumed is not None:
+            resumed.stop()  # closes the session: its znode goes with it
+            resumed.close()
 
 
 def test_cluster_fixture_fails_rather_than_skips_when_the_cluster_cannot_start(tmp_path: Path) -> None:
