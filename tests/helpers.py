@@ -5,6 +5,7 @@ from tests.helpers import wait_until, zk_dump, consume_all, run_cli
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -14,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,6 +24,15 @@ VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
 
 T = TypeVar("T")
+
+
+def load_cluster_script() -> ModuleType:
+    """scripts/_cluster.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("_cluster", REPO / "scripts" / "_cluster.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def wait_until(

@@ -6,7 +6,6 @@ session's extra clusters (tests/conftest.py: secure_cluster, kraft_cluster), che
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from tests.clusters import (
     script,
 )
 from tests.conftest import Cluster
-from tests.helpers import PYTHON, REPO, read_env_file, unique_name, wait_until
+from tests.helpers import PYTHON, REPO, load_cluster_script, read_env_file, unique_name, wait_until
 
 
 def listening(port: int) -> bool:
@@ -134,14 +133,6 @@ sid, passwd = zk.client_id
 print(sid, passwd.hex(), flush=True)
 time.sleep(600)
 """
-
-
-def load_cluster_script() -> Any:
-    spec = importlib.util.spec_from_file_location("_cluster", REPO / "scripts" / "_cluster.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_a_registration_no_client_holds_the_session_of_is_not_taken_as_back(cluster: Cluster) -> None:

@@ -8,28 +8,20 @@ anything else, so the file stays in that shape).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.helpers import load_cluster_script
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
 
 
-def load_cluster_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_cluster", REPO / "scripts" / "_cluster.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-cl = load_cluster_module()
+cl = load_cluster_script()
 
 
 def _scalar(text: str) -> Any:
